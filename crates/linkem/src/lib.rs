@@ -1,0 +1,1 @@
+//! Link emulator (see issue 4).
