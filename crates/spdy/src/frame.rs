@@ -1,0 +1,668 @@
+//! Typed SPDY frames and their byte-exact wire layouts (digest §1-§2).
+//!
+//! [`FrameHeader::parse`] reads the common 8-byte header; [`decode_control`] turns a
+//! complete control frame into a [`Frame`], inflating its header block through the
+//! session's shared [`HeaderDecompressor`]; [`Frame::encode`] writes a frame, compressing
+//! header blocks at that moment (wire order).
+
+use crate::codes::{flags, frame_type as ft, GoAwayStatus, RstStatus, SettingId};
+use crate::compress::{DecompressError, HeaderCompressor, HeaderDecompressor};
+use crate::headers::Headers;
+use crate::zlib::InflateError;
+use crate::Version;
+use bytes::{Buf, Bytes};
+use std::fmt;
+
+/// Size of every frame header.
+pub const HEADER_LEN: usize = 8;
+/// Largest payload the 24-bit length can express.
+pub const MAX_PAYLOAD: usize = (1 << 24) - 1;
+
+/// A 31-bit stream id. Client streams are odd, server (push) streams even, 0 is none.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct StreamId(pub u32);
+
+impl StreamId {
+    /// The largest stream id.
+    pub const MAX: StreamId = StreamId(0x7fff_ffff);
+    /// Whether a client opened it (odd).
+    pub fn is_client_initiated(self) -> bool {
+        self.0 % 2 == 1
+    }
+    /// Whether a server opened it (even, non-zero).
+    pub fn is_server_initiated(self) -> bool {
+        self.0 != 0 && self.0 % 2 == 0
+    }
+}
+
+impl fmt::Debug for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// One SETTINGS entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    /// Which setting.
+    pub id: SettingId,
+    /// Entry flags (PERSIST_VALUE, PERSISTED).
+    pub flags: u8,
+    /// The value.
+    pub value: u32,
+}
+
+/// A SYN_STREAM frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SynStream {
+    /// The new stream.
+    pub stream_id: StreamId,
+    /// The client stream a push belongs to, or 0.
+    pub assoc_id: StreamId,
+    /// 0 (highest) ..= 7 (SPDY/2: 3).
+    pub priority: u8,
+    /// CREDENTIAL slot (SPDY/3; 0 otherwise).
+    pub slot: u8,
+    /// The sender half-closes at once.
+    pub fin: bool,
+    /// The recipient may not send on this stream (server push).
+    pub unidirectional: bool,
+    /// The header block.
+    pub headers: Headers,
+}
+
+/// A SPDY frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// DATA.
+    Data {
+        /// Stream.
+        stream_id: StreamId,
+        /// FLAG_FIN.
+        fin: bool,
+        /// Payload.
+        data: Bytes,
+    },
+    /// SYN_STREAM.
+    SynStream(SynStream),
+    /// SYN_REPLY.
+    SynReply {
+        /// Stream.
+        stream_id: StreamId,
+        /// FLAG_FIN.
+        fin: bool,
+        /// Header block.
+        headers: Headers,
+    },
+    /// RST_STREAM.
+    RstStream {
+        /// Stream.
+        stream_id: StreamId,
+        /// Status code.
+        status: RstStatus,
+    },
+    /// SETTINGS.
+    Settings {
+        /// FLAG_SETTINGS_CLEAR_SETTINGS.
+        clear: bool,
+        /// Entries in wire order.
+        entries: Vec<Setting>,
+    },
+    /// NOOP (SPDY/2).
+    Noop,
+    /// PING.
+    Ping {
+        /// Opaque id: odd from clients, even from servers.
+        id: u32,
+    },
+    /// GOAWAY.
+    GoAway {
+        /// Highest peer-initiated stream the sender accepted.
+        last_good: StreamId,
+        /// Status (always OK in SPDY/2, which has no status field).
+        status: GoAwayStatus,
+    },
+    /// HEADERS.
+    Headers {
+        /// Stream.
+        stream_id: StreamId,
+        /// FLAG_FIN.
+        fin: bool,
+        /// Header block.
+        headers: Headers,
+    },
+    /// WINDOW_UPDATE (stream 0 = session window, SPDY/3.1).
+    WindowUpdate {
+        /// Stream, or 0 for the session.
+        stream_id: StreamId,
+        /// Credit in bytes, 1 ..= 2^31-1.
+        delta: u32,
+    },
+    /// CREDENTIAL (SPDY/3 only); decoded and ignored by sessions.
+    Credential {
+        /// Slot.
+        slot: u16,
+        /// Proof.
+        proof: Bytes,
+        /// DER certificates, leaf first.
+        certificates: Vec<Bytes>,
+    },
+    /// A control frame of a type this version does not define; skipped by sessions.
+    Unknown {
+        /// Version field.
+        version: u16,
+        /// Type.
+        frame_type: u16,
+        /// Flags.
+        flags: u8,
+        /// Payload.
+        payload: Bytes,
+    },
+}
+
+/// The common 8-byte frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameHeader {
+    /// A control frame.
+    Control {
+        /// Version field (2 or 3).
+        version: u16,
+        /// Frame type.
+        frame_type: u16,
+        /// Flags.
+        flags: u8,
+        /// Payload length.
+        len: usize,
+    },
+    /// A DATA frame.
+    Data {
+        /// Stream.
+        stream_id: StreamId,
+        /// Flags.
+        flags: u8,
+        /// Payload length.
+        len: usize,
+    },
+}
+
+impl FrameHeader {
+    /// Parses the first 8 bytes of a frame.
+    pub fn parse(b: &[u8; HEADER_LEN]) -> FrameHeader {
+        let flags = b[4];
+        let len = u32::from_be_bytes([0, b[5], b[6], b[7]]) as usize;
+        if b[0] & 0x80 != 0 {
+            FrameHeader::Control {
+                version: u16::from_be_bytes([b[0] & 0x7f, b[1]]),
+                frame_type: u16::from_be_bytes([b[2], b[3]]),
+                flags,
+                len,
+            }
+        } else {
+            FrameHeader::Data {
+                stream_id: StreamId(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+                flags,
+                len,
+            }
+        }
+    }
+
+    /// Payload length.
+    pub fn len(&self) -> usize {
+        match *self {
+            FrameHeader::Control { len, .. } | FrameHeader::Data { len, .. } => len,
+        }
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Why a frame could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameError {
+    /// The frame's layout is wrong (length, counts): a session error.
+    Malformed {
+        /// Frame type.
+        frame_type: u16,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The shared header context failed: a session error.
+    Compression(InflateError),
+    /// A header block was too large or invalid (context still in sync): a stream error.
+    HeaderBlock {
+        /// Frame type.
+        frame_type: u16,
+        /// Stream.
+        stream_id: StreamId,
+        /// Whether it was too large (`true`) or invalid.
+        too_large: bool,
+        /// Details.
+        reason: String,
+    },
+    /// A control frame carries another SPDY version.
+    WrongVersion {
+        /// Version seen.
+        version: u16,
+        /// Frame type.
+        frame_type: u16,
+        /// For SYN_STREAM, its stream id (to answer UNSUPPORTED_VERSION).
+        stream_id: Option<StreamId>,
+    },
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Malformed { frame_type, reason } => {
+                write!(f, "malformed frame type {frame_type}: {reason}")
+            }
+            FrameError::Compression(e) => write!(f, "header decompression failed: {}", e.0),
+            FrameError::HeaderBlock {
+                frame_type,
+                stream_id,
+                reason,
+                ..
+            } => {
+                write!(
+                    f,
+                    "bad header block in frame type {frame_type} on stream {stream_id}: {reason}"
+                )
+            }
+            FrameError::WrongVersion {
+                version,
+                frame_type,
+                ..
+            } => {
+                write!(f, "control frame type {frame_type} with version {version}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+fn malformed(frame_type: u16, reason: &'static str) -> FrameError {
+    FrameError::Malformed { frame_type, reason }
+}
+
+fn sid(b: &[u8]) -> StreamId {
+    StreamId(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff)
+}
+
+/// Decodes a complete control frame's payload. Header blocks are always inflated, even
+/// when the frame is then rejected, so the shared context stays in sync (DESIGN rule 8).
+pub fn decode_control(
+    version: Version,
+    frame_type: u16,
+    wire_version: u16,
+    fl: u8,
+    mut p: Bytes,
+    dec: &mut HeaderDecompressor,
+) -> Result<Frame, FrameError> {
+    let v2 = version == Version::V2;
+    if wire_version != version.wire() {
+        let stream_id = (frame_type == ft::SYN_STREAM && p.len() >= 4).then(|| sid(&p));
+        return Err(FrameError::WrongVersion {
+            version: wire_version,
+            frame_type,
+            stream_id,
+        });
+    }
+    let block = |frame_type: u16, stream_id: StreamId, b: &[u8], dec: &mut HeaderDecompressor| {
+        if b.is_empty() {
+            return Ok(Headers::new());
+        }
+        dec.decompress(b).map_err(|e| match e {
+            DecompressError::Zlib(z) => FrameError::Compression(z),
+            DecompressError::TooLarge => FrameError::HeaderBlock {
+                frame_type,
+                stream_id,
+                too_large: true,
+                reason: "header block too large after decompression".into(),
+            },
+            DecompressError::Invalid(h) => FrameError::HeaderBlock {
+                frame_type,
+                stream_id,
+                too_large: false,
+                reason: h.to_string(),
+            },
+        })
+    };
+    let fixed = |n: usize, p: &Bytes| {
+        if p.len() == n {
+            Ok(())
+        } else {
+            Err(malformed(frame_type, "wrong length"))
+        }
+    };
+    Ok(match frame_type {
+        ft::SYN_STREAM => {
+            if p.len() < 10 {
+                return Err(malformed(frame_type, "shorter than 10 bytes"));
+            }
+            let stream_id = sid(&p);
+            let assoc_id = sid(&p[4..]);
+            let (priority, slot) = if v2 {
+                (p[8] >> 6, 0)
+            } else {
+                (p[8] >> 5, p[9])
+            };
+            let headers = block(frame_type, stream_id, &p[10..], dec)?;
+            Frame::SynStream(SynStream {
+                stream_id,
+                assoc_id,
+                priority,
+                slot,
+                fin: fl & flags::FIN != 0,
+                unidirectional: fl & flags::UNIDIRECTIONAL != 0,
+                headers,
+            })
+        }
+        ft::SYN_REPLY | ft::HEADERS => {
+            let skip = if v2 { 6 } else { 4 };
+            if p.len() < skip {
+                return Err(malformed(frame_type, "too short"));
+            }
+            let stream_id = sid(&p);
+            let headers = block(frame_type, stream_id, &p[skip..], dec)?;
+            let fin = fl & flags::FIN != 0;
+            if frame_type == ft::SYN_REPLY {
+                Frame::SynReply {
+                    stream_id,
+                    fin,
+                    headers,
+                }
+            } else {
+                Frame::Headers {
+                    stream_id,
+                    fin,
+                    headers,
+                }
+            }
+        }
+        ft::RST_STREAM => {
+            fixed(8, &p)?;
+            Frame::RstStream {
+                stream_id: sid(&p),
+                status: RstStatus(u32::from_be_bytes([p[4], p[5], p[6], p[7]])),
+            }
+        }
+        ft::SETTINGS => {
+            if p.len() < 4 {
+                return Err(malformed(frame_type, "shorter than 4 bytes"));
+            }
+            let n = p.get_u32() as usize;
+            if n.checked_mul(8) != Some(p.len()) {
+                return Err(malformed(frame_type, "entry count does not match length"));
+            }
+            let entries = p
+                .chunks_exact(8)
+                .map(|e| {
+                    let (id, flags) = if v2 {
+                        (u32::from_le_bytes([e[0], e[1], e[2], 0]), e[3])
+                    } else {
+                        (u32::from_be_bytes([0, e[1], e[2], e[3]]), e[0])
+                    };
+                    Setting {
+                        id: SettingId(id),
+                        flags,
+                        value: u32::from_be_bytes([e[4], e[5], e[6], e[7]]),
+                    }
+                })
+                .collect();
+            Frame::Settings {
+                clear: fl & flags::CLEAR_SETTINGS != 0,
+                entries,
+            }
+        }
+        ft::NOOP if v2 => {
+            fixed(0, &p)?;
+            Frame::Noop
+        }
+        ft::PING => {
+            fixed(4, &p)?;
+            Frame::Ping { id: p.get_u32() }
+        }
+        ft::GOAWAY => {
+            fixed(if v2 { 4 } else { 8 }, &p)?;
+            let last_good = sid(&p);
+            let status = if v2 {
+                GoAwayStatus::OK
+            } else {
+                GoAwayStatus(u32::from_be_bytes([p[4], p[5], p[6], p[7]]))
+            };
+            Frame::GoAway { last_good, status }
+        }
+        ft::WINDOW_UPDATE if !v2 => {
+            fixed(8, &p)?;
+            Frame::WindowUpdate {
+                stream_id: sid(&p),
+                delta: u32::from_be_bytes([p[4], p[5], p[6], p[7]]) & 0x7fff_ffff,
+            }
+        }
+        ft::CREDENTIAL if !v2 => {
+            let bad = || malformed(frame_type, "truncated CREDENTIAL");
+            if p.len() < 6 {
+                return Err(bad());
+            }
+            let slot = p.get_u16();
+            let plen = p.get_u32() as usize;
+            if p.len() < plen {
+                return Err(bad());
+            }
+            let proof = p.split_to(plen);
+            let mut certificates = Vec::new();
+            while !p.is_empty() {
+                if p.len() < 4 {
+                    return Err(bad());
+                }
+                let clen = p.get_u32() as usize;
+                if p.len() < clen {
+                    return Err(bad());
+                }
+                certificates.push(p.split_to(clen));
+            }
+            Frame::Credential {
+                slot,
+                proof,
+                certificates,
+            }
+        }
+        _ => Frame::Unknown {
+            version: wire_version,
+            frame_type,
+            flags: fl,
+            payload: p,
+        },
+    })
+}
+
+fn put_control(out: &mut Vec<u8>, version: Version, frame_type: u16, fl: u8, len: usize) {
+    let v = version.wire();
+    out.extend_from_slice(&[0x80 | (v >> 8) as u8, v as u8]);
+    out.extend_from_slice(&frame_type.to_be_bytes());
+    put_flags_len(out, fl, len);
+}
+
+fn put_flags_len(out: &mut Vec<u8>, fl: u8, len: usize) {
+    debug_assert!(len <= MAX_PAYLOAD);
+    let l = (len as u32).to_be_bytes();
+    out.extend_from_slice(&[fl, l[1], l[2], l[3]]);
+}
+
+/// Writes the 8-byte header of a DATA frame whose payload follows separately.
+pub fn encode_data_header(stream_id: StreamId, fin: bool, len: usize, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(stream_id.0 & 0x7fff_ffff).to_be_bytes());
+    put_flags_len(out, if fin { flags::FIN } else { 0 }, len);
+}
+
+impl Frame {
+    /// Encodes the frame in `version`'s layout, compressing any header block now.
+    pub fn encode(&self, version: Version, comp: &mut HeaderCompressor, out: &mut Vec<u8>) {
+        let v2 = version == Version::V2;
+        let start = out.len();
+        let u32be = |out: &mut Vec<u8>, x: u32| out.extend_from_slice(&x.to_be_bytes());
+        let fin_flag = |fin: bool| if fin { flags::FIN } else { 0 };
+        match self {
+            Frame::Data {
+                stream_id,
+                fin,
+                data,
+            } => {
+                encode_data_header(*stream_id, *fin, data.len(), out);
+                out.extend_from_slice(data);
+                return;
+            }
+            Frame::SynStream(s) => {
+                let fl = fin_flag(s.fin)
+                    | if s.unidirectional {
+                        flags::UNIDIRECTIONAL
+                    } else {
+                        0
+                    };
+                put_control(out, version, ft::SYN_STREAM, fl, 0);
+                u32be(out, s.stream_id.0 & 0x7fff_ffff);
+                u32be(out, s.assoc_id.0 & 0x7fff_ffff);
+                if v2 {
+                    out.extend_from_slice(&[(s.priority & 3) << 6, 0]);
+                } else {
+                    out.extend_from_slice(&[(s.priority & 7) << 5, s.slot]);
+                }
+                comp.compress(&s.headers, out);
+            }
+            Frame::SynReply {
+                stream_id,
+                fin,
+                headers,
+            }
+            | Frame::Headers {
+                stream_id,
+                fin,
+                headers,
+            } => {
+                let t = if matches!(self, Frame::SynReply { .. }) {
+                    ft::SYN_REPLY
+                } else {
+                    ft::HEADERS
+                };
+                put_control(out, version, t, fin_flag(*fin), 0);
+                u32be(out, stream_id.0 & 0x7fff_ffff);
+                if v2 {
+                    out.extend_from_slice(&[0, 0]);
+                }
+                comp.compress(headers, out);
+            }
+            Frame::RstStream { stream_id, status } => {
+                put_control(out, version, ft::RST_STREAM, 0, 8);
+                u32be(out, stream_id.0 & 0x7fff_ffff);
+                u32be(out, status.0);
+            }
+            Frame::Settings { clear, entries } => {
+                let fl = if *clear { flags::CLEAR_SETTINGS } else { 0 };
+                put_control(out, version, ft::SETTINGS, fl, 4 + 8 * entries.len());
+                u32be(out, entries.len() as u32);
+                for e in entries {
+                    if v2 {
+                        let id = e.id.0.to_le_bytes();
+                        out.extend_from_slice(&[id[0], id[1], id[2], e.flags]);
+                    } else {
+                        let id = e.id.0.to_be_bytes();
+                        out.extend_from_slice(&[e.flags, id[1], id[2], id[3]]);
+                    }
+                    u32be(out, e.value);
+                }
+            }
+            Frame::Noop => put_control(out, version, ft::NOOP, 0, 0),
+            Frame::Ping { id } => {
+                put_control(out, version, ft::PING, 0, 4);
+                u32be(out, *id);
+            }
+            Frame::GoAway { last_good, status } => {
+                put_control(out, version, ft::GOAWAY, 0, if v2 { 4 } else { 8 });
+                u32be(out, last_good.0 & 0x7fff_ffff);
+                if !v2 {
+                    u32be(out, status.0);
+                }
+            }
+            Frame::WindowUpdate { stream_id, delta } => {
+                put_control(out, version, ft::WINDOW_UPDATE, 0, 8);
+                u32be(out, stream_id.0 & 0x7fff_ffff);
+                u32be(out, delta & 0x7fff_ffff);
+            }
+            Frame::Credential {
+                slot,
+                proof,
+                certificates,
+            } => {
+                let len = 6 + proof.len() + certificates.iter().map(|c| 4 + c.len()).sum::<usize>();
+                put_control(out, version, ft::CREDENTIAL, 0, len);
+                out.extend_from_slice(&slot.to_be_bytes());
+                u32be(out, proof.len() as u32);
+                out.extend_from_slice(proof);
+                for c in certificates {
+                    u32be(out, c.len() as u32);
+                    out.extend_from_slice(c);
+                }
+            }
+            Frame::Unknown {
+                version: wv,
+                frame_type,
+                flags: fl,
+                payload,
+            } => {
+                out.extend_from_slice(&[0x80 | (wv >> 8) as u8, *wv as u8]);
+                out.extend_from_slice(&frame_type.to_be_bytes());
+                put_flags_len(out, *fl, payload.len());
+                out.extend_from_slice(payload);
+            }
+        }
+        // Header-block frames: patch the length now that the block is compressed.
+        let len = out.len() - start - HEADER_LEN;
+        let l = (len as u32).to_be_bytes();
+        out[start + 5..start + 8].copy_from_slice(&l[1..]);
+    }
+
+    /// Decodes one complete frame from the front of `buf`; `Ok(None)` if more bytes are
+    /// needed. DATA payloads are zero-copy slices of `buf`.
+    pub fn decode(
+        version: Version,
+        buf: &mut Bytes,
+        dec: &mut HeaderDecompressor,
+    ) -> Result<Option<Frame>, FrameError> {
+        if buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let hdr = FrameHeader::parse(buf[..HEADER_LEN].try_into().expect("8 bytes"));
+        if buf.len() < HEADER_LEN + hdr.len() {
+            return Ok(None);
+        }
+        buf.advance(HEADER_LEN);
+        let payload = buf.split_to(hdr.len());
+        match hdr {
+            FrameHeader::Data {
+                stream_id,
+                flags: fl,
+                ..
+            } => Ok(Some(Frame::Data {
+                stream_id,
+                fin: fl & flags::FIN != 0,
+                data: payload,
+            })),
+            FrameHeader::Control {
+                version: wv,
+                frame_type,
+                flags: fl,
+                ..
+            } => decode_control(version, frame_type, wv, fl, payload, dec).map(Some),
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The HTTP mapping of SPDY header blocks (digest §9): request and response
+//! pseudo-headers per version, and the hop-by-hop headers SPDY must not carry.
+
+use crate::{Headers, Version};
+
+/// Headers that must not travel in SPDY (hop-by-hop); `host` becomes `:host` in SPDY/3.
+pub const HOP_BY_HOP: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// A request's essentials, read from a SYN_STREAM's headers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestHead {
+    /// Method (`GET`).
+    pub method: String,
+    /// Path and query, starting with `/` (SPDY/2 `url` may be absolute; its path is used).
+    pub path: String,
+    /// `host[:port]`.
+    pub host: String,
+    /// `http` or `https`.
+    pub scheme: String,
+}
+
+/// Builds request headers for `version`: pseudo-headers plus `extra` (hop-by-hop removed).
+pub fn request_headers(
+    version: Version,
+    method: &str,
+    scheme: &str,
+    host: &str,
+    path: &str,
+    extra: &Headers,
+) -> Headers {
+    let mut h = Headers::new();
+    if version == Version::V2 {
+        h.add("method", method);
+        h.add("url", path);
+        h.add("version", "HTTP/1.1");
+        h.add("scheme", scheme);
+        h.add("host", host);
+    } else {
+        h.add(":method", method);
+        h.add(":path", path);
+        h.add(":version", "HTTP/1.1");
+        h.add(":scheme", scheme);
+        h.add(":host", host);
+    }
+    copy_extra(version, &mut h, extra);
+    h
+}
+
+/// Builds response headers for `version`: status, version and `extra`.
+pub fn response_headers(version: Version, status: u16, extra: &Headers) -> Headers {
+    let mut h = Headers::new();
+    let (s, v) = if version == Version::V2 {
+        ("status", "version")
+    } else {
+        (":status", ":version")
+    };
+    h.add(s, status_line(status));
+    h.add(v, "HTTP/1.1");
+    copy_extra(version, &mut h, extra);
+    h
+}
+
+/// Headers of a pushed resource: the URL (`:scheme :host :path`, SPDY/2 absolute `url`),
+/// `:method GET` and the response headers, all in the SYN_STREAM (digest §6).
+pub fn push_headers(
+    version: Version,
+    scheme: &str,
+    host: &str,
+    path: &str,
+    status: u16,
+    extra: &Headers,
+) -> Headers {
+    let mut h = Headers::new();
+    if version == Version::V2 {
+        h.add("url", format!("{scheme}://{host}{path}"));
+        h.add("status", status_line(status));
+        h.add("version", "HTTP/1.1");
+    } else {
+        h.add(":scheme", scheme);
+        h.add(":host", host);
+        h.add(":path", path);
+        h.add(":method", "GET");
+        h.add(":status", status_line(status));
+        h.add(":version", "HTTP/1.1");
+    }
+    copy_extra(version, &mut h, extra);
+    h
+}
+
+fn copy_extra(version: Version, h: &mut Headers, extra: &Headers) {
+    for (n, v) in extra.iter() {
+        let name = String::from_utf8_lossy(n);
+        if HOP_BY_HOP.contains(&name.as_ref())
+            || (version != Version::V2 && name == "host")
+            || name.starts_with(':')
+        {
+            continue;
+        }
+        h.add(&name, v);
+    }
+}
+
+/// `200` → `200 OK` (both forms are seen; peers parse the leading digits).
+pub fn status_line(status: u16) -> String {
+    let reason = match status {
+        200 => "OK",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "",
+    };
+    if reason.is_empty() {
+        status.to_string()
+    } else {
+        format!("{status} {reason}")
+    }
+}
+
+/// Reads a request's pseudo-headers; `Err(name)` names the first missing one (the
+/// server answers 400, digest §3.3).
+pub fn parse_request(version: Version, h: &Headers) -> Result<RequestHead, &'static str> {
+    let get = |n: &'static str| h.get_str(n).map(str::to_string).ok_or(n);
+    if version == Version::V2 {
+        let url = get("url")?;
+        let path = match url.find("://") {
+            Some(i) => url[i + 3..]
+                .find('/')
+                .map_or("/".to_string(), |j| url[i + 3 + j..].to_string()),
+            None => url,
+        };
+        Ok(RequestHead {
+            method: get("method")?,
+            path,
+            host: get("host")?,
+            scheme: get("scheme").unwrap_or_else(|_| "http".into()),
+        })
+    } else {
+        Ok(RequestHead {
+            method: get(":method")?,
+            path: get(":path")?,
+            host: get(":host")?,
+            scheme: get(":scheme")?,
+        })
+    }
+}
+
+/// Reads the status code of a response (`200` or `200 OK`).
+pub fn parse_status(version: Version, h: &Headers) -> Option<u16> {
+    let name = if version == Version::V2 {
+        "status"
+    } else {
+        ":status"
+    };
+    let s = h.get_str(name)?;
+    s.get(..3)?.parse().ok()
+}
+
+/// The URL of a pushed stream from its headers.
+pub fn push_url(version: Version, h: &Headers) -> Option<String> {
+    if version == Version::V2 {
+        return h.get_str("url").map(str::to_string);
+    }
+    Some(format!(
+        "{}://{}{}",
+        h.get_str(":scheme")?,
+        h.get_str(":host")?,
+        h.get_str(":path")?
+    ))
+}

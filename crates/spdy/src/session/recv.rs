@@ -1,0 +1,686 @@
+//! Input: bytes → frames → state changes and events.
+
+use super::{is_local, Event, Role, Session, Stream, Violation};
+use crate::codes::{frame_type as ft, RstStatus, SettingId};
+use crate::frame::{
+    decode_control, Frame, FrameError, FrameHeader, StreamId, SynStream, HEADER_LEN,
+};
+use crate::Version;
+use bytes::{Buf, BytesMut};
+use std::time::Instant;
+
+/// Where the frame reader is.
+#[derive(Debug, Default)]
+pub(crate) enum RecvState {
+    /// Waiting for an 8-byte frame header.
+    #[default]
+    Header,
+    /// Inside a DATA payload, delivered as it arrives.
+    Data {
+        id: StreamId,
+        remaining: usize,
+        fin: bool,
+        ignore: bool,
+    },
+    /// Inside a control payload that is too large to buffer.
+    Skip {
+        frame_type: u16,
+        remaining: usize,
+        fixed: usize,
+        inflate: bool,
+    },
+}
+
+impl Session {
+    /// Feeds received bytes. Whole frames (and DATA payload as far as it has arrived) are
+    /// taken from the front of `buf`; a partial frame header or control frame is left in
+    /// it for the next call. DATA payloads are zero-copy slices of `buf`.
+    pub fn recv(&mut self, buf: &mut BytesMut, now: Instant) {
+        loop {
+            if self.failed {
+                buf.clear();
+                return;
+            }
+            match std::mem::take(&mut self.recv_state) {
+                RecvState::Header => {
+                    if buf.len() < HEADER_LEN {
+                        return;
+                    }
+                    let hdr = FrameHeader::parse(buf[..HEADER_LEN].try_into().expect("8 bytes"));
+                    match hdr {
+                        FrameHeader::Data {
+                            stream_id,
+                            flags,
+                            len,
+                        } => {
+                            buf.advance(HEADER_LEN);
+                            self.start_data(stream_id, flags, len);
+                        }
+                        FrameHeader::Control {
+                            version,
+                            frame_type,
+                            flags,
+                            len,
+                        } => {
+                            if len > self.cfg.max_control_frame.max(8192) {
+                                buf.advance(HEADER_LEN);
+                                self.start_skip(frame_type, len);
+                                continue;
+                            }
+                            if buf.len() < HEADER_LEN + len {
+                                buf.reserve(HEADER_LEN + len - buf.len());
+                                return;
+                            }
+                            buf.advance(HEADER_LEN);
+                            let payload = buf.split_to(len).freeze();
+                            self.stats.frames_received += 1;
+                            let r = decode_control(
+                                self.version,
+                                frame_type,
+                                version,
+                                flags,
+                                payload,
+                                &mut self.decomp,
+                            );
+                            match r {
+                                Ok(f) => self.on_frame(f, len, now),
+                                Err(e) => self.on_frame_error(e),
+                            }
+                        }
+                    }
+                }
+                RecvState::Data {
+                    id,
+                    remaining,
+                    fin,
+                    ignore,
+                } => {
+                    let n = remaining.min(buf.len());
+                    if n == 0 && remaining > 0 {
+                        self.recv_state = RecvState::Data {
+                            id,
+                            remaining,
+                            fin,
+                            ignore,
+                        };
+                        return;
+                    }
+                    let chunk = buf.split_to(n).freeze();
+                    let remaining = remaining - n;
+                    let ignore = self.on_data(id, chunk, fin && remaining == 0, ignore);
+                    if remaining > 0 {
+                        self.recv_state = RecvState::Data {
+                            id,
+                            remaining,
+                            fin,
+                            ignore,
+                        };
+                    }
+                }
+                RecvState::Skip {
+                    frame_type,
+                    remaining,
+                    fixed,
+                    inflate,
+                } => {
+                    if fixed > 0 {
+                        // Read the fixed part (stream id etc.) before the header block.
+                        if buf.len() < fixed {
+                            self.recv_state = RecvState::Skip {
+                                frame_type,
+                                remaining,
+                                fixed,
+                                inflate,
+                            };
+                            return;
+                        }
+                        let id = StreamId(
+                            u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) & 0x7fff_ffff,
+                        );
+                        buf.advance(fixed);
+                        self.on_oversized_headers(frame_type, id);
+                        if !self.failed {
+                            self.recv_state = RecvState::Skip {
+                                frame_type,
+                                remaining: remaining - fixed,
+                                fixed: 0,
+                                inflate,
+                            };
+                        }
+                        continue;
+                    }
+                    let n = remaining.min(buf.len());
+                    let part = buf.split_to(n);
+                    if inflate {
+                        if let Err(e) = self.decomp.skip(&part) {
+                            self.violation(Violation::Compression(format!("{e:?}")));
+                            continue;
+                        }
+                    }
+                    if remaining > n {
+                        self.recv_state = RecvState::Skip {
+                            frame_type,
+                            remaining: remaining - n,
+                            fixed: 0,
+                            inflate,
+                        };
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Convenience for tests and simple drivers: feeds a slice (copied).
+    pub fn recv_slice(&mut self, data: &[u8], now: Instant) -> usize {
+        let mut b = BytesMut::from(data);
+        self.recv(&mut b, now);
+        data.len() - b.len()
+    }
+
+    fn start_skip(&mut self, frame_type: u16, len: usize) {
+        let fixed = match frame_type {
+            ft::SYN_STREAM => 10,
+            ft::SYN_REPLY | ft::HEADERS if self.version == Version::V2 => 6,
+            ft::SYN_REPLY | ft::HEADERS => 4,
+            _ => 0,
+        };
+        let known = matches!(
+            frame_type,
+            ft::SETTINGS | ft::RST_STREAM | ft::PING | ft::GOAWAY
+        ) || (frame_type == ft::WINDOW_UPDATE && self.version != Version::V2);
+        if fixed > 0 && len >= fixed {
+            self.recv_state = RecvState::Skip {
+                frame_type,
+                remaining: len,
+                fixed,
+                inflate: true,
+            };
+        } else if known || fixed > 0 {
+            self.violation(Violation::ControlFrameTooLarge(frame_type));
+        } else {
+            // Unknown types and CREDENTIAL are skipped by length (digest §2.11).
+            self.recv_state = RecvState::Skip {
+                frame_type,
+                remaining: len,
+                fixed: 0,
+                inflate: false,
+            };
+        }
+    }
+
+    /// A header-bearing frame too large to buffer: its block is being inflated and
+    /// discarded; the stream is refused with FRAME_TOO_LARGE (digest §3.3).
+    fn on_oversized_headers(&mut self, frame_type: u16, id: StreamId) {
+        self.stats.frames_received += 1;
+        if frame_type == ft::SYN_STREAM && !self.accept_new_peer_id(id) {
+            return;
+        }
+        self.violation(Violation::HeadersTooLarge(id));
+    }
+
+    /// Checks and records a new peer stream id (ids must increase, with the peer's parity).
+    fn accept_new_peer_id(&mut self, id: StreamId) -> bool {
+        let peer_parity = if self.cfg.role == Role::Server {
+            id.is_client_initiated()
+        } else {
+            id.is_server_initiated()
+        };
+        if id.0 == 0 || !peer_parity || id.0 <= self.last_peer_id {
+            if self.streams.contains_key(&id.0) {
+                self.violation(Violation::DuplicateStream(id));
+            } else {
+                self.violation(Violation::BadStreamId(id));
+            }
+            return false;
+        }
+        self.last_peer_id = id.0;
+        true
+    }
+
+    fn start_data(&mut self, id: StreamId, flags: u8, len: usize) {
+        self.stats.frames_received += 1;
+        let fin = flags & crate::codes::flags::FIN != 0;
+        if self.cfg.log_frames {
+            let f = if fin { " fin" } else { "" };
+            self.events.push_back(Event::Frame {
+                sent: false,
+                summary: format!("DATA stream={id} len={len}{f}"),
+            });
+        }
+        if id.0 == 0 {
+            self.violation(Violation::DataOnStreamZero);
+            return;
+        }
+        let mut ignore = false;
+        match self.streams.get(&id.0) {
+            None => {
+                let never_opened = if is_local(self.cfg.role, id) {
+                    id.0 >= self.next_local_id
+                } else {
+                    id.0 > self.last_peer_id
+                };
+                if never_opened && !self.goaway_sent {
+                    self.violation(Violation::UnknownStream(id));
+                }
+                // Otherwise recently closed or reset: drop quietly (no RST storms, §10.2).
+                ignore = true;
+            }
+            Some(st) => {
+                let v = if flags & 0x02 != 0 {
+                    Some(Violation::CompressedData(id))
+                } else if !st.remote_open {
+                    Some(Violation::AfterFin(id))
+                } else if is_local(self.cfg.role, id) && !st.replied {
+                    Some(Violation::DataBeforeReply(id))
+                } else {
+                    None
+                };
+                if let Some(v) = v {
+                    self.violation(v);
+                    ignore = true;
+                }
+            }
+        }
+        if self.failed {
+            return;
+        }
+        if len == 0 {
+            self.on_data(id, bytes::Bytes::new(), fin, ignore);
+        } else {
+            self.recv_state = RecvState::Data {
+                id,
+                remaining: len,
+                fin,
+                ignore,
+            };
+        }
+    }
+
+    /// Accounts and delivers one piece of DATA; returns whether the rest of the frame is
+    /// to be ignored.
+    fn on_data(&mut self, id: StreamId, data: bytes::Bytes, fin: bool, mut ignore: bool) -> bool {
+        let n = data.len();
+        self.stats.data_bytes_received += n as u64;
+        // Every byte counts against the session window, even for ignored streams (§5.2).
+        self.session_recv_window -= n as i64;
+        if self.version.has_session_flow_control() && self.session_recv_window < 0 {
+            self.violation(Violation::SessionFlowControl);
+            return true;
+        }
+        if !ignore && !self.streams.contains_key(&id.0) {
+            ignore = true;
+        }
+        if ignore {
+            self.release_session(n);
+            return true;
+        }
+        let st = self.streams.get_mut(&id.0).expect("checked");
+        st.recv_window -= n as i64;
+        if self.version.has_stream_flow_control() && st.recv_window < 0 {
+            self.violation(Violation::StreamFlowControl(id));
+            self.release_session(n);
+            return true;
+        }
+        if fin {
+            st.remote_open = false;
+        }
+        if n > 0 || fin {
+            self.events.push_back(Event::Data { id, data, fin });
+        }
+        if fin {
+            self.maybe_close(id);
+        }
+        false
+    }
+
+    fn on_frame_error(&mut self, e: FrameError) {
+        match e {
+            FrameError::Malformed { .. } => {
+                self.violation(Violation::MalformedFrame(e.to_string()))
+            }
+            FrameError::Compression(z) => self.violation(Violation::Compression(z.0)),
+            FrameError::HeaderBlock {
+                frame_type,
+                stream_id,
+                too_large,
+                ..
+            } => {
+                if frame_type == ft::SYN_STREAM && !self.accept_new_peer_id(stream_id) {
+                    return;
+                }
+                if too_large {
+                    self.violation(Violation::HeadersTooLarge(stream_id));
+                } else {
+                    self.violation(Violation::InvalidHeaders(stream_id));
+                }
+            }
+            FrameError::WrongVersion {
+                stream_id: Some(id),
+                ..
+            } => self.violation(Violation::UnsupportedVersion(id)),
+            FrameError::WrongVersion { .. } => {}
+        }
+    }
+
+    fn on_frame(&mut self, f: Frame, len: usize, now: Instant) {
+        if self.cfg.log_frames {
+            self.events.push_back(Event::Frame {
+                sent: false,
+                summary: super::send::summarize(&f),
+            });
+        }
+        match f {
+            Frame::SynStream(s) => {
+                self.note_headers_received(&s.headers, len - 10);
+                self.on_syn_stream(s)
+            }
+            Frame::SynReply {
+                stream_id,
+                fin,
+                headers,
+            } => {
+                self.note_headers_received(
+                    &headers,
+                    len - if self.version == Version::V2 { 6 } else { 4 },
+                );
+                self.on_reply(stream_id, fin, headers)
+            }
+            Frame::Headers {
+                stream_id,
+                fin,
+                headers,
+            } => {
+                self.note_headers_received(
+                    &headers,
+                    len - if self.version == Version::V2 { 6 } else { 4 },
+                );
+                self.on_headers(stream_id, fin, headers)
+            }
+            Frame::RstStream { stream_id, status } => self.on_rst(stream_id, status),
+            Frame::Settings { entries, .. } => self.on_settings(entries),
+            Frame::Ping { id } => {
+                let ours = if self.cfg.role == Role::Client {
+                    id % 2 == 1
+                } else {
+                    id % 2 == 0
+                };
+                if !ours {
+                    self.urgent.push_back(Frame::Ping { id });
+                } else if let Some(sent) = self.pings.remove(&id) {
+                    self.events.push_back(Event::Pong {
+                        id,
+                        rtt: now.saturating_duration_since(sent),
+                    });
+                }
+            }
+            Frame::GoAway { last_good, status } => self.on_goaway(last_good, status),
+            Frame::WindowUpdate { stream_id, delta } => self.on_window_update(stream_id, delta),
+            Frame::Noop | Frame::Credential { .. } | Frame::Unknown { .. } | Frame::Data { .. } => {
+            }
+        }
+    }
+
+    fn note_headers_received(&mut self, h: &crate::Headers, compressed: usize) {
+        self.stats.header_bytes_raw_received += h.encoded_len(self.version) as u64;
+        self.stats.header_bytes_compressed_received += compressed as u64;
+    }
+
+    fn on_syn_stream(&mut self, s: SynStream) {
+        let id = s.stream_id;
+        if !self.accept_new_peer_id(id) {
+            return;
+        }
+        if self.goaway_sent {
+            return; // After GOAWAY new streams are ignored (§2.6); the block was inflated.
+        }
+        let v2 = self.version == Version::V2;
+        let assoc = if self.cfg.role == Role::Server {
+            if s.assoc_id.0 != 0 || s.unidirectional {
+                return self.violation(Violation::PushFromClient(id));
+            }
+            None
+        } else {
+            if s.assoc_id.0 == 0 {
+                return self.violation(Violation::PushWithoutAssociation(id));
+            }
+            match self.streams.get(&s.assoc_id.0) {
+                Some(a) if is_local(Role::Client, s.assoc_id) && a.remote_open => {}
+                _ => return self.violation(Violation::PushInvalidAssociation(id)),
+            }
+            let has_url = if v2 {
+                s.headers.contains("url")
+            } else {
+                s.headers.contains(":scheme")
+                    && s.headers.contains(":host")
+                    && s.headers.contains(":path")
+            };
+            if !has_url {
+                return self.violation(Violation::PushMissingUrl(id));
+            }
+            if !self.cfg.accept_push {
+                return self.violation(Violation::PushRefused(id));
+            }
+            Some(s.assoc_id)
+        };
+        if self.peer_streams >= self.cfg.max_concurrent_streams {
+            return self.violation(if assoc.is_some() {
+                Violation::PushRefused(id)
+            } else {
+                Violation::TooManyStreams(id)
+            });
+        }
+        let mut st = Stream::new(
+            id,
+            s.priority,
+            self.peer_initial_window,
+            self.cfg.initial_window as i64,
+        );
+        st.remote_open = !s.fin;
+        if let Some(a) = assoc {
+            st.pushed = true;
+            st.replied = true;
+            st.local_open = false;
+            st.assoc = a;
+        }
+        self.streams.insert(id.0, st);
+        self.peer_streams += 1;
+        self.events.push_back(Event::Stream {
+            id,
+            headers: s.headers,
+            priority: s.priority,
+            fin: s.fin,
+            associated: assoc,
+        });
+        self.maybe_close(id);
+    }
+
+    fn on_reply(&mut self, id: StreamId, fin: bool, headers: crate::Headers) {
+        let v = match self.streams.get(&id.0) {
+            None if !is_local(self.cfg.role, id) => Some(Violation::ReplyOnPeerStream(id)),
+            None if id.0 >= self.next_local_id => Some(Violation::ReplyUnknownStream(id)),
+            None => return, // a stream we closed; the reply crossed our RST
+            Some(st) if !is_local(self.cfg.role, id) || st.pushed => {
+                Some(Violation::ReplyOnPeerStream(id))
+            }
+            Some(st) if st.replied => Some(Violation::DuplicateReply(id)),
+            Some(st) if !st.remote_open => Some(Violation::AfterFin(id)),
+            Some(_) => None,
+        };
+        if let Some(v) = v {
+            return self.violation(v);
+        }
+        let st = self.streams.get_mut(&id.0).expect("checked");
+        st.replied = true;
+        if fin {
+            st.remote_open = false;
+        }
+        self.events.push_back(Event::Reply { id, headers, fin });
+        self.maybe_close(id);
+    }
+
+    fn on_headers(&mut self, id: StreamId, fin: bool, headers: crate::Headers) {
+        let v = match self.streams.get(&id.0) {
+            None => {
+                let never = if is_local(self.cfg.role, id) {
+                    id.0 >= self.next_local_id
+                } else {
+                    id.0 > self.last_peer_id
+                };
+                if never {
+                    Some(Violation::UnknownStream(id))
+                } else {
+                    return;
+                }
+            }
+            Some(st) if !st.remote_open => Some(Violation::AfterFin(id)),
+            Some(_) => None,
+        };
+        if let Some(v) = v {
+            return self.violation(v);
+        }
+        let st = self.streams.get_mut(&id.0).expect("checked");
+        if fin {
+            st.remote_open = false;
+        }
+        self.events.push_back(Event::Headers { id, headers, fin });
+        self.maybe_close(id);
+    }
+
+    fn on_rst(&mut self, id: StreamId, status: RstStatus) {
+        // Never answer RST_STREAM with RST_STREAM (§2.3).
+        if self.remove_stream(id).is_none() {
+            return;
+        }
+        self.events.push_back(Event::Reset {
+            id,
+            status,
+            remote: true,
+        });
+        if self.cfg.role == Role::Server {
+            // A cancelled request takes its pushes with it (spdylay, §6).
+            let pushes: Vec<StreamId> = self
+                .streams
+                .values()
+                .filter(|s| s.pushed && s.assoc == id)
+                .map(|s| s.id)
+                .collect();
+            for p in pushes {
+                self.reset(p, RstStatus::CANCEL);
+                self.events.push_back(Event::Reset {
+                    id: p,
+                    status: RstStatus::CANCEL,
+                    remote: false,
+                });
+            }
+        }
+    }
+
+    fn on_settings(&mut self, entries: Vec<crate::frame::Setting>) {
+        let mut seen = Vec::with_capacity(entries.len());
+        for e in &entries {
+            if seen.contains(&e.id) {
+                continue; // first one wins (§2.4)
+            }
+            seen.push(e.id);
+            match e.id {
+                SettingId::MAX_CONCURRENT_STREAMS => self.peer_max_streams = e.value,
+                SettingId::INITIAL_WINDOW_SIZE if self.version.has_stream_flow_control() => {
+                    if e.value as i64 > super::MAX_WINDOW {
+                        continue; // spdylay ignores values ≥ 2^31 (§5.1)
+                    }
+                    let delta = e.value as i64 - self.peer_initial_window;
+                    self.peer_initial_window = e.value as i64;
+                    let ids: Vec<StreamId> = self
+                        .streams
+                        .values()
+                        .filter(|s| s.local_open)
+                        .map(|s| s.id)
+                        .collect();
+                    for id in ids {
+                        let st = self.streams.get_mut(&id.0).expect("listed");
+                        st.send_window += delta;
+                        if st.send_window > super::MAX_WINDOW {
+                            self.violation(Violation::StreamWindowOverflow(id));
+                        } else {
+                            self.make_ready(id);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.events.push_back(Event::Settings(entries));
+    }
+
+    fn on_goaway(&mut self, last_good: StreamId, status: crate::GoAwayStatus) {
+        if self.goaway_received.is_some() {
+            return;
+        }
+        self.goaway_received = Some(last_good);
+        let mut unprocessed: Vec<StreamId> = self
+            .streams
+            .keys()
+            .map(|&k| StreamId(k))
+            .filter(|&id| is_local(self.cfg.role, id) && id.0 > last_good.0)
+            .collect();
+        unprocessed.sort();
+        for &id in &unprocessed {
+            self.remove_stream(id);
+        }
+        self.events.push_back(Event::GoAway {
+            last_good,
+            status,
+            unprocessed,
+        });
+    }
+
+    fn on_window_update(&mut self, id: StreamId, delta: u32) {
+        if delta == 0 {
+            return self.violation(Violation::ZeroWindowDelta(id));
+        }
+        if id.0 == 0 {
+            if self.version == Version::V3 && self.cfg.auto_spdy31 {
+                self.upgrade_to_spdy31();
+            }
+            if !self.version.has_session_flow_control() {
+                return;
+            }
+            self.session_send_window += delta as i64;
+            if self.session_send_window > super::MAX_WINDOW {
+                self.violation(Violation::SessionWindowOverflow);
+            }
+            return;
+        }
+        let Some(st) = self.streams.get_mut(&id.0) else {
+            return;
+        };
+        st.send_window += delta as i64;
+        if st.send_window > super::MAX_WINDOW {
+            return self.violation(Violation::StreamWindowOverflow(id));
+        }
+        self.make_ready(id);
+    }
+
+    /// A plain-TCP server cannot tell SPDY/3 from 3.1 by framing; a session WINDOW_UPDATE
+    /// from the peer says 3.1 (spdy-transport's autoSpdy31, digest §5.2). The windows
+    /// were tracked all along; from now on they are enforced, and the peer gets the
+    /// session credit it would have had.
+    fn upgrade_to_spdy31(&mut self) {
+        self.version = Version::V3_1;
+        let delta = self
+            .cfg
+            .session_window
+            .saturating_sub(super::DEFAULT_WINDOW) as i64
+            + self.session_recv_released as i64;
+        self.session_recv_released = 0;
+        if delta > 0 {
+            let delta = delta.min(super::MAX_WINDOW) as u32;
+            self.session_recv_window += delta as i64;
+            self.control.push_back(Frame::WindowUpdate {
+                stream_id: StreamId(0),
+                delta,
+            });
+        }
+    }
+}
