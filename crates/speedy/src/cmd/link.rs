@@ -1,13 +1,10 @@
-//! `speedy link`: owned by the link-emulator work (issue 4).
-use clap::Args;
+//! `speedy link`: a thin shim over [`linkem::cli`] (issue 4).
 use std::process::ExitCode;
 
-/// Arguments of `speedy link`.
-#[derive(Args, Debug)]
-pub struct LinkArgs {}
+/// Arguments of `speedy link` (defined in [`linkem::cli`]).
+pub type LinkArgs = linkem::cli::LinkArgs;
 
 /// Runs `speedy link`.
-pub fn run(_a: LinkArgs) -> ExitCode {
-    eprintln!("speedy link: not built yet");
-    ExitCode::from(2)
+pub fn run(a: LinkArgs) -> ExitCode {
+    ExitCode::from(linkem::cli::run(a).clamp(0, 255) as u8)
 }

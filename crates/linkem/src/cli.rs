@@ -1,0 +1,374 @@
+//! `speedy link`: the command line over [`crate::Topology`] and [`crate::Link`].
+
+use crate::config::{self, find_profile, parse_duration, parse_loss, parse_rate};
+use crate::io::topology::{Side, Topology, TopologyConfig};
+use crate::link::{Link, LinkConfig};
+use crate::log::PacketLog;
+use crate::stage::queue::QueueSpec;
+use crate::stage::radio::RadioSpec;
+use crate::stage::rate::Server;
+use crate::stage::trace::Trace;
+use crate::stage::DropCause;
+use crate::Direction;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Arguments of `speedy link`.
+#[derive(Args, Debug, Clone, Default)]
+#[command(
+    about = "Run a command behind an emulated link (rate, trace, delay, loss, queue, radio)",
+    after_help = "COMMAND runs in the client namespace and finds the far side in \
+                  SPEEDY_SERVER_ADDR (the first address) and SPEEDY_SERVER_ADDRS (all, \
+                  space-separated). Rates: 2mbit, 375kbit, 1.5mbit, 12000000 (bit/s)."
+)]
+pub struct LinkArgs {
+    /// Downlink rate (server → client), e.g. 2mbit.
+    #[arg(long, value_name = "RATE", conflicts_with = "down_trace")]
+    pub down: Option<String>,
+    /// Downlink Mahimahi trace file.
+    #[arg(long, value_name = "FILE")]
+    pub down_trace: Option<PathBuf>,
+    /// Uplink rate (client → server), e.g. 375kbit.
+    #[arg(long, value_name = "RATE", conflicts_with = "up_trace")]
+    pub up: Option<String>,
+    /// Uplink Mahimahi trace file.
+    #[arg(long, value_name = "FILE")]
+    pub up_trace: Option<PathBuf>,
+    /// Round-trip time added, in ms, split evenly between the directions.
+    #[arg(long, value_name = "MS", conflicts_with_all = ["delay_down", "delay_up"])]
+    pub rtt: Option<String>,
+    /// One-way delay of the downlink, in ms.
+    #[arg(long, value_name = "MS")]
+    pub delay_down: Option<String>,
+    /// One-way delay of the uplink, in ms.
+    #[arg(long, value_name = "MS")]
+    pub delay_up: Option<String>,
+    /// Extra random delay per direction, uniform in [0, MS); never reorders.
+    #[arg(long, value_name = "MS")]
+    pub jitter: Option<String>,
+    /// Loss in both directions: 0.01, 1%, or ge:p=P,r=R[,good=G,bad=B] (Gilbert-Elliott).
+    #[arg(long, value_name = "P", conflicts_with_all = ["loss_down", "loss_up"])]
+    pub loss: Option<String>,
+    /// Loss of the downlink.
+    #[arg(long, value_name = "P")]
+    pub loss_down: Option<String>,
+    /// Loss of the uplink.
+    #[arg(long, value_name = "P")]
+    pub loss_up: Option<String>,
+    /// Bottleneck queue of both directions: infinite, droptail:packets=N, droptail:bytes=N,
+    /// drophead:packets=N, drophead:bytes=N, codel[:target=MS,interval=MS,packets=N].
+    #[arg(long, value_name = "SPEC")]
+    pub queue: Option<String>,
+    /// Cellular radio state machine shared by both directions: 3g or lte.
+    #[arg(long, value_name = "3g|lte")]
+    pub radio: Option<String>,
+    /// A named network profile (see --profiles); other options override it.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// List the named profiles and exit.
+    #[arg(long)]
+    pub profiles: bool,
+    /// Number of server-side addresses (one per origin).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub server_addrs: usize,
+    /// Shell command to run in the server namespace before COMMAND.
+    #[arg(long, value_name = "CMD")]
+    pub server_cmd: Option<String>,
+    /// Milliseconds to let --server-cmd start before COMMAND runs.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    pub server_wait: u64,
+    /// Seed for loss and jitter.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the uplink's per-packet log (mm-link format) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log_up: Option<PathBuf>,
+    /// Write the downlink's per-packet log (mm-link format) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log_down: Option<PathBuf>,
+    /// Print the counters when the command ends.
+    #[arg(long)]
+    pub stats: bool,
+    /// Measure the forwarding ceiling for SECS seconds (no COMMAND), with the link options.
+    #[arg(long, value_name = "SECS")]
+    pub bench: Option<f64>,
+    /// The command to run in the client namespace (default: $SHELL).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+fn rate_or_trace(
+    rate: &Option<String>,
+    trace: &Option<PathBuf>,
+    what: &str,
+) -> Result<Option<Server>, String> {
+    if let Some(r) = rate {
+        let bps = parse_rate(r).map_err(|e| format!("--{what}: {e}"))?;
+        return Ok(Some(Server::Rate(bps)));
+    }
+    if let Some(p) = trace {
+        return Ok(Some(Server::Trace(Arc::new(Trace::load(p)?))));
+    }
+    Ok(None)
+}
+
+/// Builds the link settings from the arguments (profile first, then overrides).
+pub fn link_config(a: &LinkArgs) -> Result<LinkConfig, String> {
+    let mut cfg = LinkConfig {
+        seed: a.seed,
+        ..Default::default()
+    };
+    if let Some(name) = &a.profile {
+        let p = find_profile(name)?;
+        cfg.down.server = Server::Rate(p.down);
+        cfg.up.server = Server::Rate(p.up);
+        if let Some(rtt) = p.rtt_ms {
+            let half = Duration::from_micros(rtt as u64 * 500);
+            cfg.down.delay = half;
+            cfg.up.delay = half;
+        }
+        let loss = parse_loss(&p.loss.to_string())?;
+        cfg.down.loss = loss;
+        cfg.up.loss = loss;
+        if let Some(r) = p.radio {
+            cfg.radio = Some(RadioSpec::parse(r)?);
+        }
+    }
+    if let Some(s) = rate_or_trace(&a.down, &a.down_trace, "down")? {
+        cfg.down.server = s;
+    }
+    if let Some(s) = rate_or_trace(&a.up, &a.up_trace, "up")? {
+        cfg.up.server = s;
+    }
+    if let Some(r) = &a.rtt {
+        let d = parse_duration(r).map_err(|e| format!("--rtt: {e}"))? / 2;
+        cfg.down.delay = d;
+        cfg.up.delay = d;
+    }
+    if let Some(d) = &a.delay_down {
+        cfg.down.delay = parse_duration(d).map_err(|e| format!("--delay-down: {e}"))?;
+    }
+    if let Some(d) = &a.delay_up {
+        cfg.up.delay = parse_duration(d).map_err(|e| format!("--delay-up: {e}"))?;
+    }
+    if let Some(j) = &a.jitter {
+        let j = parse_duration(j).map_err(|e| format!("--jitter: {e}"))?;
+        cfg.down.jitter = j;
+        cfg.up.jitter = j;
+    }
+    if let Some(l) = &a.loss {
+        let l = parse_loss(l).map_err(|e| format!("--loss: {e}"))?;
+        cfg.down.loss = l;
+        cfg.up.loss = l;
+    }
+    if let Some(l) = &a.loss_down {
+        cfg.down.loss = parse_loss(l).map_err(|e| format!("--loss-down: {e}"))?;
+    }
+    if let Some(l) = &a.loss_up {
+        cfg.up.loss = parse_loss(l).map_err(|e| format!("--loss-up: {e}"))?;
+    }
+    if let Some(q) = &a.queue {
+        let q = QueueSpec::parse(q).map_err(|e| format!("--queue: {e}"))?;
+        cfg.down.queue = q;
+        cfg.up.queue = q;
+    }
+    if let Some(r) = &a.radio {
+        cfg.radio = Some(RadioSpec::parse(r).map_err(|e| format!("--radio: {e}"))?);
+    }
+    if a.server_addrs == 0 {
+        return Err("--server-addrs must be at least 1".into());
+    }
+    Ok(cfg)
+}
+
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn stop_child(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    // SAFETY: signalling a child we spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+fn open_log(path: &Option<PathBuf>, dir: &str, desc: &str) -> Result<Option<PacketLog>, String> {
+    match path {
+        None => Ok(None),
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+            Ok(Some(PacketLog::new(
+                Box::new(std::io::BufWriter::new(f)),
+                dir,
+                desc,
+            )))
+        }
+    }
+}
+
+/// Runs `speedy link`; returns the process exit code.
+pub fn run(a: LinkArgs) -> i32 {
+    match run_inner(a) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("speedy link: {e}");
+            2
+        }
+    }
+}
+
+fn run_inner(a: LinkArgs) -> Result<i32, String> {
+    if a.profiles {
+        print!("{}", config::profiles_table());
+        return Ok(0);
+    }
+    let cfg = link_config(&a)?;
+    let desc = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut link = Link::new(&cfg);
+    if let Some(l) = open_log(&a.log_up, "uplink", &desc)? {
+        link.set_log(Direction::Up, l);
+    }
+    if let Some(l) = open_log(&a.log_down, "downlink", &desc)? {
+        link.set_log(Direction::Down, l);
+    }
+    install_signal_handlers();
+    let topo_cfg = TopologyConfig {
+        server_addrs: a.server_addrs,
+        ..Default::default()
+    };
+    let mut topo =
+        Topology::create(&topo_cfg).map_err(|e| format!("cannot build namespaces: {e}"))?;
+    topo.start(link)
+        .map_err(|e| format!("cannot start the link: {e}"))?;
+
+    if let Some(secs) = a.bench {
+        let report = crate::bench::run(&mut topo, Duration::from_secs_f64(secs), || {
+            SIGNAL.load(Ordering::SeqCst) != 0
+        })
+        .map_err(|e| format!("bench: {e}"))?;
+        println!("{report}");
+        return Ok(0);
+    }
+
+    let addrs: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
+    let env = [
+        ("SPEEDY_SERVER_ADDR", addrs[0].clone()),
+        ("SPEEDY_SERVER_ADDRS", addrs.join(" ")),
+        ("SPEEDY_CLIENT_ADDR", topo.client_addr().to_string()),
+        (
+            "SPEEDY_LINK_CLIENT_NETNS",
+            topo.netns_name(Side::Client).to_string(),
+        ),
+        (
+            "SPEEDY_LINK_SERVER_NETNS",
+            topo.netns_name(Side::Server).to_string(),
+        ),
+    ];
+    let mut server = match &a.server_cmd {
+        Some(cmd) => {
+            let child = topo
+                .command(Side::Server, "sh")
+                .arg("-c")
+                .arg(cmd)
+                .envs(env.iter().cloned())
+                .spawn()
+                .map_err(|e| format!("cannot start --server-cmd: {e}"))?;
+            std::thread::sleep(Duration::from_millis(a.server_wait));
+            Some(child)
+        }
+        None => None,
+    };
+    let (prog, args) = match a.command.split_first() {
+        Some((p, rest)) => (p.clone(), rest.to_vec()),
+        None => (
+            std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into()),
+            vec![],
+        ),
+    };
+    let code;
+    match topo
+        .command(Side::Client, &prog)
+        .args(&args)
+        .envs(env.iter().cloned())
+        .spawn()
+    {
+        Ok(mut child) => loop {
+            if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+                code = exit_code(st);
+                break;
+            }
+            let sig = SIGNAL.load(Ordering::SeqCst);
+            if sig != 0 {
+                stop_child(&mut child);
+                code = 128 + sig;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        },
+        Err(e) => {
+            eprintln!("speedy link: cannot run {prog}: {e}");
+            code = 127;
+        }
+    }
+    if let Some(s) = &mut server {
+        stop_child(s);
+    }
+    let kernel: Vec<_> = [Side::Client, Side::Server]
+        .iter()
+        .map(|s| topo.tun_stats(*s).unwrap_or_default())
+        .collect();
+    let counters = topo.stop_link();
+    if a.stats {
+        eprint!("speedy link: {counters}");
+    }
+    let tun_drops =
+        counters.up.dropped(DropCause::TunWrite) + counters.down.dropped(DropCause::TunWrite);
+    let kernel_drops: u64 = kernel
+        .iter()
+        .map(|k| k.queued_dropped + k.written_dropped)
+        .sum();
+    if tun_drops > 0 || kernel_drops > 0 {
+        eprintln!(
+            "speedy link: warning: {tun_drops} packets failed to be written to a TUN device, \
+             {kernel_drops} dropped by the kernel at the TUN devices"
+        );
+    }
+    drop(topo);
+    Ok(code)
+}

@@ -1,0 +1,154 @@
+//! The forwarding loop: one thread moves packets between the client's and the server's
+//! TUN devices through a [`Link`], driven by the monotonic clock.
+//!
+//! Each turn: deliver every packet due now, publish the counters, sleep in `ppoll(2)` until
+//! the link's next wake-up or a packet arrives, read arrived packets in bursts. The thread's
+//! timer slack is set to 1 ns, so `ppoll` wakes within a few microseconds of the deadline;
+//! deadlines closer than [`SPIN_BELOW`] are met by polling without sleeping.
+
+use super::tun::Tun;
+use crate::counters::Counters;
+use crate::link::Link;
+use crate::packet::{BufferPool, Packet};
+use crate::time::Time;
+use crate::Direction;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Deadlines closer than this are awaited by polling without sleeping.
+pub const SPIN_BELOW: Duration = Duration::from_micros(20);
+/// Longest sleep, so a stop request is seen promptly.
+pub const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// Packets read from one device per turn, at most.
+pub const READ_BURST: usize = 64;
+
+/// What the forwarding thread measured about itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ForwardStats {
+    /// CPU time of the forwarding thread.
+    pub cpu: Duration,
+    /// Wall-clock time it ran.
+    pub wall: Duration,
+    /// Loop turns.
+    pub turns: u64,
+    /// Reads that failed with an error other than "would block".
+    pub read_errors: u64,
+}
+
+/// Shared between the forwarding thread and its owner.
+#[derive(Default)]
+pub struct Shared {
+    /// Set to ask the thread to stop.
+    pub stop: AtomicBool,
+    /// Counters, published every turn.
+    pub counters: Mutex<Counters>,
+}
+
+fn thread_cpu_time() -> Duration {
+    // SAFETY: clock_gettime writes one timespec.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Runs the loop until `shared.stop` is set. `client` carries the uplink's arrivals and
+/// the downlink's departures; `server` the reverse.
+pub fn run(
+    mut link: Link,
+    client: &Tun,
+    server: &Tun,
+    mtu: usize,
+    shared: &Shared,
+) -> (Link, ForwardStats) {
+    // SAFETY: prctl on the calling thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let start = Instant::now();
+    let cpu0 = thread_cpu_time();
+    let now = || Time::from_nanos(start.elapsed().as_nanos() as u64);
+    let mut pool = BufferPool::new(mtu.max(1500) + 64, 4096);
+    let mut stats = ForwardStats::default();
+    let mut fds = [
+        libc::pollfd {
+            fd: client.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: server.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let mut last_published = Counters::default();
+    while !shared.stop.load(Ordering::Relaxed) {
+        stats.turns += 1;
+        let t = now();
+        for (dir, out) in [(Direction::Up, server), (Direction::Down, client)] {
+            while let Some((_, p)) = link.dequeue(dir, t) {
+                match out.write(&p.data) {
+                    Ok(_) => pool.put(p.data),
+                    Err(_) => link.tun_write_failed(dir, t, p),
+                }
+            }
+        }
+        for p in link.take_dropped() {
+            pool.put(p.data);
+        }
+        if *link.counters() != last_published {
+            last_published = *link.counters();
+            *shared.counters.lock().unwrap_or_else(|e| e.into_inner()) = last_published;
+        }
+
+        let t = now();
+        let wait = match link.next_wakeup() {
+            Some(w) => w.since(t).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        };
+        let ts = if wait < SPIN_BELOW {
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            }
+        } else {
+            libc::timespec {
+                tv_sec: wait.as_secs() as _,
+                tv_nsec: wait.subsec_nanos() as _,
+            }
+        };
+        // SAFETY: ppoll on two valid pollfds with a valid timeout and no signal mask.
+        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        if n <= 0 {
+            continue;
+        }
+        for (i, dir) in [(0, Direction::Up), (1, Direction::Down)] {
+            if fds[i].revents & libc::POLLIN == 0 {
+                continue;
+            }
+            let tun = if i == 0 { client } else { server };
+            for _ in 0..READ_BURST {
+                let mut buf = pool.get();
+                match tun.read_into(&mut buf) {
+                    Ok(_) => link.enqueue(dir, now(), Packet::new(buf)),
+                    Err(e) => {
+                        pool.put(buf);
+                        if e.kind() != io::ErrorKind::WouldBlock {
+                            stats.read_errors += 1;
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    *shared.counters.lock().unwrap_or_else(|e| e.into_inner()) = *link.counters();
+    let _ = link.flush_logs();
+    stats.cpu = thread_cpu_time() - cpu0;
+    stats.wall = start.elapsed();
+    (link, stats)
+}
+
+/// Keeps `Arc<Shared>` nameable for owners.
+pub type SharedRef = Arc<Shared>;

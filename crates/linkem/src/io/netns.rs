@@ -1,0 +1,153 @@
+//! Named network namespaces (`ip netns`), entered per thread with setns(2), and removal of
+//! debris left by crashed runs.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::process::{Command, Stdio};
+
+/// Prefix of every namespace this crate creates: `lk<pid>-<n><c|s>`.
+pub const PREFIX: &str = "lk";
+
+/// A named network namespace, deleted on drop.
+#[derive(Debug)]
+pub struct Netns {
+    name: String,
+    file: File,
+}
+
+fn run_ip(args: &[&str], stdin: Option<&str>) -> io::Result<()> {
+    let mut cmd = Command::new("ip");
+    cmd.args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run `ip` (iproute2 needed): {e}")))?;
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(text.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+impl Netns {
+    /// Creates namespace `name` (fails if it exists).
+    pub fn create(name: &str) -> io::Result<Netns> {
+        run_ip(&["netns", "add", name], None)?;
+        match File::open(format!("/run/netns/{name}")) {
+            Ok(file) => Ok(Netns {
+                name: name.to_string(),
+                file,
+            }),
+            Err(e) => {
+                let _ = run_ip(&["netns", "del", name], None);
+                Err(e)
+            }
+        }
+    }
+
+    /// The namespace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A descriptor of the namespace, for setns(2).
+    pub fn fd(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+
+    /// Moves the calling thread into this namespace (for good).
+    pub fn enter_current_thread(&self) -> io::Result<()> {
+        enter(self.fd())
+    }
+
+    /// Runs `ip -n <ns> -batch -` with one command per line.
+    pub fn ip_batch(&self, commands: &str) -> io::Result<()> {
+        run_ip(&["-n", &self.name, "-batch", "-"], Some(commands))
+    }
+}
+
+/// setns(2) into the network namespace behind `fd` for the calling thread.
+pub fn enter(fd: i32) -> io::Result<()> {
+    // SAFETY: setns on a descriptor we hold; affects only the calling thread.
+    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run_ip(&["netns", "del", &self.name], None);
+    }
+}
+
+/// The pid in a name of ours (`lk<pid>-<n><c|s>`), if it is one.
+pub fn owner_pid(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let (pid, tail) = rest.split_once('-')?;
+    let (num, side) = tail.split_at(tail.len().checked_sub(1)?);
+    if !(side == "c" || side == "s") || num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Deletes namespaces of ours whose owner process is gone. Returns their names.
+pub fn remove_stale() -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/run/netns") else {
+        return removed;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = owner_pid(&name) {
+            if !pid_alive(pid) && run_ip(&["netns", "del", &name], None).is_ok() {
+                removed.push(name);
+            }
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_only_our_names() {
+        assert_eq!(owner_pid("lk1234-0c"), Some(1234));
+        assert_eq!(owner_pid("lk99-12s"), Some(99));
+        assert_eq!(owner_pid("lk99-12x"), None);
+        assert_eq!(owner_pid("lk-1c"), None);
+        assert_eq!(owner_pid("blk1-1c"), None);
+        assert_eq!(owner_pid("lk1a-1c"), None);
+        assert_eq!(owner_pid("lk1-c"), None);
+    }
+}

@@ -1,0 +1,329 @@
+//! The public topology API: a client namespace and a server namespace, each with a TUN
+//! device, and a forwarding thread between them.
+//!
+//! ```text
+//!   namespace lk<pid>-<n>c                         namespace lk<pid>-<n>s
+//!   client 100.64.0.1 ── tun ══╗            ╔══ tun ── 100.65.0.1, 100.65.0.2, …
+//!                              ╚═ forwarder ═╝         (one address per origin)
+//!                               (this process: up = client → server,
+//!                                              down = server → client)
+//! ```
+
+use super::forward::{self, ForwardStats, Shared};
+use super::netns::{self, Netns};
+use super::tun::Tun;
+use crate::counters::Counters;
+use crate::link::{Link, LinkConfig};
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// One end of the topology.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The client namespace (browser, load generator).
+    Client,
+    /// The server namespace (origins).
+    Server,
+}
+
+/// How to build a [`Topology`].
+#[derive(Clone, Debug)]
+pub struct TopologyConfig {
+    /// Addresses on the server side, one per origin (at least 1).
+    pub server_addrs: usize,
+    /// MTU of both TUN devices.
+    pub mtu: u32,
+    /// Kernel queue length of both TUN devices, in packets.
+    pub txqueuelen: u32,
+}
+
+impl Default for TopologyConfig {
+    fn default() -> Self {
+        TopologyConfig {
+            server_addrs: 1,
+            mtu: 1500,
+            txqueuelen: 1000,
+        }
+    }
+}
+
+/// Kernel-side statistics of a TUN device (`/proc/net/dev`), where the kernel counts the
+/// packets it could not hand to the emulator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TunStats {
+    /// Packets the emulator wrote (kernel "rx").
+    pub written: u64,
+    /// Written packets the kernel dropped.
+    pub written_dropped: u64,
+    /// Packets the kernel queued for the emulator (kernel "tx").
+    pub queued: u64,
+    /// Packets dropped because the emulator did not read fast enough.
+    pub queued_dropped: u64,
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    thread: JoinHandle<(Link, ForwardStats, Tun, Tun)>,
+}
+
+/// A client namespace and a server namespace joined by an emulated link.
+///
+/// Dropping it stops the link and deletes both namespaces (which removes their devices
+/// and addresses). Creating one first deletes namespaces left by crashed runs.
+pub struct Topology {
+    client: Netns,
+    server: Netns,
+    tuns: Option<(Tun, Tun)>,
+    client_addr: Ipv4Addr,
+    server_addrs: Vec<Ipv4Addr>,
+    mtu: u32,
+    running: Option<Running>,
+    last_stats: ForwardStats,
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+fn server_addr(i: usize) -> Ipv4Addr {
+    let base = u32::from(Ipv4Addr::new(100, 65, 0, 0));
+    Ipv4Addr::from(base + 1 + i as u32 + (i as u32 / 254) * 2)
+}
+
+fn create_tun_in(ns: &Netns, name: &str) -> io::Result<Tun> {
+    let fd = ns.fd();
+    let name = name.to_string();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            netns::enter(fd)?;
+            // No IPv6 chatter (router solicitations, MLD) on the emulated link.
+            let _ = std::fs::write("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
+            let _ = std::fs::write("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+            Tun::create(&name)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("TUN creation thread panicked")))
+    })
+}
+
+impl Topology {
+    /// Builds both namespaces, their TUN devices, addresses and routes.
+    pub fn create(cfg: &TopologyConfig) -> io::Result<Topology> {
+        netns::remove_stale();
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}{}-{n}", netns::PREFIX, std::process::id());
+        let client = Netns::create(&format!("{id}c"))?;
+        let server = Netns::create(&format!("{id}s"))?;
+        let ctun = create_tun_in(&client, &format!("{id}c"))?;
+        let stun = create_tun_in(&server, &format!("{id}s"))?;
+        let client_addr = Ipv4Addr::new(100, 64, 0, 1);
+        let server_addrs: Vec<Ipv4Addr> = (0..cfg.server_addrs.max(1)).map(server_addr).collect();
+        let dev_up = |dev: &str| {
+            format!(
+                "link set lo up\nlink set dev {dev} mtu {} txqueuelen {} up\n",
+                cfg.mtu, cfg.txqueuelen
+            )
+        };
+        client.ip_batch(&format!(
+            "{}addr add {client_addr}/32 dev {}\nroute add default dev {} src {client_addr}\n",
+            dev_up(ctun.name()),
+            ctun.name(),
+            ctun.name()
+        ))?;
+        let mut s = dev_up(stun.name());
+        for a in &server_addrs {
+            s += &format!("addr add {a}/32 dev {}\n", stun.name());
+        }
+        s += &format!(
+            "route add default dev {} src {}\n",
+            stun.name(),
+            server_addrs[0]
+        );
+        server.ip_batch(&s)?;
+        Ok(Topology {
+            client,
+            server,
+            tuns: Some((ctun, stun)),
+            client_addr,
+            server_addrs,
+            mtu: cfg.mtu,
+            running: None,
+            last_stats: ForwardStats::default(),
+        })
+    }
+
+    fn ns(&self, side: Side) -> &Netns {
+        match side {
+            Side::Client => &self.client,
+            Side::Server => &self.server,
+        }
+    }
+
+    /// The namespace name of `side` (for `ip netns exec`).
+    pub fn netns_name(&self, side: Side) -> &str {
+        self.ns(side).name()
+    }
+
+    /// The client's address.
+    pub fn client_addr(&self) -> Ipv4Addr {
+        self.client_addr
+    }
+
+    /// The server side's addresses, one per origin.
+    pub fn server_addrs(&self) -> &[Ipv4Addr] {
+        &self.server_addrs
+    }
+
+    /// A command that runs `program` inside `side`'s namespace. Spawn it while the
+    /// topology exists.
+    pub fn command(&self, side: Side, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        let fd = self.ns(side).fd();
+        // SAFETY: the closure only calls setns(2), which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || netns::enter(fd));
+        }
+        cmd
+    }
+
+    /// Runs `f` on a new thread inside `side`'s namespace: sockets it opens live there.
+    pub fn spawn_in<F, T>(&self, side: Side, f: F) -> JoinHandle<io::Result<T>>
+    where
+        F: FnOnce() -> io::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let ns_file = std::fs::File::open(format!("/run/netns/{}", self.ns(side).name()));
+        std::thread::spawn(move || {
+            use std::os::fd::AsRawFd;
+            let file = ns_file?;
+            netns::enter(file.as_raw_fd())?;
+            f()
+        })
+    }
+
+    /// Starts forwarding through a link built from `cfg`.
+    pub fn start_link(&mut self, cfg: &LinkConfig) -> io::Result<()> {
+        self.start(Link::new(cfg))
+    }
+
+    /// Starts forwarding through `link` (e.g. one with packet logs attached).
+    pub fn start(&mut self, link: Link) -> io::Result<()> {
+        let (ctun, stun) = self
+            .tuns
+            .take()
+            .ok_or_else(|| io::Error::other("link already running"))?;
+        let shared = Arc::new(Shared::default());
+        let sh = shared.clone();
+        let mtu = self.mtu as usize;
+        let thread = std::thread::Builder::new()
+            .name("linkem-forward".into())
+            .spawn(move || {
+                let (link, stats) = forward::run(link, &ctun, &stun, mtu, &sh);
+                (link, stats, ctun, stun)
+            })?;
+        self.running = Some(Running { shared, thread });
+        Ok(())
+    }
+
+    /// The counters so far (zero if no link ever ran).
+    pub fn counters(&self) -> Counters {
+        match &self.running {
+            Some(r) => *r.shared.counters.lock().unwrap_or_else(|e| e.into_inner()),
+            None => Counters::default(),
+        }
+    }
+
+    /// Stops the link and returns its final counters (default if none was running).
+    pub fn stop_link(&mut self) -> Counters {
+        let Some(r) = self.running.take() else {
+            return Counters::default();
+        };
+        r.shared.stop.store(true, Ordering::Relaxed);
+        match r.thread.join() {
+            Ok((link, stats, c, s)) => {
+                self.tuns = Some((c, s));
+                self.last_stats = stats;
+                *link.counters()
+            }
+            Err(_) => *r.shared.counters.lock().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
+    /// CPU time used so far by the running forwarding thread.
+    pub fn forward_cpu_time(&self) -> Option<Duration> {
+        use std::os::unix::thread::JoinHandleExt;
+        let r = self.running.as_ref()?;
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: the thread is alive (joined only in stop_link); both calls write one value.
+        unsafe {
+            if libc::pthread_getcpuclockid(r.thread.as_pthread_t(), &mut clock) != 0 {
+                return None;
+            }
+            let mut ts: libc::timespec = std::mem::zeroed();
+            if libc::clock_gettime(clock, &mut ts) != 0 {
+                return None;
+            }
+            Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+        }
+    }
+
+    /// What the forwarding thread measured about itself in its last run.
+    pub fn forward_stats(&self) -> ForwardStats {
+        self.last_stats
+    }
+
+    /// Kernel statistics of `side`'s TUN device.
+    pub fn tun_stats(&self, side: Side) -> io::Result<TunStats> {
+        let dev = format!("{}:", self.ns(side).name());
+        let text = self
+            .spawn_in(side, || {
+                std::fs::read_to_string("/proc/thread-self/net/dev")
+            })
+            .join()
+            .map_err(|_| io::Error::other("stats thread panicked"))??;
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&dev))
+            .ok_or_else(|| io::Error::other(format!("device {dev} not found")))?;
+        let v: Vec<u64> = line
+            .split_once(':')
+            .map(|x| x.1)
+            .unwrap_or("")
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if v.len() < 16 {
+            return Err(io::Error::other("short /proc/net/dev line"));
+        }
+        Ok(TunStats {
+            written: v[1],
+            written_dropped: v[3],
+            queued: v[9],
+            queued_dropped: v[11],
+        })
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        self.stop_link();
+        self.tuns = None;
+        // The namespaces are deleted by their own Drop.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_addresses_skip_network_and_broadcast_bytes() {
+        assert_eq!(server_addr(0), Ipv4Addr::new(100, 65, 0, 1));
+        assert_eq!(server_addr(253), Ipv4Addr::new(100, 65, 0, 254));
+        assert_eq!(server_addr(254), Ipv4Addr::new(100, 65, 1, 1));
+    }
+}
