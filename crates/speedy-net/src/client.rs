@@ -1,0 +1,385 @@
+//! The client: one connection to an origin, speaking SPDY (one session, all requests
+//! multiplexed) or HTTP/1.1 (a small pool of keep-alive connections).
+
+use crate::io::BoxIo;
+use crate::spdy_client::{Cmd, SpdyHandle};
+use crate::tls::{client_config, Verify};
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use spdy::{Headers, RstStatus, StreamId, Version};
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+/// The protocol a client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// SPDY of a version.
+    Spdy(Version),
+    /// HTTP/1.1.
+    Http1,
+}
+
+impl Protocol {
+    /// Parses `spdy/3.1`, `spdy/3`, `spdy/2`, `http/1.1`.
+    pub fn from_name(s: &str) -> Option<Protocol> {
+        if s == "http/1.1" || s == "http1" {
+            return Some(Protocol::Http1);
+        }
+        Version::from_name(s).map(Protocol::Spdy)
+    }
+
+    /// The ALPN id.
+    pub fn alpn(self) -> &'static str {
+        match self {
+            Protocol::Spdy(v) => v.alpn(),
+            Protocol::Http1 => "http/1.1",
+        }
+    }
+}
+
+/// Receives every frame sent (`true`) or received, as one line.
+pub type FrameLog = Arc<dyn Fn(bool, &str) + Send + Sync>;
+
+/// Client settings.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// Force a protocol. `None`: ALPN over TLS (SPDY preferred), SPDY/3.1 on plain TCP.
+    pub protocol: Option<Protocol>,
+    /// Certificate checking for TLS.
+    pub verify: Verify,
+    /// SPDY session settings (role and version are set on connect).
+    pub spdy: spdy::Config,
+    /// HTTP/1.1: connections to open at most.
+    pub http1_connections: usize,
+    /// Frame log (SPDY `-v`).
+    pub log: Option<FrameLog>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            protocol: None,
+            verify: Verify::System,
+            spdy: spdy::Config::new(spdy::Role::Client, Version::V3_1),
+            http1_connections: 6,
+            log: None,
+        }
+    }
+}
+
+/// Why a request failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// Connecting or TLS failed.
+    Connect(String),
+    /// The stream was reset (status, by whom).
+    Reset(RstStatus, &'static str),
+    /// The server sent GOAWAY before processing it; safe to retry.
+    NotProcessed,
+    /// The connection closed first.
+    Closed,
+    /// A protocol error.
+    Protocol(String),
+    /// HTTP/1.1 failure.
+    Http(String),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Connect(e) => write!(f, "connect: {e}"),
+            ClientError::Reset(s, who) => write!(f, "stream reset by {who}: {s}"),
+            ClientError::NotProcessed => write!(f, "not processed by the server (GOAWAY); safe to retry"),
+            ClientError::Closed => write!(f, "connection closed"),
+            ClientError::Protocol(e) => write!(f, "protocol error: {e}"),
+            ClientError::Http(e) => write!(f, "http: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// A request to send.
+#[derive(Clone, Debug)]
+pub struct ClientRequest {
+    /// Method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Extra headers (lower-case names).
+    pub headers: Vec<(String, String)>,
+    /// Body (empty: none).
+    pub body: Bytes,
+    /// SPDY priority 0 (highest) ..= 7.
+    pub priority: u8,
+}
+
+impl ClientRequest {
+    /// A GET for `path`.
+    pub fn get(path: &str) -> ClientRequest {
+        ClientRequest { method: "GET".into(), path: path.into(), headers: vec![], body: Bytes::new(), priority: 3 }
+    }
+}
+
+/// A response whose body arrives as it streams in.
+pub struct ResponseStream {
+    /// Status code.
+    pub status: u16,
+    /// Headers (lower-case names).
+    pub headers: Headers,
+    /// Protocol it came over.
+    pub protocol: &'static str,
+    /// For pushed streams, the pushed URL.
+    pub pushed_url: Option<String>,
+    /// The body.
+    pub body: Body,
+}
+
+/// A response body.
+pub struct Body {
+    inner: BodyInner,
+}
+
+enum BodyInner {
+    Spdy { id: StreamId, rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>, tx: mpsc::UnboundedSender<Cmd>, done: bool },
+    Http1(hyper::body::Incoming),
+}
+
+impl Body {
+    pub(crate) fn spdy(id: StreamId, rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>, tx: mpsc::UnboundedSender<Cmd>) -> Body {
+        Body { inner: BodyInner::Spdy { id, rx, tx, done: false } }
+    }
+
+    /// The next piece of the body; `None` at its end. Reading returns flow-control credit.
+    pub async fn chunk(&mut self) -> Option<Result<Bytes, ClientError>> {
+        match &mut self.inner {
+            BodyInner::Spdy { id, rx, tx, done } => {
+                let r = rx.recv().await;
+                match &r {
+                    Some(Ok(b)) => {
+                        let _ = tx.send(Cmd::Release(*id, b.len()));
+                    }
+                    _ => *done = true,
+                }
+                r
+            }
+            BodyInner::Http1(inc) => loop {
+                match inc.frame().await {
+                    None => return None,
+                    Some(Err(e)) => return Some(Err(ClientError::Http(e.to_string()))),
+                    Some(Ok(f)) => {
+                        if let Ok(d) = f.into_data() {
+                            return Some(Ok(d));
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    /// Reads the whole body.
+    pub async fn collect(mut self) -> Result<Bytes, ClientError> {
+        let mut all = BytesMut::new();
+        while let Some(c) = self.chunk().await {
+            all.extend_from_slice(&c?);
+        }
+        Ok(all.freeze())
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        if let BodyInner::Spdy { id, tx, done: false, .. } = &self.inner {
+            let _ = tx.send(Cmd::Cancel(*id));
+        }
+    }
+}
+
+/// A connection to one origin.
+pub struct Client {
+    scheme: String,
+    authority: String,
+    inner: Inner,
+    pushes: Option<mpsc::UnboundedReceiver<ResponseStream>>,
+}
+
+enum Inner {
+    Spdy(SpdyHandle),
+    Http1(Arc<Http1Pool>),
+}
+
+struct Http1Pool {
+    connect: Box<dyn Fn() -> futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>> + Send + Sync>,
+    idle: Mutex<Vec<hyper::client::conn::http1::SendRequest<Full<Bytes>>>>,
+    slots: tokio::sync::Semaphore,
+}
+
+async fn dial(host: &str, port: u16) -> Result<TcpStream, ClientError> {
+    let s = TcpStream::connect((host, port)).await.map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?;
+    let _ = s.set_nodelay(true);
+    Ok(s)
+}
+
+async fn tls_dial(host: &str, port: u16, tls: Arc<rustls::ClientConfig>) -> Result<(BoxIo, Option<String>), ClientError> {
+    let tcp = dial(host, port).await?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| ClientError::Connect(e.to_string()))?;
+    let s = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| ClientError::Connect(format!("TLS with {host}:{port}: {e}")))?;
+    let alpn = s.get_ref().1.alpn_protocol().map(|a| String::from_utf8_lossy(a).into_owned());
+    Ok((Box::new(s), alpn))
+}
+
+impl Client {
+    /// Connects to `scheme://host:port`.
+    pub async fn connect(scheme: &str, host: &str, port: u16, cfg: &ClientConfig) -> Result<Client, ClientError> {
+        let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
+            host.to_string()
+        } else {
+            format!("{host}:{port}")
+        };
+        let (io, proto): (Option<BoxIo>, Protocol) = if scheme == "https" {
+            let offer: Vec<&str> = match cfg.protocol {
+                Some(p) => vec![p.alpn()],
+                None => crate::tls::SERVER_ALPN.to_vec(),
+            };
+            let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
+            let (io, alpn) = tls_dial(host, port, tls).await?;
+            let proto = match alpn.as_deref() {
+                Some(a) => Protocol::from_name(a).ok_or_else(|| ClientError::Connect(format!("server chose unknown protocol {a}")))?,
+                None => cfg.protocol.unwrap_or(Protocol::Http1),
+            };
+            if let Some(want) = cfg.protocol {
+                if want != proto {
+                    return Err(ClientError::Connect(format!("server does not speak {} (ALPN chose {})", want.alpn(), proto.alpn())));
+                }
+            }
+            (Some(io), proto)
+        } else {
+            let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
+            let io = match proto {
+                Protocol::Spdy(_) => Some(Box::new(dial(host, port).await?) as BoxIo),
+                Protocol::Http1 => None,
+            };
+            (io, proto)
+        };
+        match proto {
+            Protocol::Spdy(v) => {
+                let mut scfg = cfg.spdy.clone();
+                scfg.role = spdy::Role::Client;
+                scfg.version = v;
+                let (h, pushes, _task) = crate::spdy_client::spawn(io.expect("dialled"), scfg, cfg.log.clone());
+                Ok(Client { scheme: scheme.into(), authority, inner: Inner::Spdy(h), pushes: Some(pushes) })
+            }
+            Protocol::Http1 => {
+                let (host2, scheme2, verify) = (host.to_string(), scheme.to_string(), cfg.verify.clone());
+                let first = std::sync::Mutex::new(io);
+                let connect = Box::new(move || {
+                    let (host, scheme, verify) = (host2.clone(), scheme2.clone(), verify.clone());
+                    let reuse = first.lock().expect("not poisoned").take();
+                    Box::pin(async move {
+                        if let Some(io) = reuse {
+                            return Ok(io);
+                        }
+                        if scheme == "https" {
+                            let tls = client_config(&verify, &["http/1.1"]).map_err(ClientError::Connect)?;
+                            Ok(tls_dial(&host, port, tls).await?.0)
+                        } else {
+                            Ok(Box::new(dial(&host, port).await?) as BoxIo)
+                        }
+                    }) as futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>>
+                });
+                let pool = Http1Pool { connect, idle: Mutex::new(Vec::new()), slots: tokio::sync::Semaphore::new(cfg.http1_connections.max(1)) };
+                Ok(Client { scheme: scheme.into(), authority, inner: Inner::Http1(Arc::new(pool)), pushes: None })
+            }
+        }
+    }
+
+    /// The protocol in use (`spdy/3.1`, …, `http/1.1`).
+    pub fn protocol(&self) -> &'static str {
+        match &self.inner {
+            Inner::Spdy(h) => h.version.alpn(),
+            Inner::Http1(_) => "http/1.1",
+        }
+    }
+
+    /// Pushed responses (SPDY), once; later calls return `None`.
+    pub fn take_pushes(&mut self) -> Option<mpsc::UnboundedReceiver<ResponseStream>> {
+        self.pushes.take()
+    }
+
+    /// Measures a round trip with PING (SPDY only).
+    pub async fn ping(&self) -> Option<std::time::Duration> {
+        let Inner::Spdy(h) = &self.inner else { return None };
+        let (tx, rx) = oneshot::channel();
+        h.tx.send(Cmd::Ping(tx)).ok()?;
+        rx.await.ok()
+    }
+
+    /// Sends a request; resolves when the response headers arrive.
+    pub async fn request(&self, req: ClientRequest) -> Result<ResponseStream, ClientError> {
+        match &self.inner {
+            Inner::Spdy(h) => {
+                let mut extra = Headers::new();
+                extra.add("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")));
+                extra.add("accept", "*/*");
+                for (n, v) in &req.headers {
+                    extra.set(n, v.as_bytes());
+                }
+                if !req.body.is_empty() {
+                    extra.set("content-length", req.body.len().to_string());
+                }
+                let headers = spdy::http::request_headers(h.version, &req.method, &self.scheme, &self.authority, &req.path, &extra);
+                let (tx, rx) = oneshot::channel();
+                h.tx.send(Cmd::Request { headers, body: req.body, priority: req.priority, reply: tx }).map_err(|_| ClientError::Closed)?;
+                rx.await.map_err(|_| ClientError::Closed)?
+            }
+            Inner::Http1(pool) => pool.request(&self.authority, req).await,
+        }
+    }
+}
+
+impl Http1Pool {
+    async fn request(self: &Arc<Self>, authority: &str, req: ClientRequest) -> Result<ResponseStream, ClientError> {
+        let permit = self.slots.acquire().await.map_err(|_| ClientError::Closed)?;
+        let existing = self.idle.lock().await.pop();
+        let mut sender = match existing {
+            Some(s) if !s.is_closed() => s,
+            _ => {
+                let io = (self.connect)().await?;
+                let (s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| ClientError::Http(e.to_string()))?;
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                s
+            }
+        };
+        sender.ready().await.map_err(|e| ClientError::Http(e.to_string()))?;
+        let mut b = hyper::Request::builder().method(req.method.as_str()).uri(req.path.as_str()).header("host", authority);
+        b = b.header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION"))).header("accept", "*/*");
+        for (n, v) in &req.headers {
+            b = b.header(n.as_str(), v.as_str());
+        }
+        let hreq = b.body(Full::new(req.body)).map_err(|e| ClientError::Http(e.to_string()))?;
+        let resp = sender.send_request(hreq).await.map_err(|e| ClientError::Http(e.to_string()))?;
+        let (parts, body) = resp.into_parts();
+        let mut headers = Headers::new();
+        for (n, v) in parts.headers.iter() {
+            headers.add(n.as_str(), v.as_bytes());
+        }
+        // The connection goes back to the pool once the body has been read: hyper
+        // queues the next request on it until then.
+        self.idle.lock().await.push(sender);
+        drop(permit);
+        Ok(ResponseStream {
+            status: parts.status.as_u16(),
+            headers,
+            protocol: "http/1.1",
+            pushed_url: None,
+            body: Body { inner: BodyInner::Http1(body) },
+        })
+    }
+}

@@ -1,0 +1,72 @@
+//! Transport plumbing: a boxed byte stream, and a reader that replays sniffed bytes.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A bidirectional byte stream (TCP or TLS).
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+
+/// A boxed transport.
+pub type BoxIo = Box<dyn Io>;
+
+/// A stream whose first bytes were already read (protocol sniffing); they are returned
+/// again before the rest.
+pub struct Prefixed<T> {
+    prefix: bytes::Bytes,
+    inner: T,
+}
+
+impl<T> Prefixed<T> {
+    /// Wraps `inner`, replaying `prefix` first.
+    pub fn new(prefix: bytes::Bytes, inner: T) -> Self {
+        Prefixed { prefix, inner }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            let chunk = self.prefix.split_to(n);
+            buf.put_slice(&chunk);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Prefixed<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Writes as much of `out` as the transport takes in one vectored write.
+pub(crate) async fn write_some<W: AsyncWrite + Unpin + ?Sized>(w: &mut W, out: &mut spdy::session::OutBuf) -> io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let n = {
+        let mut slices = [io::IoSlice::new(&[]); 64];
+        let k = out.io_slices(&mut slices);
+        w.write_vectored(&slices[..k]).await?
+    };
+    if n == 0 {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "connection closed while writing"));
+    }
+    out.advance(n);
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! The server: one listener speaking SPDY (2, 3, 3.1) and HTTP/1.1, over TCP or TLS.
+//!
+//! Plain TCP: the first bytes decide (`80 02` → SPDY/2, `80 03` → SPDY/3, upgraded to
+//! 3.1 semantics when the client sends a session WINDOW_UPDATE; anything else →
+//! HTTP/1.1). TLS: ALPN decides (`spdy/3.1`, `spdy/3`, `spdy/2`, `http/1.1`; no ALPN →
+//! HTTP/1.1).
+
+use crate::io::{BoxIo, Prefixed};
+use bytes::Bytes;
+use spdy::{Headers, RstStatus, Version};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+
+/// A complete request, as a handler sees it (SPDY or HTTP/1.1 alike).
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// `host[:port]`.
+    pub host: String,
+    /// `http` or `https`.
+    pub scheme: String,
+    /// All headers, lower-case names (SPDY pseudo-headers included for SPDY requests).
+    pub headers: Headers,
+    /// The request body.
+    pub body: Bytes,
+    /// `spdy/3.1`, `spdy/3`, `spdy/2` or `http/1.1`.
+    pub protocol: &'static str,
+}
+
+/// A resource to push with a response (SPDY only).
+#[derive(Clone, Debug)]
+pub struct Push {
+    /// Path on the same origin.
+    pub path: String,
+    /// Response status.
+    pub status: u16,
+    /// Response headers (lower-case names).
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: Bytes,
+}
+
+/// A handler's answer.
+#[derive(Clone, Debug, Default)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Headers (lower-case names; hop-by-hop ones are dropped for SPDY).
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: Bytes,
+    /// Resources to push first (SPDY).
+    pub pushes: Vec<Push>,
+    /// Answer with RST_STREAM instead (SPDY; HTTP/1.1 closes the connection).
+    pub reset: Option<RstStatus>,
+}
+
+impl Response {
+    /// A response with a body and a content type.
+    pub fn new(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response {
+        Response {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A boxed response future.
+pub type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+/// What answers requests.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers one complete request.
+    fn handle(&self, req: Request) -> ResponseFuture;
+}
+
+/// Server settings.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// TLS, if any (ALPN decides the protocol).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// SPDY session settings template (role and version are set per connection).
+    pub spdy: spdy::Config,
+    /// Largest request body accepted (larger → RST_STREAM REFUSED / HTTP 413).
+    pub max_body: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            tls: None,
+            spdy: spdy::Config::new(spdy::Role::Server, Version::V3_1),
+            max_body: 64 << 20,
+        }
+    }
+}
+
+/// Accepts connections forever, each on its own task.
+pub async fn serve(listener: TcpListener, cfg: ServerConfig, handler: Arc<dyn Handler>) -> std::io::Result<()> {
+    let cfg = Arc::new(cfg);
+    loop {
+        let (sock, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // EMFILE and friends: back off briefly rather than spin.
+                tracing::warn!("accept: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let cfg = cfg.clone();
+        let handler = handler.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_connection(sock, peer, &cfg, handler).await {
+                tracing::debug!("connection {peer}: {e}");
+            }
+        });
+    }
+}
+
+/// Serves one accepted connection.
+pub async fn serve_connection(sock: TcpStream, peer: SocketAddr, cfg: &ServerConfig, handler: Arc<dyn Handler>) -> std::io::Result<()> {
+    let _ = sock.set_nodelay(true);
+    if let Some(tls) = &cfg.tls {
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
+        let stream = acceptor.accept(sock).await?;
+        let alpn = stream.get_ref().1.alpn_protocol().map(|a| String::from_utf8_lossy(a).into_owned());
+        let io: BoxIo = Box::new(stream);
+        return match alpn.as_deref().and_then(Version::from_name) {
+            Some(v) => crate::spdy_server::run(io, v, false, "https", cfg, handler).await,
+            None => crate::http1::serve(io, peer, "https", handler).await,
+        };
+    }
+    let mut sock = sock;
+    let mut first = [0u8; 2];
+    let mut got = 0;
+    while got < 2 {
+        let n = sock.read(&mut first[got..]).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        got += n;
+    }
+    let io: BoxIo = Box::new(Prefixed::new(Bytes::copy_from_slice(&first), sock));
+    match first {
+        [0x80, 2] => crate::spdy_server::run(io, Version::V2, false, "http", cfg, handler).await,
+        [0x80, 3] => crate::spdy_server::run(io, Version::V3, true, "http", cfg, handler).await,
+        _ => crate::http1::serve(io, peer, "http", handler).await,
+    }
+}

@@ -1,0 +1,130 @@
+//! TLS configuration (rustls): servers with a given or self-signed certificate, clients
+//! that verify against the system roots, a CA file, or (insecure) nothing.
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use std::path::Path;
+use std::sync::Arc;
+
+/// ALPN ids a speedy server offers, most preferred first.
+pub const SERVER_ALPN: [&str; 4] = ["spdy/3.1", "spdy/3", "spdy/2", "http/1.1"];
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A self-signed certificate for `localhost`, `127.0.0.1` and `::1` plus `names`.
+pub fn self_signed(names: &[String]) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let mut sans = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    sans.extend(names.iter().cloned());
+    let ck = rcgen::generate_simple_self_signed(sans).map_err(|e| format!("generating a certificate: {e}"))?;
+    let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der()).map_err(|e| e.to_string())?;
+    Ok((vec![ck.cert.der().clone()], key))
+}
+
+/// Reads a PEM certificate chain and private key.
+pub fn load_pem(cert: &Path, key: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let cf = std::fs::read(cert).map_err(|e| format!("{}: {e}", cert.display()))?;
+    let certs: Vec<_> = rustls_pemfile::certs(&mut &cf[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{}: no PEM certificate found", cert.display()));
+    }
+    let kf = std::fs::read(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let key = rustls_pemfile::private_key(&mut &kf[..])
+        .map_err(|e| format!("{}: {e}", key.display()))?
+        .ok_or_else(|| format!("{}: no PEM private key found", key.display()))?;
+    Ok((certs, key))
+}
+
+/// A server config offering `alpn` (ALPN ids, preferred first).
+pub fn server_config(
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    alpn: &[&str],
+) -> Result<Arc<rustls::ServerConfig>, String> {
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("certificate/key: {e}"))?;
+    cfg.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
+    Ok(Arc::new(cfg))
+}
+
+/// How a client checks server certificates.
+#[derive(Clone, Debug, Default)]
+pub enum Verify {
+    /// The system's root store.
+    #[default]
+    System,
+    /// Certificates from a PEM file.
+    CaFile(std::path::PathBuf),
+    /// No verification (for self-signed lab servers).
+    Insecure,
+}
+
+/// A client config offering `alpn`.
+pub fn client_config(verify: &Verify, alpn: &[&str]) -> Result<Arc<rustls::ClientConfig>, String> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let mut cfg = match verify {
+        Verify::Insecure => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+            .with_no_client_auth(),
+        Verify::System | Verify::CaFile(_) => {
+            let mut roots = rustls::RootCertStore::empty();
+            if let Verify::CaFile(p) = verify {
+                let f = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                for c in rustls_pemfile::certs(&mut &f[..]) {
+                    roots.add(c.map_err(|e| format!("{}: {e}", p.display()))?).map_err(|e| e.to_string())?;
+                }
+            } else {
+                for c in rustls_native_certs::load_native_certs().certs {
+                    let _ = roots.add(c);
+                }
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
+    };
+    cfg.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
+    Ok(Arc::new(cfg))
+}
+
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
