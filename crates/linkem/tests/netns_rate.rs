@@ -1,0 +1,88 @@
+//! Rate accuracy through real kernel TCP in namespaces (issue 4, "Must show": rate).
+
+mod common;
+use common::*;
+use linkem::{LinkConfig, Server, Trace};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn check_rate(bps: u64, down: bool, warmup: f64, total: f64) {
+    let mut cfg = LinkConfig::default();
+    if down {
+        cfg.down.server = Server::Rate(bps);
+    } else {
+        cfg.up.server = Server::Rate(bps);
+    }
+    cfg.down.delay = Duration::from_millis(5);
+    cfg.up.delay = Duration::from_millis(5);
+    let t = start(&cfg);
+    let b = bulk_tcp(
+        &t,
+        down,
+        5001,
+        Duration::from_secs_f64(warmup),
+        Duration::from_secs_f64(total),
+    );
+    let c = t.counters();
+    let err = b.ip_bps / bps as f64 - 1.0;
+    eprintln!(
+        "rate {} Mbit/s {}: measured {:.4} Mbit/s IP ({:.4} goodput, mss {}) over {:.2} s: error {:+.2}%; counters:\n{c}",
+        bps as f64 / 1e6,
+        if down { "down" } else { "up" },
+        b.ip_bps / 1e6,
+        b.goodput_bps / 1e6,
+        b.mss,
+        b.window_secs,
+        err * 100.0
+    );
+    assert!(
+        err.abs() < 0.03,
+        "rate error {:.2}% at {bps} bit/s",
+        err * 100.0
+    );
+}
+
+#[test]
+fn tcp_bulk_reaches_configured_rate_1_2_10_100_mbit() {
+    if !can_run() {
+        return;
+    }
+    let _g = serial();
+    check_rate(1_000_000, true, 1.5, 6.5);
+    check_rate(2_000_000, false, 1.0, 4.0);
+    check_rate(10_000_000, true, 1.0, 3.5);
+    check_rate(100_000_000, true, 1.0, 3.5);
+}
+
+#[test]
+fn tcp_bulk_through_a_trace_reaches_its_mean_rate() {
+    if !can_run() {
+        return;
+    }
+    let _g = serial();
+    let text = include_str!("../testdata/bursty.trace");
+    let trace = Trace::parse(text).unwrap();
+    let mean = trace.mean_rate_bps();
+    let mut cfg = LinkConfig::default();
+    cfg.down.server = Server::Trace(Arc::new(trace));
+    cfg.down.delay = Duration::from_millis(5);
+    cfg.up.delay = Duration::from_millis(5);
+    let t = start(&cfg);
+    // The window is a whole number of trace periods (1 s) so bursts average out.
+    let b = bulk_tcp(
+        &t,
+        true,
+        5002,
+        Duration::from_secs(1),
+        Duration::from_secs(4),
+    );
+    let err = b.ip_bps / mean - 1.0;
+    eprintln!(
+        "trace mean {:.3} Mbit/s: measured {:.3} Mbit/s over {:.2} s: error {:+.2}%",
+        mean / 1e6,
+        b.ip_bps / 1e6,
+        b.window_secs,
+        err * 100.0
+    );
+    assert!(err.abs() < 0.03, "trace rate error {:.2}%", err * 100.0);
+}
