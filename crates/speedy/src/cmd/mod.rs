@@ -2,7 +2,9 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod fetch;
 pub mod link;
+pub mod serve;
 
 /// speedy: a SPDY toolkit and web-latency lab.
 #[derive(Parser, Debug)]
@@ -14,14 +16,41 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Serve a directory over HTTP/1.1 and SPDY/2, 3, 3.1 on one port (TCP or TLS).
+    Serve(serve::ServeArgs),
+    /// Fetch URLs over SPDY or HTTP/1.1, one JSON line per response.
+    Fetch(fetch::FetchArgs),
     /// Run a command behind an emulated network link (rate, delay, loss, queue, radio).
     Link(link::LinkArgs),
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn report(r: anyhow::Result<bool>, cmd: &str) -> ExitCode {
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("speedy {cmd}: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 impl Cli {
     /// Runs the chosen subcommand and returns the process exit code.
     pub fn run(self) -> ExitCode {
         match self.command {
+            Command::Serve(a) => report(
+                runtime().block_on(async { serve::run(a).await.map(|_| true) }),
+                "serve",
+            ),
+            Command::Fetch(a) => report(runtime().block_on(fetch::run(a)), "fetch"),
             Command::Link(a) => link::run(a),
         }
     }

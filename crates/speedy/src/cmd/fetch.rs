@@ -1,0 +1,366 @@
+//! `speedy fetch`: fetch URLs over one session per origin (like curl or spdycat) and
+//! print one JSON line per response.
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use clap::Args;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use speedy_net::client::{Body, Client, ClientConfig, ClientRequest, Protocol, ResponseStream};
+use speedy_net::tls::Verify;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Semaphore;
+
+/// Arguments of `speedy fetch`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Prints one JSON line per response: url, status, protocol, bytes, sha256, pushed, \
+elapsed_ms (or url and error). Exit status 1 when any request failed.\n\nExamples:\n  \
+speedy fetch http://127.0.0.1:8080/a.html http://127.0.0.1:8080/b.css\n  \
+speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v"
+)]
+pub struct FetchArgs {
+    /// URLs to fetch (http:// or https://); those of one origin share one session.
+    #[arg(required = true, value_name = "URL")]
+    urls: Vec<String>,
+    /// spdy/3.1, spdy/3, spdy/2 or http/1.1. Default: ALPN over TLS, spdy/3.1 on plain TCP.
+    #[arg(long, value_name = "PROTOCOL")]
+    protocol: Option<String>,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    concurrency: usize,
+    /// POST this file's contents to every URL.
+    #[arg(long, value_name = "FILE")]
+    data: Option<PathBuf>,
+    /// SPDY priority of the requests, 0 (highest) to 7.
+    #[arg(long, default_value_t = 3, value_name = "0-7")]
+    priority: u8,
+    /// Extra request header `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// Save bodies into this directory.
+    #[arg(short = 'O', long = "output-dir", value_name = "DIR")]
+    output_dir: Option<PathBuf>,
+    /// Print every frame sent (>) and received (<) on stderr.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Accept any TLS certificate.
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// Trust the certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Header compression level 0-9 for requests.
+    #[arg(long, default_value_t = 9, value_name = "0-9")]
+    header_level: u32,
+    /// Turn off CRIME-safe header compression (cookies share the zlib context).
+    #[arg(long)]
+    no_crime_safe: bool,
+}
+
+struct Target {
+    url: String,
+    scheme: String,
+    host: String,
+    port: u16,
+    path: String,
+}
+
+fn parse_url(u: &str) -> Result<Target> {
+    let (scheme, rest) = u
+        .split_once("://")
+        .with_context(|| format!("{u}: not an absolute URL"))?;
+    let default_port = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => bail!("{u}: scheme must be http or https"),
+    };
+    let (auth, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = if let Some(h) = auth.strip_prefix('[') {
+        let (h, p) = h
+            .split_once(']')
+            .with_context(|| format!("{u}: bad IPv6 host"))?;
+        (h.to_string(), p.strip_prefix(':'))
+    } else {
+        match auth.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (auth.to_string(), None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse().with_context(|| format!("{u}: bad port {p:?}"))?,
+        None => default_port,
+    };
+    if host.is_empty() {
+        bail!("{u}: no host");
+    }
+    Ok(Target {
+        url: u.to_string(),
+        scheme: scheme.into(),
+        host,
+        port,
+        path: path.into(),
+    })
+}
+
+/// Runs the command; `Ok(false)` when some request failed.
+pub async fn run(a: FetchArgs) -> Result<bool> {
+    let protocol = match &a.protocol {
+        Some(p) => Some(Protocol::from_name(p).with_context(|| {
+            format!("--protocol {p}: use spdy/3.1, spdy/3, spdy/2 or http/1.1")
+        })?),
+        None => None,
+    };
+    if a.priority > 7 {
+        bail!("--priority {}: must be 0 to 7", a.priority);
+    }
+    if a.header_level > 9 {
+        bail!("--header-level {}: must be 0 to 9", a.header_level);
+    }
+    if a.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    let body = match &a.data {
+        Some(p) => {
+            Bytes::from(std::fs::read(p).with_context(|| format!("--data {}", p.display()))?)
+        }
+        None => Bytes::new(),
+    };
+    let mut extra = Vec::new();
+    for h in &a.headers {
+        let (n, v) = h
+            .split_once(':')
+            .with_context(|| format!("--header {h:?}: expected `Name: value`"))?;
+        extra.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+    }
+    if let Some(d) = &a.output_dir {
+        std::fs::create_dir_all(d).with_context(|| format!("-O {}", d.display()))?;
+    }
+    let targets = a
+        .urls
+        .iter()
+        .map(|u| parse_url(u))
+        .collect::<Result<Vec<_>>>()?;
+    let mut origins: Vec<(String, String, u16, Vec<Target>)> = Vec::new();
+    for t in targets {
+        match origins
+            .iter_mut()
+            .find(|o| o.0 == t.scheme && o.1 == t.host && o.2 == t.port)
+        {
+            Some(o) => o.3.push(t),
+            None => origins.push((t.scheme.clone(), t.host.clone(), t.port, vec![t])),
+        }
+    }
+    let mut cfg = ClientConfig {
+        protocol,
+        ..Default::default()
+    };
+    cfg.verify = if a.insecure {
+        Verify::Insecure
+    } else if let Some(c) = &a.cacert {
+        Verify::CaFile(c.clone())
+    } else {
+        Verify::System
+    };
+    cfg.spdy.compression.level = a.header_level;
+    cfg.spdy.compression.crime_safe = !a.no_crime_safe;
+    cfg.http1_connections = a.concurrency.min(6);
+    if a.verbose {
+        cfg.log = Some(Arc::new(|sent, line| {
+            eprintln!("{} {line}", if sent { ">" } else { "<" })
+        }));
+    }
+    let ctx = Arc::new(Ctx {
+        out_dir: a.output_dir.clone(),
+        body,
+        extra,
+        priority: a.priority,
+        post: a.data.is_some(),
+    });
+    let mut ok = true;
+    for (scheme, host, port, list) in origins {
+        ok &= fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, &ctx).await;
+    }
+    Ok(ok)
+}
+
+struct Ctx {
+    out_dir: Option<PathBuf>,
+    body: Bytes,
+    extra: Vec<(String, String)>,
+    priority: u8,
+    post: bool,
+}
+
+fn print_line(v: serde_json::Value) {
+    println!("{v}");
+}
+
+async fn fetch_origin(
+    scheme: &str,
+    host: &str,
+    port: u16,
+    list: Vec<Target>,
+    cfg: &ClientConfig,
+    concurrency: usize,
+    ctx: &Arc<Ctx>,
+) -> bool {
+    let mut client = match Client::connect(scheme, host, port, cfg).await {
+        Ok(c) => c,
+        Err(e) => {
+            for t in &list {
+                print_line(json!({"url": t.url, "error": e.to_string()}));
+            }
+            return false;
+        }
+    };
+    let protocol = client.protocol();
+    let origin = format!(
+        "{scheme}://{}",
+        if port == 80 || port == 443 {
+            host.to_string()
+        } else {
+            format!("{host}:{port}")
+        }
+    );
+    let start = Instant::now();
+    // Pushed streams are read as they arrive, so they never stall flow control.
+    let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
+    let push_task = client.take_pushes().map(|mut rx| {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let mut tasks = Vec::new();
+            loop {
+                tokio::select! {
+                    p = rx.recv() => match p {
+                        Some(p) => tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), Ok(p), start, protocol, true, ctx.clone()))),
+                        None => break,
+                    },
+                    _ = done_rx.changed() => {
+                        while let Ok(p) = rx.try_recv() {
+                            tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), Ok(p), start, protocol, true, ctx.clone())));
+                        }
+                        break;
+                    }
+                }
+            }
+            let mut ok = true;
+            for t in tasks {
+                ok &= t.await.unwrap_or(false);
+            }
+            ok
+        })
+    });
+    let client = Arc::new(client);
+    let sem = Arc::new(Semaphore::new(concurrency));
+    let mut tasks = Vec::new();
+    for t in list {
+        let permit = sem.clone().acquire_owned().await.expect("semaphore open");
+        let client = client.clone();
+        let ctx = ctx.clone();
+        let _ = &origin;
+        tasks.push(tokio::spawn(async move {
+            let t0 = Instant::now();
+            let mut req = ClientRequest::get(&t.path);
+            req.priority = ctx.priority;
+            req.headers = ctx.extra.clone();
+            if ctx.post {
+                req.method = "POST".into();
+                req.body = ctx.body.clone();
+            }
+            let r = client.request(req).await;
+            let ok = finish(t.url, r, t0, protocol, false, ctx).await;
+            drop(permit);
+            ok
+        }));
+    }
+    let mut ok = true;
+    for t in tasks {
+        ok &= t.await.unwrap_or(false);
+    }
+    let _ = done_tx.send(true);
+    if let Some(p) = push_task {
+        ok &= p.await.unwrap_or(false);
+    }
+    ok
+}
+
+async fn finish(
+    url: String,
+    r: Result<ResponseStream, speedy_net::ClientError>,
+    t0: Instant,
+    protocol: &'static str,
+    pushed: bool,
+    ctx: Arc<Ctx>,
+) -> bool {
+    let resp = match r {
+        Ok(r) => r,
+        Err(e) => {
+            print_line(
+                json!({"url": url, "protocol": protocol, "pushed": pushed, "error": e.to_string()}),
+            );
+            return false;
+        }
+    };
+    let status = resp.status;
+    let body: Body = resp.body;
+    match body.collect().await {
+        Ok(b) => {
+            let sha = hex::encode(Sha256::digest(&b));
+            if let Some(dir) = &ctx.out_dir {
+                let path = url.split_once("://").map_or("", |x| x.1);
+                let path = path.find('/').map_or("/", |i| &path[i..]);
+                let name = path
+                    .split('?')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches('/')
+                    .replace('/', "_");
+                let name = if name.is_empty() || name.starts_with('.') {
+                    format!("index{name}.html")
+                } else {
+                    name
+                };
+                if let Err(e) = std::fs::write(dir.join(&name), &b) {
+                    eprintln!("speedy fetch: writing {}: {e}", dir.join(&name).display());
+                }
+            }
+            let ms = t0.elapsed().as_secs_f64() * 1000.0;
+            print_line(json!({
+                "url": url, "status": status, "protocol": protocol, "bytes": b.len(),
+                "sha256": sha, "pushed": pushed, "elapsed_ms": (ms * 1000.0).round() / 1000.0,
+            }));
+            status < 400
+        }
+        Err(e) => {
+            print_line(
+                json!({"url": url, "status": status, "protocol": protocol, "pushed": pushed, "error": e.to_string()}),
+            );
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let t = parse_url("https://localhost:8443/a/b?c").unwrap();
+        assert_eq!(
+            (t.scheme.as_str(), t.host.as_str(), t.port, t.path.as_str()),
+            ("https", "localhost", 8443, "/a/b?c")
+        );
+        let t = parse_url("http://[::1]/").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 80));
+        assert!(parse_url("ftp://x/").is_err());
+        assert!(parse_url("http://x:99999/").is_err());
+        assert!(parse_url("nope").is_err());
+    }
+}
