@@ -433,12 +433,16 @@ pub fn decode_control(
             Frame::Ping { id: p.get_u32() }
         }
         ft::GOAWAY => {
-            fixed(if v2 { 4 } else { 8 }, &p)?;
+            // SPDY/2 GOAWAY is 4 bytes, but node-spdy (spdy-transport) sends the 8-byte
+            // SPDY/3 layout, with a status, in every version: accept both in SPDY/2.
+            if !(p.len() == 8 || (v2 && p.len() == 4)) {
+                return Err(malformed(frame_type, "wrong length"));
+            }
             let last_good = sid(&p);
-            let status = if v2 {
-                GoAwayStatus::OK
-            } else {
+            let status = if p.len() == 8 {
                 GoAwayStatus(u32::from_be_bytes([p[4], p[5], p[6], p[7]]))
+            } else {
+                GoAwayStatus::OK
             };
             Frame::GoAway { last_good, status }
         }
