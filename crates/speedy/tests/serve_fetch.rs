@@ -1,0 +1,331 @@
+//! End-to-end tests of `speedy serve` and `speedy fetch` through the real program, on
+//! loopback: every protocol over TCP and TLS, push, echo, errors and safety of the root.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_speedy");
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A temporary site directory, removed on drop.
+struct Site(PathBuf);
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Site {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+fn site() -> Site {
+    let dir = std::env::temp_dir().join(format!(
+        "speedy-e2e-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("index.html"), "<html>hi</html>").unwrap();
+    std::fs::write(dir.join("a.css"), "body{}").unwrap();
+    std::fs::write(dir.join("sub/b.js"), "x=1").unwrap();
+    let big: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(dir.join("big.bin"), big).unwrap();
+    std::fs::write(
+        dir.join("push.map"),
+        "# comment\n/index.html: /a.css /sub/b.js\n",
+    )
+    .unwrap();
+    Site(dir)
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn serve(root: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start speedy serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .strip_prefix("listening on ")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("bad first line {line:?}"));
+    Server {
+        addr: addr.to_string(),
+        child,
+    }
+}
+
+/// Runs `speedy fetch` with a deadline; returns (exit code, JSON lines, stderr).
+fn fetch(args: &[String]) -> (i32, Vec<Value>, String) {
+    let mut child = Command::new(BIN)
+        .arg("fetch")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            let lines = out
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+                .collect();
+            return (st.code().unwrap_or(-1), lines, err);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("speedy fetch {args:?} did not finish in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn sha(p: &Path) -> String {
+    hex(&Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn find<'a>(lines: &'a [Value], suffix: &str, pushed: bool) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l["url"].as_str().unwrap().ends_with(suffix) && l["pushed"] == pushed)
+        .unwrap_or_else(|| panic!("no line for {suffix} (pushed {pushed}) in {lines:?}"))
+}
+
+#[test]
+fn serves_every_protocol_over_tcp_and_tls_with_push() {
+    let root = site();
+    let plain = serve(
+        &root,
+        &["--push-map", root.join("push.map").to_str().unwrap()],
+    );
+    let tls = serve(
+        &root,
+        &[
+            "--push-map",
+            root.join("push.map").to_str().unwrap(),
+            "--tls-self-signed",
+        ],
+    );
+    for (srv, scheme) in [(&plain, "http"), (&tls, "https")] {
+        for proto in ["spdy/3.1", "spdy/3", "spdy/2", "http/1.1"] {
+            let urls = ["/index.html", "/big.bin", "/sub/b.js"]
+                .map(|p| format!("{scheme}://{}{p}", srv.addr));
+            let mut args = vec!["-k".to_string(), "--protocol".into(), proto.into()];
+            args.extend(urls);
+            let (code, lines, err) = fetch(&args);
+            assert_eq!(code, 0, "{scheme} {proto}: {err} {lines:?}");
+            for (suffix, file) in [
+                ("/index.html", "index.html"),
+                ("/big.bin", "big.bin"),
+                ("/sub/b.js", "sub/b.js"),
+            ] {
+                let l = find(&lines, suffix, false);
+                assert_eq!(l["status"], 200);
+                assert_eq!(l["protocol"], proto);
+                assert_eq!(
+                    l["sha256"],
+                    sha(&root.join(file)),
+                    "{scheme} {proto} {suffix}"
+                );
+            }
+            if proto == "http/1.1" {
+                assert!(
+                    lines.iter().all(|l| l["pushed"] == false),
+                    "no push over HTTP/1.1"
+                );
+            } else {
+                let p = find(&lines, "/a.css", true);
+                assert_eq!(
+                    p["sha256"],
+                    sha(&root.join("a.css")),
+                    "{scheme} {proto} push"
+                );
+                find(&lines, "/sub/b.js", true);
+            }
+        }
+    }
+}
+
+#[test]
+fn echoes_uploads_and_reports_resets_and_missing_files() {
+    let root = site();
+    let srv = serve(&root, &["--echo-upload", "--reset-path", "/boom"]);
+    let body = root.join("big.bin");
+    let (code, lines, _) = fetch(&[
+        format!("http://{}/up", srv.addr),
+        "--data".into(),
+        body.to_string_lossy().into(),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(lines[0]["sha256"], sha(&body));
+    assert_eq!(lines[0]["bytes"], 300_000);
+    let (code, lines, _) = fetch(&[
+        format!("http://{}/boom", srv.addr),
+        format!("http://{}/index.html", srv.addr),
+        format!("http://{}/nope", srv.addr),
+    ]);
+    assert_eq!(code, 1, "a reset and a 404 make the exit status non-zero");
+    assert!(find(&lines, "/boom", false)["error"]
+        .as_str()
+        .unwrap()
+        .contains("CANCEL"));
+    assert_eq!(
+        find(&lines, "/index.html", false)["status"],
+        200,
+        "other streams of the session still succeed"
+    );
+    assert_eq!(find(&lines, "/nope", false)["status"], 404);
+}
+
+#[test]
+fn never_serves_files_outside_the_root() {
+    let root = site();
+    let secret = root
+        .parent()
+        .unwrap()
+        .join(format!("speedy-secret-{}", rand_suffix()));
+    std::fs::write(&secret, "secret").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&secret, root.join("link")).unwrap();
+    let srv = serve(&root, &[]);
+    let name = secret.file_name().unwrap().to_str().unwrap();
+    for proto in ["spdy/3.1", "http/1.1"] {
+        for path in [
+            format!("/../{name}"),
+            format!("/%2e%2e/{name}"),
+            "/link".to_string(),
+            "/sub/../../x".to_string(),
+        ] {
+            let (_, lines, _) = fetch(&[
+                "--protocol".into(),
+                proto.into(),
+                format!("http://{}{path}", srv.addr),
+            ]);
+            let status = lines[0]["status"].as_u64().unwrap_or(0);
+            assert!(
+                status == 400 || status == 404,
+                "{proto} {path}: status {status}"
+            );
+            assert_ne!(lines[0]["sha256"], hex(&Sha256::digest(b"secret")));
+        }
+    }
+    let _ = std::fs::remove_file(secret);
+}
+
+#[test]
+fn raw_http1_and_spdy_share_the_port() {
+    let root = site();
+    let srv = serve(&root, &[]);
+    let mut s = std::net::TcpStream::connect(&srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    assert!(resp.ends_with("<html>hi</html>"));
+}
+
+#[test]
+fn verbose_fetch_prints_frames() {
+    let root = site();
+    let srv = serve(&root, &[]);
+    let out_dir = root.join("out");
+    let (code, _, err) = fetch(&[
+        "-v".into(),
+        "-O".into(),
+        out_dir.to_string_lossy().into(),
+        format!("http://{}/sub/b.js", srv.addr),
+    ]);
+    assert_eq!(code, 0);
+    assert!(err.contains("> SYN_STREAM stream=1"), "{err}");
+    assert!(err.contains("< SYN_REPLY stream=1"), "{err}");
+    assert!(err.contains("< DATA stream=1 len=3 fin"), "{err}");
+    assert_eq!(std::fs::read(out_dir.join("sub_b.js")).unwrap(), b"x=1");
+}
+
+#[test]
+fn refuses_bad_command_lines_with_a_message() {
+    let run = |args: &[&str]| Command::new(BIN).args(args).output().unwrap();
+    let o = run(&["fetch", "--protocol", "spdy/9", "http://127.0.0.1:1/"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--protocol spdy/9"));
+    let o = run(&["fetch", "ftp://x/"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("scheme must be http or https"));
+    let o = run(&["serve", "--root", "/definitely/not/here"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/definitely/not/here"));
+    let bad_map = std::env::temp_dir().join(format!("speedy-badmap-{}", rand_suffix()));
+    std::fs::write(&bad_map, "/ok: /x\nno colon here\n").unwrap();
+    let o = run(&[
+        "serve",
+        "--root",
+        ".",
+        "--push-map",
+        bad_map.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_file(&bad_map);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(":2:"),
+        "names the line: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = run(&["fetch", "http://127.0.0.1:1/x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"error\""));
+}
