@@ -12,7 +12,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 pub(crate) enum Cmd {
-    Request { headers: Headers, body: Bytes, priority: u8, reply: oneshot::Sender<Result<ResponseStream, ClientError>> },
+    Request {
+        headers: Headers,
+        body: Bytes,
+        priority: u8,
+        reply: oneshot::Sender<Result<ResponseStream, ClientError>>,
+    },
     Release(StreamId, usize),
     Cancel(StreamId),
     Ping(oneshot::Sender<std::time::Duration>),
@@ -34,11 +39,18 @@ pub(crate) fn spawn(
     io: BoxIo,
     cfg: spdy::Config,
     log: Option<FrameLog>,
-) -> (SpdyHandle, mpsc::UnboundedReceiver<ResponseStream>, tokio::task::JoinHandle<()>) {
+) -> (
+    SpdyHandle,
+    mpsc::UnboundedReceiver<ResponseStream>,
+    tokio::task::JoinHandle<()>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
     let (push_tx, push_rx) = mpsc::unbounded_channel();
     let version = cfg.version;
-    let handle = SpdyHandle { tx: tx.clone(), version };
+    let handle = SpdyHandle {
+        tx: tx.clone(),
+        version,
+    };
     let task = tokio::spawn(drive(io, cfg, rx, tx, push_tx, log));
     (handle, push_rx, task)
 }
@@ -66,7 +78,9 @@ async fn drive(
         while let Some(ev) = session.poll_event() {
             match ev {
                 Event::Reply { id, headers, fin } => {
-                    let Some(w) = streams.get_mut(&id) else { continue };
+                    let Some(w) = streams.get_mut(&id) else {
+                        continue;
+                    };
                     let (btx, brx) = mpsc::unbounded_channel();
                     let resp = ResponseStream {
                         status: spdy::http::parse_status(version, &headers).unwrap_or(0),
@@ -86,7 +100,13 @@ async fn drive(
                         w.body = Some(btx);
                     }
                 }
-                Event::Stream { id, headers, associated: Some(_), fin, .. } => {
+                Event::Stream {
+                    id,
+                    headers,
+                    associated: Some(_),
+                    fin,
+                    ..
+                } => {
                     let (btx, brx) = mpsc::unbounded_channel();
                     let resp = ResponseStream {
                         status: spdy::http::parse_status(version, &headers).unwrap_or(0),
@@ -98,7 +118,13 @@ async fn drive(
                     if pushes.send(resp).is_err() {
                         session.reset(id, RstStatus::CANCEL);
                     } else if !fin {
-                        streams.insert(id, Waiting { reply: None, body: Some(btx) });
+                        streams.insert(
+                            id,
+                            Waiting {
+                                reply: None,
+                                body: Some(btx),
+                            },
+                        );
                     }
                 }
                 Event::Data { id, data, fin } => {
@@ -119,13 +145,15 @@ async fn drive(
                         }
                     }
                 }
-                Event::Headers { id, fin, .. } => {
-                    if fin {
-                        streams.remove(&id);
-                    }
+                Event::Headers { id, fin: true, .. } => {
+                    streams.remove(&id);
                 }
                 Event::Reset { id, status, remote } => {
-                    let who = if remote { "server" } else { "client (protocol error)" };
+                    let who = if remote {
+                        "server"
+                    } else {
+                        "client (protocol error)"
+                    };
                     fail(&mut streams, id, ClientError::Reset(status, who));
                 }
                 Event::GoAway { unprocessed, .. } => {
@@ -133,7 +161,9 @@ async fn drive(
                         fail(&mut streams, id, ClientError::NotProcessed);
                     }
                 }
-                Event::Error { violation, .. } => failure = Some(ClientError::Protocol(violation.to_string())),
+                Event::Error { violation, .. } => {
+                    failure = Some(ClientError::Protocol(violation.to_string()))
+                }
                 Event::Frame { sent, summary } => {
                     if let Some(l) = &log {
                         l(sent, &summary);

@@ -14,6 +14,8 @@ pub struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve a directory over HTTP/1.1 and SPDY/2, 3, 3.1 on one port (TCP or TLS).
