@@ -91,7 +91,9 @@ impl std::fmt::Display for ClientError {
         match self {
             ClientError::Connect(e) => write!(f, "connect: {e}"),
             ClientError::Reset(s, who) => write!(f, "stream reset by {who}: {s}"),
-            ClientError::NotProcessed => write!(f, "not processed by the server (GOAWAY); safe to retry"),
+            ClientError::NotProcessed => {
+                write!(f, "not processed by the server (GOAWAY); safe to retry")
+            }
             ClientError::Closed => write!(f, "connection closed"),
             ClientError::Protocol(e) => write!(f, "protocol error: {e}"),
             ClientError::Http(e) => write!(f, "http: {e}"),
@@ -119,7 +121,13 @@ pub struct ClientRequest {
 impl ClientRequest {
     /// A GET for `path`.
     pub fn get(path: &str) -> ClientRequest {
-        ClientRequest { method: "GET".into(), path: path.into(), headers: vec![], body: Bytes::new(), priority: 3 }
+        ClientRequest {
+            method: "GET".into(),
+            path: path.into(),
+            headers: vec![],
+            body: Bytes::new(),
+            priority: 3,
+        }
     }
 }
 
@@ -143,13 +151,29 @@ pub struct Body {
 }
 
 enum BodyInner {
-    Spdy { id: StreamId, rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>, tx: mpsc::UnboundedSender<Cmd>, done: bool },
+    Spdy {
+        id: StreamId,
+        rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>,
+        tx: mpsc::UnboundedSender<Cmd>,
+        done: bool,
+    },
     Http1(hyper::body::Incoming),
 }
 
 impl Body {
-    pub(crate) fn spdy(id: StreamId, rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>, tx: mpsc::UnboundedSender<Cmd>) -> Body {
-        Body { inner: BodyInner::Spdy { id, rx, tx, done: false } }
+    pub(crate) fn spdy(
+        id: StreamId,
+        rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>,
+        tx: mpsc::UnboundedSender<Cmd>,
+    ) -> Body {
+        Body {
+            inner: BodyInner::Spdy {
+                id,
+                rx,
+                tx,
+                done: false,
+            },
+        }
     }
 
     /// The next piece of the body; `None` at its end. Reading returns flow-control credit.
@@ -191,7 +215,13 @@ impl Body {
 
 impl Drop for Body {
     fn drop(&mut self) {
-        if let BodyInner::Spdy { id, tx, done: false, .. } = &self.inner {
+        if let BodyInner::Spdy {
+            id,
+            tx,
+            done: false,
+            ..
+        } = &self.inner
+        {
             let _ = tx.send(Cmd::Cancel(*id));
         }
     }
@@ -211,31 +241,51 @@ enum Inner {
 }
 
 struct Http1Pool {
-    connect: Box<dyn Fn() -> futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>> + Send + Sync>,
+    connect: Box<
+        dyn Fn() -> futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>>
+            + Send
+            + Sync,
+    >,
     idle: Mutex<Vec<hyper::client::conn::http1::SendRequest<Full<Bytes>>>>,
     slots: tokio::sync::Semaphore,
 }
 
 async fn dial(host: &str, port: u16) -> Result<TcpStream, ClientError> {
-    let s = TcpStream::connect((host, port)).await.map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?;
+    let s = TcpStream::connect((host, port))
+        .await
+        .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?;
     let _ = s.set_nodelay(true);
     Ok(s)
 }
 
-async fn tls_dial(host: &str, port: u16, tls: Arc<rustls::ClientConfig>) -> Result<(BoxIo, Option<String>), ClientError> {
+async fn tls_dial(
+    host: &str,
+    port: u16,
+    tls: Arc<rustls::ClientConfig>,
+) -> Result<(BoxIo, Option<String>), ClientError> {
     let tcp = dial(host, port).await?;
-    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| ClientError::Connect(e.to_string()))?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| ClientError::Connect(e.to_string()))?;
     let s = tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)
         .await
         .map_err(|e| ClientError::Connect(format!("TLS with {host}:{port}: {e}")))?;
-    let alpn = s.get_ref().1.alpn_protocol().map(|a| String::from_utf8_lossy(a).into_owned());
+    let alpn = s
+        .get_ref()
+        .1
+        .alpn_protocol()
+        .map(|a| String::from_utf8_lossy(a).into_owned());
     Ok((Box::new(s), alpn))
 }
 
 impl Client {
     /// Connects to `scheme://host:port`.
-    pub async fn connect(scheme: &str, host: &str, port: u16, cfg: &ClientConfig) -> Result<Client, ClientError> {
+    pub async fn connect(
+        scheme: &str,
+        host: &str,
+        port: u16,
+        cfg: &ClientConfig,
+    ) -> Result<Client, ClientError> {
         let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
             host.to_string()
         } else {
@@ -249,12 +299,18 @@ impl Client {
             let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
             let (io, alpn) = tls_dial(host, port, tls).await?;
             let proto = match alpn.as_deref() {
-                Some(a) => Protocol::from_name(a).ok_or_else(|| ClientError::Connect(format!("server chose unknown protocol {a}")))?,
+                Some(a) => Protocol::from_name(a).ok_or_else(|| {
+                    ClientError::Connect(format!("server chose unknown protocol {a}"))
+                })?,
                 None => cfg.protocol.unwrap_or(Protocol::Http1),
             };
             if let Some(want) = cfg.protocol {
                 if want != proto {
-                    return Err(ClientError::Connect(format!("server does not speak {} (ALPN chose {})", want.alpn(), proto.alpn())));
+                    return Err(ClientError::Connect(format!(
+                        "server does not speak {} (ALPN chose {})",
+                        want.alpn(),
+                        proto.alpn()
+                    )));
                 }
             }
             (Some(io), proto)
@@ -271,11 +327,18 @@ impl Client {
                 let mut scfg = cfg.spdy.clone();
                 scfg.role = spdy::Role::Client;
                 scfg.version = v;
-                let (h, pushes, _task) = crate::spdy_client::spawn(io.expect("dialled"), scfg, cfg.log.clone());
-                Ok(Client { scheme: scheme.into(), authority, inner: Inner::Spdy(h), pushes: Some(pushes) })
+                let (h, pushes, _task) =
+                    crate::spdy_client::spawn(io.expect("dialled"), scfg, cfg.log.clone());
+                Ok(Client {
+                    scheme: scheme.into(),
+                    authority,
+                    inner: Inner::Spdy(h),
+                    pushes: Some(pushes),
+                })
             }
             Protocol::Http1 => {
-                let (host2, scheme2, verify) = (host.to_string(), scheme.to_string(), cfg.verify.clone());
+                let (host2, scheme2, verify) =
+                    (host.to_string(), scheme.to_string(), cfg.verify.clone());
                 let first = std::sync::Mutex::new(io);
                 let connect = Box::new(move || {
                     let (host, scheme, verify) = (host2.clone(), scheme2.clone(), verify.clone());
@@ -285,15 +348,26 @@ impl Client {
                             return Ok(io);
                         }
                         if scheme == "https" {
-                            let tls = client_config(&verify, &["http/1.1"]).map_err(ClientError::Connect)?;
+                            let tls = client_config(&verify, &["http/1.1"])
+                                .map_err(ClientError::Connect)?;
                             Ok(tls_dial(&host, port, tls).await?.0)
                         } else {
                             Ok(Box::new(dial(&host, port).await?) as BoxIo)
                         }
-                    }) as futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>>
+                    })
+                        as futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>>
                 });
-                let pool = Http1Pool { connect, idle: Mutex::new(Vec::new()), slots: tokio::sync::Semaphore::new(cfg.http1_connections.max(1)) };
-                Ok(Client { scheme: scheme.into(), authority, inner: Inner::Http1(Arc::new(pool)), pushes: None })
+                let pool = Http1Pool {
+                    connect,
+                    idle: Mutex::new(Vec::new()),
+                    slots: tokio::sync::Semaphore::new(cfg.http1_connections.max(1)),
+                };
+                Ok(Client {
+                    scheme: scheme.into(),
+                    authority,
+                    inner: Inner::Http1(Arc::new(pool)),
+                    pushes: None,
+                })
             }
         }
     }
@@ -313,7 +387,9 @@ impl Client {
 
     /// Measures a round trip with PING (SPDY only).
     pub async fn ping(&self) -> Option<std::time::Duration> {
-        let Inner::Spdy(h) = &self.inner else { return None };
+        let Inner::Spdy(h) = &self.inner else {
+            return None;
+        };
         let (tx, rx) = oneshot::channel();
         h.tx.send(Cmd::Ping(tx)).ok()?;
         rx.await.ok()
@@ -332,9 +408,22 @@ impl Client {
                 if !req.body.is_empty() {
                     extra.set("content-length", req.body.len().to_string());
                 }
-                let headers = spdy::http::request_headers(h.version, &req.method, &self.scheme, &self.authority, &req.path, &extra);
+                let headers = spdy::http::request_headers(
+                    h.version,
+                    &req.method,
+                    &self.scheme,
+                    &self.authority,
+                    &req.path,
+                    &extra,
+                );
                 let (tx, rx) = oneshot::channel();
-                h.tx.send(Cmd::Request { headers, body: req.body, priority: req.priority, reply: tx }).map_err(|_| ClientError::Closed)?;
+                h.tx.send(Cmd::Request {
+                    headers,
+                    body: req.body,
+                    priority: req.priority,
+                    reply: tx,
+                })
+                .map_err(|_| ClientError::Closed)?;
                 rx.await.map_err(|_| ClientError::Closed)?
             }
             Inner::Http1(pool) => pool.request(&self.authority, req).await,
@@ -343,28 +432,51 @@ impl Client {
 }
 
 impl Http1Pool {
-    async fn request(self: &Arc<Self>, authority: &str, req: ClientRequest) -> Result<ResponseStream, ClientError> {
-        let permit = self.slots.acquire().await.map_err(|_| ClientError::Closed)?;
+    async fn request(
+        self: &Arc<Self>,
+        authority: &str,
+        req: ClientRequest,
+    ) -> Result<ResponseStream, ClientError> {
+        let permit = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| ClientError::Closed)?;
         let existing = self.idle.lock().await.pop();
         let mut sender = match existing {
             Some(s) if !s.is_closed() => s,
             _ => {
                 let io = (self.connect)().await?;
-                let (s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| ClientError::Http(e.to_string()))?;
+                let (s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+                    .await
+                    .map_err(|e| ClientError::Http(e.to_string()))?;
                 tokio::spawn(async move {
                     let _ = conn.await;
                 });
                 s
             }
         };
-        sender.ready().await.map_err(|e| ClientError::Http(e.to_string()))?;
-        let mut b = hyper::Request::builder().method(req.method.as_str()).uri(req.path.as_str()).header("host", authority);
-        b = b.header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION"))).header("accept", "*/*");
+        sender
+            .ready()
+            .await
+            .map_err(|e| ClientError::Http(e.to_string()))?;
+        let mut b = hyper::Request::builder()
+            .method(req.method.as_str())
+            .uri(req.path.as_str())
+            .header("host", authority);
+        b = b
+            .header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")))
+            .header("accept", "*/*");
         for (n, v) in &req.headers {
             b = b.header(n.as_str(), v.as_str());
         }
-        let hreq = b.body(Full::new(req.body)).map_err(|e| ClientError::Http(e.to_string()))?;
-        let resp = sender.send_request(hreq).await.map_err(|e| ClientError::Http(e.to_string()))?;
+        let hreq = b
+            .body(Full::new(req.body))
+            .map_err(|e| ClientError::Http(e.to_string()))?;
+        let resp = sender
+            .send_request(hreq)
+            .await
+            .map_err(|e| ClientError::Http(e.to_string()))?;
         let (parts, body) = resp.into_parts();
         let mut headers = Headers::new();
         for (n, v) in parts.headers.iter() {
@@ -379,7 +491,9 @@ impl Http1Pool {
             headers,
             protocol: "http/1.1",
             pushed_url: None,
-            body: Body { inner: BodyInner::Http1(body) },
+            body: Body {
+                inner: BodyInner::Http1(body),
+            },
         })
     }
 }

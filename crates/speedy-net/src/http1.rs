@@ -10,7 +10,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Serves HTTP/1.1 (keep-alive) on one connection.
-pub(crate) async fn serve(io: BoxIo, _peer: SocketAddr, scheme: &'static str, handler: Arc<dyn Handler>) -> std::io::Result<()> {
+pub(crate) async fn serve(
+    io: BoxIo,
+    _peer: SocketAddr,
+    scheme: &'static str,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<()> {
     let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
         async move {
@@ -30,7 +35,10 @@ pub(crate) async fn serve(io: BoxIo, _peer: SocketAddr, scheme: &'static str, ha
                 .or_else(|| parts.uri.authority().map(|a| a.as_str()))
                 .unwrap_or("")
                 .to_string();
-            let path = parts.uri.path_and_query().map_or("/".to_string(), |p| p.as_str().to_string());
+            let path = parts
+                .uri
+                .path_and_query()
+                .map_or("/".to_string(), |p| p.as_str().to_string());
             let r = Request {
                 method: parts.method.as_str().to_string(),
                 path,
@@ -52,7 +60,8 @@ pub(crate) async fn serve(io: BoxIo, _peer: SocketAddr, scheme: &'static str, ha
                 b = b.header("connection", "close");
             }
             Ok::<_, hyper::Error>(b.body(Full::new(resp.body)).unwrap_or_else(|_| {
-                let mut r = hyper::Response::new(Full::new(Bytes::from_static(b"bad response headers\n")));
+                let mut r =
+                    hyper::Response::new(Full::new(Bytes::from_static(b"bad response headers\n")));
                 *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
                 r
             }))

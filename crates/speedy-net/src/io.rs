@@ -27,7 +27,11 @@ impl<T> Prefixed<T> {
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         if !self.prefix.is_empty() {
             let n = self.prefix.len().min(buf.remaining());
             let chunk = self.prefix.split_to(n);
@@ -39,10 +43,18 @@ impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for Prefixed<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
-    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
     fn is_write_vectored(&self) -> bool {
@@ -57,7 +69,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Prefixed<T> {
 }
 
 /// Writes as much of `out` as the transport takes in one vectored write.
-pub(crate) async fn write_some<W: AsyncWrite + Unpin + ?Sized>(w: &mut W, out: &mut spdy::session::OutBuf) -> io::Result<()> {
+pub(crate) async fn write_some<W: AsyncWrite + Unpin + ?Sized>(
+    w: &mut W,
+    out: &mut spdy::session::OutBuf,
+) -> io::Result<()> {
     use tokio::io::AsyncWriteExt;
     let n = {
         let mut slices = [io::IoSlice::new(&[]); 64];
@@ -65,7 +80,10 @@ pub(crate) async fn write_some<W: AsyncWrite + Unpin + ?Sized>(w: &mut W, out: &
         w.write_vectored(&slices[..k]).await?
     };
     if n == 0 {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, "connection closed while writing"));
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "connection closed while writing",
+        ));
     }
     out.advance(n);
     Ok(())

@@ -105,7 +105,11 @@ impl Default for ServerConfig {
 }
 
 /// Accepts connections forever, each on its own task.
-pub async fn serve(listener: TcpListener, cfg: ServerConfig, handler: Arc<dyn Handler>) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    cfg: ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<()> {
     let cfg = Arc::new(cfg);
     loop {
         let (sock, peer) = match listener.accept().await {
@@ -128,12 +132,21 @@ pub async fn serve(listener: TcpListener, cfg: ServerConfig, handler: Arc<dyn Ha
 }
 
 /// Serves one accepted connection.
-pub async fn serve_connection(sock: TcpStream, peer: SocketAddr, cfg: &ServerConfig, handler: Arc<dyn Handler>) -> std::io::Result<()> {
+pub async fn serve_connection(
+    sock: TcpStream,
+    peer: SocketAddr,
+    cfg: &ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
     if let Some(tls) = &cfg.tls {
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
         let stream = acceptor.accept(sock).await?;
-        let alpn = stream.get_ref().1.alpn_protocol().map(|a| String::from_utf8_lossy(a).into_owned());
+        let alpn = stream
+            .get_ref()
+            .1
+            .alpn_protocol()
+            .map(|a| String::from_utf8_lossy(a).into_owned());
         let io: BoxIo = Box::new(stream);
         return match alpn.as_deref().and_then(Version::from_name) {
             Some(v) => crate::spdy_server::run(io, v, false, "https", cfg, handler).await,

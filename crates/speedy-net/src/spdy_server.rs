@@ -45,8 +45,18 @@ pub(crate) async fn run(
     loop {
         while let Some(ev) = session.poll_event() {
             match ev {
-                Event::Stream { id, headers, priority, fin, .. } => {
-                    let p = Pending { headers, priority, body: BytesMut::new() };
+                Event::Stream {
+                    id,
+                    headers,
+                    priority,
+                    fin,
+                    ..
+                } => {
+                    let p = Pending {
+                        headers,
+                        priority,
+                        body: BytesMut::new(),
+                    };
                     if fin {
                         answers.push(dispatch(id, p, &session, scheme, &handler));
                     } else {
@@ -55,7 +65,9 @@ pub(crate) async fn run(
                 }
                 Event::Data { id, data, fin } => {
                     session.release(id, data.len());
-                    let Some(p) = pending.get_mut(&id) else { continue };
+                    let Some(p) = pending.get_mut(&id) else {
+                        continue;
+                    };
                     if p.body.len() + data.len() > cfg.max_body {
                         pending.remove(&id);
                         session.reset(id, RstStatus::REFUSED_STREAM);
@@ -82,7 +94,9 @@ pub(crate) async fn run(
                 Event::Reset { id, .. } | Event::Closed { id } => {
                     pending.remove(&id);
                 }
-                Event::Error { violation, status } => tracing::debug!("session error {status}: {violation}"),
+                Event::Error { violation, status } => {
+                    tracing::debug!("session error {status}: {violation}")
+                }
                 _ => {}
             }
         }
@@ -110,7 +124,13 @@ pub(crate) async fn run(
     Ok(())
 }
 
-fn dispatch(id: StreamId, p: Pending, session: &Session, scheme: &'static str, handler: &Arc<dyn Handler>) -> Answer {
+fn dispatch(
+    id: StreamId,
+    p: Pending,
+    session: &Session,
+    scheme: &'static str,
+    handler: &Arc<dyn Handler>,
+) -> Answer {
     let version = session.version();
     let priority = p.priority;
     let head = spdy::http::parse_request(version, &p.headers);
@@ -129,7 +149,11 @@ fn dispatch(id: StreamId, p: Pending, session: &Session, scheme: &'static str, h
                     method: h.method,
                     path: h.path,
                     host: h.host,
-                    scheme: if h.scheme.is_empty() { scheme.to_string() } else { h.scheme },
+                    scheme: if h.scheme.is_empty() {
+                        scheme.to_string()
+                    } else {
+                        h.scheme
+                    },
                     headers,
                     body,
                     protocol: version.alpn(),
@@ -150,7 +174,14 @@ fn to_headers(list: &[(String, String)]) -> Headers {
 
 /// Turns a handler's response into frames: pushes first (their SYN_STREAMs precede
 /// anything of the parent), then SYN_REPLY and DATA.
-fn answer(session: &mut Session, id: StreamId, priority: u8, scheme: &str, host: &str, resp: Response) {
+fn answer(
+    session: &mut Session,
+    id: StreamId,
+    priority: u8,
+    scheme: &str,
+    host: &str,
+    resp: Response,
+) {
     if !session.has_stream(id) {
         return; // reset meanwhile
     }
@@ -176,4 +207,3 @@ fn answer(session: &mut Session, id: StreamId, priority: u8, scheme: &str, host:
         let _ = session.send_data(id, resp.body, true);
     }
 }
-

@@ -13,16 +13,26 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// A self-signed certificate for `localhost`, `127.0.0.1` and `::1` plus `names`.
-pub fn self_signed(names: &[String]) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
-    let mut sans = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+pub fn self_signed(
+    names: &[String],
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let mut sans = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
     sans.extend(names.iter().cloned());
-    let ck = rcgen::generate_simple_self_signed(sans).map_err(|e| format!("generating a certificate: {e}"))?;
+    let ck = rcgen::generate_simple_self_signed(sans)
+        .map_err(|e| format!("generating a certificate: {e}"))?;
     let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der()).map_err(|e| e.to_string())?;
     Ok((vec![ck.cert.der().clone()], key))
 }
 
 /// Reads a PEM certificate chain and private key.
-pub fn load_pem(cert: &Path, key: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+pub fn load_pem(
+    cert: &Path,
+    key: &Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
     let cf = std::fs::read(cert).map_err(|e| format!("{}: {e}", cert.display()))?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut &cf[..])
         .collect::<Result<_, _>>()
@@ -80,7 +90,9 @@ pub fn client_config(verify: &Verify, alpn: &[&str]) -> Result<Arc<rustls::Clien
             if let Verify::CaFile(p) = verify {
                 let f = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 for c in rustls_pemfile::certs(&mut &f[..]) {
-                    roots.add(c.map_err(|e| format!("{}: {e}", p.display()))?).map_err(|e| e.to_string())?;
+                    roots
+                        .add(c.map_err(|e| format!("{}: {e}", p.display()))?)
+                        .map_err(|e| e.to_string())?;
                 }
             } else {
                 for c in rustls_native_certs::load_native_certs().certs {
