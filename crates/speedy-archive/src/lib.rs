@@ -1,0 +1,11 @@
+//! # speedy-archive: pages to replay
+//!
+//! An [`Archive`] holds pages; each page is a tree of objects (the HTML document, what
+//! it references, what those reference). Every object records how a browser finds it:
+//! at a byte offset of its parent's body (the parser sees the reference there), or after
+//! its parent completes plus some compute time (script- or style-initiated). The on-disk
+//! format is documented in `docs/archive.md`.
+
+pub mod model;
+
+pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page};
