@@ -3,8 +3,9 @@
 //!
 //! Each turn: deliver every packet due now, publish the counters, sleep in `ppoll(2)` until
 //! the link's next wake-up or a packet arrives, read arrived packets in bursts. The thread's
-//! timer slack is set to 1 ns, so `ppoll` wakes within a few microseconds of the deadline;
-//! deadlines closer than [`SPIN_BELOW`] are met by polling without sleeping.
+//! timer slack is set to 1 ns. The loop learns how late the kernel (or hypervisor) wakes it
+//! (a moving average, at most [`MAX_EARLY`]), sleeps that much less and polls without
+//! sleeping for the rest; deadlines closer than [`SPIN_BELOW`] are always met that way.
 
 use super::tun::Tun;
 use crate::counters::Counters;
@@ -20,6 +21,8 @@ use std::time::{Duration, Instant};
 
 /// Deadlines closer than this are awaited by polling without sleeping.
 pub const SPIN_BELOW: Duration = Duration::from_micros(20);
+/// Upper bound of the learned early wake-up (the part of a wait spent spinning).
+pub const MAX_EARLY: Duration = Duration::from_micros(300);
 /// Longest sleep, so a stop request is seen promptly.
 pub const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// Packets read from one device per turn, at most.
@@ -36,6 +39,13 @@ pub struct ForwardStats {
     pub turns: u64,
     /// Reads that failed with an error other than "would block".
     pub read_errors: u64,
+    /// Packets written, and the sum and maximum of how late they were written compared
+    /// with their emulated departure time.
+    pub written: u64,
+    /// Sum of write lateness.
+    pub late_sum: Duration,
+    /// Largest write lateness.
+    pub late_max: Duration,
 }
 
 /// Shared between the forwarding thread and its owner.
@@ -52,6 +62,21 @@ fn thread_cpu_time() -> Duration {
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Gives the calling thread real-time (SCHED_FIFO) priority `prio`, so timing holds while
+/// other processes keep the CPUs busy. Needs root; the kernel's RT throttling still leaves
+/// other tasks 5% of each CPU.
+pub fn make_realtime(prio: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: changes the calling thread's own scheduling policy.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
 }
 
 /// Runs the loop until `shared.stop` is set. `client` carries the uplink's arrivals and
@@ -83,11 +108,16 @@ pub fn run(
         },
     ];
     let mut last_published = Counters::default();
+    let mut early = Duration::ZERO;
     while !shared.stop.load(Ordering::Relaxed) {
         stats.turns += 1;
         let t = now();
         for (dir, out) in [(Direction::Up, server), (Direction::Down, client)] {
-            while let Some((_, p)) = link.dequeue(dir, t) {
+            while let Some((due, p)) = link.dequeue(dir, t) {
+                let late = now().since(due);
+                stats.written += 1;
+                stats.late_sum += late;
+                stats.late_max = stats.late_max.max(late);
                 match out.write(&p.data) {
                     Ok(_) => pool.put(p.data),
                     Err(_) => link.tun_write_failed(dir, t, p),
@@ -103,8 +133,10 @@ pub fn run(
         }
 
         let t = now();
-        let wait = match link.next_wakeup() {
-            Some(w) => w.since(t).min(MAX_SLEEP),
+        let deadline = link.next_wakeup();
+        let wait = match deadline {
+            // Wake early by the usual oversleep and spin the rest of the way.
+            Some(w) => w.since(t + early).min(MAX_SLEEP),
             None => MAX_SLEEP,
         };
         let ts = if wait < SPIN_BELOW {
@@ -120,6 +152,12 @@ pub fn run(
         };
         // SAFETY: ppoll on two valid pollfds with a valid timeout and no signal mask.
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        if n == 0 && wait >= SPIN_BELOW && wait < MAX_SLEEP {
+            // Timed out: learn how late the kernel woke us (EWMA, 1/8 gain), capped.
+            let target = t + wait;
+            let over = now().since(target).min(MAX_EARLY);
+            early = (early * 7 + over) / 8;
+        }
         if n <= 0 {
             continue;
         }

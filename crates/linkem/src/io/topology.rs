@@ -41,6 +41,9 @@ pub struct TopologyConfig {
     pub mtu: u32,
     /// Kernel queue length of both TUN devices, in packets.
     pub txqueuelen: u32,
+    /// Real-time (SCHED_FIFO) priority of the forwarding thread, 0 for none. With it the
+    /// emulator keeps sub-millisecond timing while builds or other tests load the CPUs.
+    pub realtime_priority: i32,
 }
 
 impl Default for TopologyConfig {
@@ -49,6 +52,7 @@ impl Default for TopologyConfig {
             server_addrs: 1,
             mtu: 1500,
             txqueuelen: 1000,
+            realtime_priority: 50,
         }
     }
 }
@@ -83,6 +87,7 @@ pub struct Topology {
     client_addr: Ipv4Addr,
     server_addrs: Vec<Ipv4Addr>,
     mtu: u32,
+    realtime_priority: i32,
     running: Option<Running>,
     last_stats: ForwardStats,
 }
@@ -151,6 +156,7 @@ impl Topology {
             client_addr,
             server_addrs,
             mtu: cfg.mtu,
+            realtime_priority: cfg.realtime_priority,
             running: None,
             last_stats: ForwardStats::default(),
         })
@@ -219,9 +225,14 @@ impl Topology {
         let shared = Arc::new(Shared::default());
         let sh = shared.clone();
         let mtu = self.mtu as usize;
+        let prio = self.realtime_priority;
         let thread = std::thread::Builder::new()
             .name("linkem-forward".into())
             .spawn(move || {
+                if prio > 0 {
+                    // Best effort: without the privilege the link still runs, less precisely.
+                    let _ = forward::make_realtime(prio);
+                }
                 let (link, stats) = forward::run(link, &ctun, &stun, mtu, &sh);
                 (link, stats, ctun, stun)
             })?;

@@ -171,6 +171,7 @@ pub fn udp_echo_server(
     let bound = std::sync::Arc::new(std::sync::Barrier::new(2));
     let b2 = bound.clone();
     let h = t.spawn_in(Side::Server, move || {
+        realtime();
         let s = UdpSocket::bind(addr);
         b2.wait();
         let s = s?;
@@ -193,6 +194,12 @@ pub fn with_client<T: Send + 'static>(
     f: impl FnOnce() -> io::Result<T> + Send + 'static,
 ) -> T {
     t.spawn_in(Side::Client, f).join().unwrap().expect("client")
+}
+
+/// Real-time priority for a measuring thread, so the test's own scheduling delays do not
+/// pollute what it measures (best effort).
+pub fn realtime() {
+    let _ = linkem::io::forward::make_realtime(40);
 }
 
 /// One echo round trip of `size` bytes, in milliseconds.

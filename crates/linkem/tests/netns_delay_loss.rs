@@ -1,0 +1,159 @@
+//! Delay and loss accuracy through real kernel UDP in namespaces (issue 4, "Must show").
+
+mod common;
+use common::*;
+use linkem::{DropCause, LinkConfig, LossModel, Side};
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+fn echo_rtts(rtt_ms: u64, pings: u32) {
+    let mut cfg = LinkConfig::default();
+    cfg.down.delay = Duration::from_millis(rtt_ms / 2);
+    cfg.up.delay = Duration::from_millis(rtt_ms - rtt_ms / 2);
+    let t = start(&cfg);
+    let server = udp_echo_server(&t, 7000, Duration::from_millis(500));
+    let addr = server_addr(&t, 7000);
+    let mut rtts = with_client(&t, move || {
+        realtime();
+        let s = UdpSocket::bind("0.0.0.0:0")?;
+        s.connect(addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+        let mut v = Vec::new();
+        for i in 0..pings {
+            v.push(ping(&s, i, 64)?);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(v)
+    });
+    server.join().unwrap().unwrap();
+    let mut t = t;
+    t.stop_link();
+    let fs = t.forward_stats();
+    eprintln!(
+        "forwarder: {} packets written, mean lateness {:?}, max {:?}",
+        fs.written,
+        fs.late_sum / fs.written.max(1) as u32,
+        fs.late_max
+    );
+    let median = percentile(&mut rtts, 0.5);
+    let p99 = percentile(&mut rtts, 0.99);
+    let min = rtts[0];
+    eprintln!(
+        "RTT {rtt_ms} ms: min {min:.3} median {median:.3} p99 {p99:.3} max {:.3} ms over {} pings",
+        rtts[rtts.len() - 1],
+        rtts.len()
+    );
+    assert!((median - rtt_ms as f64).abs() <= 1.0, "median {median}");
+    assert!((p99 - rtt_ms as f64).abs() <= 2.0, "p99 {p99}");
+}
+
+#[test]
+fn udp_echo_rtt_matches_configured_delay() {
+    if !can_run() {
+        return;
+    }
+    let _g = serial();
+    echo_rtts(10, 300);
+    echo_rtts(100, 200);
+}
+
+/// Sends `n` datagrams one way, paced, and returns how many arrived.
+fn blast(t: &linkem::Topology, from: Side, n: u32, port: u16) -> u32 {
+    let (to_side, dst) = match from {
+        Side::Client => (Side::Server, server_addr(t, port)),
+        Side::Server => (Side::Client, (t.client_addr(), port).into()),
+    };
+    let bound = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let b2 = bound.clone();
+    let rx = t.spawn_in(to_side, move || {
+        let s = UdpSocket::bind(dst);
+        b2.wait();
+        let s = s?;
+        set_rcvbuf(s.as_raw_fd(), 32 << 20);
+        s.set_read_timeout(Some(Duration::from_millis(500)))?;
+        let mut buf = [0u8; 256];
+        let mut got = 0u32;
+        while let Ok(len) = s.recv(&mut buf) {
+            if len == 1 {
+                break;
+            }
+            got += 1;
+        }
+        Ok(got)
+    });
+    bound.wait();
+    t.spawn_in(from, move || {
+        let s = UdpSocket::bind("0.0.0.0:0")?;
+        s.connect(dst)?;
+        let msg = [7u8; 64];
+        let start = Instant::now();
+        for i in 0..n {
+            s.send(&msg)?;
+            // Pace at 40,000 packets/s so no kernel queue overflows.
+            if i % 40 == 39 {
+                let due = Duration::from_micros((i as u64 + 1) * 25);
+                if let Some(w) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(w);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        for _ in 0..20 {
+            s.send(&[0])?;
+        }
+        Ok(())
+    })
+    .join()
+    .unwrap()
+    .expect("sender");
+    rx.join().unwrap().expect("receiver")
+}
+
+fn check_interval(lost: u32, n: u32, p: f64, what: &str) {
+    let mean = n as f64 * p;
+    let half = 2.576 * (n as f64 * p * (1.0 - p)).sqrt();
+    eprintln!(
+        "loss {what}: {lost} of {n} lost ({:.3}%), 99% interval [{:.0}, {:.0}] for p = {p}",
+        lost as f64 * 100.0 / n as f64,
+        mean - half,
+        mean + half
+    );
+    assert!(
+        (lost as f64 - mean).abs() <= half,
+        "{what}: {lost} lost, expected {mean:.0} ± {half:.0}"
+    );
+}
+
+#[test]
+fn measured_loss_falls_in_the_binomial_interval_per_direction() {
+    if !can_run() {
+        return;
+    }
+    let _g = serial();
+    let n = 100_000;
+    let mut cfg = LinkConfig::default();
+    cfg.up.loss = LossModel::Bernoulli { p: 0.01 };
+    cfg.down.loss = LossModel::Bernoulli { p: 0.03 };
+    cfg.seed = 20240601;
+    let t = start(&cfg);
+    let got_up = blast(&t, Side::Client, n, 7100);
+    let got_down = blast(&t, Side::Server, n, 7101);
+    let c = t.counters();
+    let k: Vec<_> = [Side::Client, Side::Server]
+        .iter()
+        .map(|s| t.tun_stats(*s).unwrap())
+        .collect();
+    eprintln!("counters:\n{c}kernel TUN stats: {k:?}");
+    // The end markers may be lost too; only the n data packets count.
+    check_interval(n - got_up, n, 0.01, "up");
+    check_interval(n - got_down, n, 0.03, "down");
+    // No loss other than the emulated one: every drop is counted as such.
+    for d in [&c.up, &c.down] {
+        assert_eq!(d.dropped(DropCause::TunWrite), 0);
+        assert_eq!(d.dropped_total(), d.dropped(DropCause::Loss));
+    }
+    assert!(k
+        .iter()
+        .all(|s| s.queued_dropped == 0 && s.written_dropped == 0));
+}
