@@ -12,6 +12,11 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
+    if num.is_empty() {
+        return Err(format!(
+            "rate '{s}' is not a number; e.g. 2mbit, 375kbit, 1.5mbit or 12000000"
+        ));
+    }
     let mult = match unit {
         "" | "bit" => 1.0,
         "kbit" => 1e3,

@@ -1,0 +1,237 @@
+//! End-to-end tests of `speedy link` (issue 4): the real binary, real namespaces.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_speedy");
+
+fn can_run() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let ok = unsafe { libc::geteuid() } == 0 && std::path::Path::new("/dev/net/tun").exists();
+    if !ok {
+        eprintln!("SKIPPED: needs root and /dev/net/tun");
+    }
+    ok
+}
+
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let prefix = format!("lk{pid}-");
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Deletes a namespace this test created, even if the test fails.
+struct NsGuard(String);
+impl Drop for NsGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.0])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn profiles_lists_every_network_with_its_source() {
+    let out = Command::new(BIN)
+        .args(["link", "--profiles"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for name in [
+        "whitepaper-dsl",
+        "whitepaper-cable",
+        "whitepaper-loss-2.5",
+        "whitepaper-rtt-200",
+        "spdy-chart",
+        "sctp-loss-1",
+        "sctp-loss-2",
+        "home-broadband",
+        "wpt-cable",
+        "wpt-dsl",
+        "wpt-fios",
+        "wpt-dial",
+        "wpt-lte",
+        "wpt-3g",
+        "wpt-3gfast",
+        "wpt-3gslow",
+        "wpt-3g-em",
+        "wpt-edge",
+        "wpt-2g",
+        "lighthouse-slow4g",
+        "3g",
+        "lte",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} missing:\n{text}"
+        );
+    }
+    assert!(text.contains("SPDY whitepaper, Table 1"));
+    assert!(text.contains("WebPageTest"));
+    assert!(text.contains("Lighthouse"));
+}
+
+#[test]
+fn bad_values_get_a_clear_message() {
+    for (args, needle) in [
+        (vec!["--down", "2mbps"], "ambiguous"),
+        (vec!["--up", "fast"], "not a number"),
+        (vec!["--down", "2furlong"], "unknown unit"),
+        (vec!["--loss", "5"], "percentage"),
+        (vec!["--queue", "droptail"], "needs a size"),
+        (vec!["--radio", "5g"], "3g or lte"),
+        (vec!["--profile", "nope"], "--profiles"),
+    ] {
+        let out = Command::new(BIN)
+            .arg("link")
+            .args(&args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn runs_the_command_in_the_client_namespace_with_server_addresses() {
+    if !can_run() {
+        return;
+    }
+    let out = Command::new(BIN)
+        .args(["link", "--rtt", "20", "--down", "10mbit", "--server-addrs", "3", "--"])
+        .args([
+            "sh",
+            "-c",
+            "echo \"$SPEEDY_SERVER_ADDR|$SPEEDY_SERVER_ADDRS|$(readlink /proc/self/ns/net)\"; exit 7",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let parts: Vec<&str> = text.trim().split('|').collect();
+    assert_eq!(parts[0], "100.65.0.1");
+    assert_eq!(parts[1], "100.65.0.1 100.65.0.2 100.65.0.3");
+    let own = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert_ne!(
+        parts[2],
+        own.to_string_lossy(),
+        "command ran in its own namespace"
+    );
+}
+
+#[test]
+fn server_command_is_reachable_through_the_link() {
+    if !can_run() || Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: needs python3 for the echo server");
+        return;
+    }
+    let server = "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+                  s.bind(('0.0.0.0', 9000)); s.settimeout(5)\n\
+                  while True:\n d, a = s.recvfrom(2048); s.sendto(d, a)";
+    let client = "import socket, os, time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+                  s.settimeout(3); s.connect((os.environ['SPEEDY_SERVER_ADDR'], 9000)); r=[]\n\
+                  for i in range(20):\n t=time.monotonic(); s.send(b'x'*32); s.recv(64); \
+                  r.append((time.monotonic()-t)*1000); time.sleep(0.01)\n\
+                  r.sort(); print(r[len(r)//2])";
+    let out = Command::new(BIN)
+        .args(["link", "--rtt", "60", "--server-cmd"])
+        .arg(format!("exec python3 -c \"{server}\""))
+        .args(["--", "python3", "-c", client])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let median: f64 = String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((median - 60.0).abs() < 2.0, "median RTT {median} ms");
+}
+
+#[test]
+fn tears_down_on_sigterm_and_sigint() {
+    if !can_run() {
+        return;
+    }
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut child = Command::new(BIN)
+            .args(["link", "--", "sleep", "30"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        while namespaces_of(pid).len() < 2 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(namespaces_of(pid).len(), 2, "namespaces created");
+        // SAFETY: signalling the child this test spawned, by pid.
+        unsafe { libc::kill(pid as i32, sig) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("speedy link did not exit on signal {sig}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(128 + sig));
+        assert!(
+            namespaces_of(pid).is_empty(),
+            "namespaces removed after signal {sig}"
+        );
+    }
+}
+
+#[test]
+fn removes_debris_of_a_crashed_run() {
+    if !can_run() {
+        return;
+    }
+    // A pid that is certainly gone: a child we started and reaped.
+    let mut c = Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let name = format!("lk{dead}-0c");
+    let _guard = NsGuard(name.clone());
+    assert!(Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap()
+        .success());
+    let out = Command::new(BIN)
+        .args(["link", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !std::path::Path::new(&format!("/run/netns/{name}")).exists(),
+        "stale namespace removed"
+    );
+}
