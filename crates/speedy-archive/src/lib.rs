@@ -7,5 +7,7 @@
 //! format is documented in `docs/archive.md`.
 
 pub mod model;
+pub mod rng;
+pub mod synth;
 
 pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page};
