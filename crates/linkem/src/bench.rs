@@ -135,8 +135,10 @@ pub fn run(topo: &mut Topology, each: Duration, stop: fn() -> bool) -> io::Resul
             let mut bytes = 0u64;
             let mut first: Option<Instant> = None;
             let mut last = Instant::now();
+            // With a rate limit the queue may hold more than can drain: stop anyway.
+            let give_up = Instant::now() + each + Duration::from_secs(1);
             while let Ok(n) = s.recv(&mut buf) {
-                if n == 1 {
+                if n == 1 || Instant::now() > give_up {
                     break;
                 }
                 first.get_or_insert_with(Instant::now);
