@@ -27,11 +27,11 @@ impl StreamId {
     pub const MAX: StreamId = StreamId(0x7fff_ffff);
     /// Whether a client opened it (odd).
     pub fn is_client_initiated(self) -> bool {
-        self.0 % 2 == 1
+        self.0 & 1 == 1
     }
     /// Whether a server opened it (even, non-zero).
     pub fn is_server_initiated(self) -> bool {
-        self.0 != 0 && self.0 % 2 == 0
+        self.0 != 0 && self.0 & 1 == 0
     }
 }
 

@@ -525,12 +525,16 @@ impl Session {
     }
 
     /// Resets a stream (e.g. a client cancelling a push, or a server refusing a request).
+    /// A request still waiting for the peer's stream limit is dropped without a frame:
+    /// the peer never saw its id.
     pub fn reset(&mut self, id: StreamId, status: RstStatus) {
-        if self.remove_stream(id).is_some() {
-            self.control.push_back(Frame::RstStream {
-                stream_id: id,
-                status,
-            });
+        if let Some(st) = self.remove_stream(id) {
+            if st.opened {
+                self.control.push_back(Frame::RstStream {
+                    stream_id: id,
+                    status,
+                });
+            }
         }
     }
 
@@ -600,7 +604,36 @@ impl Session {
     }
 
     /// Sends our SETTINGS (in addition to the opening ones).
+    ///
+    /// What we announce is what we enforce from then on: MAX_CONCURRENT_STREAMS replaces
+    /// [`Config::max_concurrent_streams`], and INITIAL_WINDOW_SIZE replaces
+    /// [`Config::initial_window`] for new streams. A larger window also raises the receive
+    /// windows of open streams (the peer adds the difference to its send windows, §5.1);
+    /// a smaller one is not applied to open streams, so DATA the peer sent before it saw
+    /// the SETTINGS is still accepted.
     pub fn send_settings(&mut self, entries: Vec<Setting>) {
+        let mut seen = Vec::with_capacity(entries.len());
+        for e in &entries {
+            if seen.contains(&e.id) {
+                continue; // the peer keeps the first one (§2.4)
+            }
+            seen.push(e.id);
+            match e.id {
+                SettingId::MAX_CONCURRENT_STREAMS => self.cfg.max_concurrent_streams = e.value,
+                SettingId::INITIAL_WINDOW_SIZE
+                    if self.version.has_stream_flow_control() && e.value as i64 <= MAX_WINDOW =>
+                {
+                    let delta = e.value as i64 - self.cfg.initial_window as i64;
+                    self.cfg.initial_window = e.value;
+                    if delta > 0 {
+                        for st in self.streams.values_mut() {
+                            st.recv_window += delta;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         self.control.push_back(Frame::Settings {
             clear: false,
             entries,

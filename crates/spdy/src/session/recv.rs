@@ -401,9 +401,9 @@ impl Session {
             Frame::Settings { entries, .. } => self.on_settings(entries),
             Frame::Ping { id } => {
                 let ours = if self.cfg.role == Role::Client {
-                    id % 2 == 1
+                    id & 1 == 1
                 } else {
-                    id % 2 == 0
+                    id & 1 == 0
                 };
                 if !ours {
                     self.urgent.push_back(Frame::Ping { id });
