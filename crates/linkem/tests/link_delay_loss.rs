@@ -67,11 +67,12 @@ fn blast(t: &linkem::Topology, from: Side, n: u32, port: u16) -> u32 {
     let bound = std::sync::Arc::new(std::sync::Barrier::new(2));
     let b2 = bound.clone();
     let rx = t.spawn_in(to_side, move || {
+        realtime();
         let s = UdpSocket::bind(dst);
         b2.wait();
         let s = s?;
         set_rcvbuf(s.as_raw_fd(), 32 << 20);
-        s.set_read_timeout(Some(Duration::from_millis(500)))?;
+        s.set_read_timeout(Some(Duration::from_secs(2)))?;
         let mut buf = [0u8; 256];
         let mut got = 0u32;
         while let Ok(len) = s.recv(&mut buf) {
@@ -84,6 +85,7 @@ fn blast(t: &linkem::Topology, from: Side, n: u32, port: u16) -> u32 {
     });
     bound.wait();
     t.spawn_in(from, move || {
+        realtime();
         let s = UdpSocket::bind("0.0.0.0:0")?;
         s.connect(dst)?;
         let msg = [7u8; 64];

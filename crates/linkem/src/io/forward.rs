@@ -5,7 +5,8 @@
 //! the link's next wake-up or a packet arrives, read arrived packets in bursts. The thread's
 //! timer slack is set to 1 ns. The loop learns how late the kernel (or hypervisor) wakes it
 //! (a moving average, at most [`MAX_EARLY`]), sleeps that much less and polls without
-//! sleeping for the rest; deadlines closer than [`SPIN_BELOW`] are always met that way.
+//! sleeping for the rest, but for at most a fifth of every [`SPIN_WINDOW`]; deadlines
+//! closer than [`SPIN_BELOW`] are always met that way.
 
 use super::tun::Tun;
 use crate::counters::Counters;
@@ -23,6 +24,8 @@ use std::time::{Duration, Instant};
 pub const SPIN_BELOW: Duration = Duration::from_micros(20);
 /// Upper bound of the learned early wake-up (the part of a wait spent spinning).
 pub const MAX_EARLY: Duration = Duration::from_micros(300);
+/// Spinning is limited to a fifth of each window of this length.
+pub const SPIN_WINDOW: Duration = Duration::from_millis(100);
 /// Longest sleep, so a stop request is seen promptly.
 pub const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// Packets read from one device per turn, at most.
@@ -109,6 +112,8 @@ pub fn run(
     ];
     let mut last_published = Counters::default();
     let mut early = Duration::ZERO;
+    let mut window_start = Time::ZERO;
+    let mut spun = Duration::ZERO;
     while !shared.stop.load(Ordering::Relaxed) {
         stats.turns += 1;
         let t = now();
@@ -133,10 +138,20 @@ pub fn run(
         }
 
         let t = now();
+        if t.since(window_start) >= SPIN_WINDOW {
+            window_start = t;
+            spun = Duration::ZERO;
+        }
+        // Spinning is rationed so a busy link does not keep a CPU busy polling.
+        let margin = if spun < SPIN_WINDOW / 5 {
+            early
+        } else {
+            Duration::ZERO
+        };
         let deadline = link.next_wakeup();
         let wait = match deadline {
             // Wake early by the usual oversleep and spin the rest of the way.
-            Some(w) => w.since(t + early).min(MAX_SLEEP),
+            Some(w) => w.since(t + margin).min(MAX_SLEEP),
             None => MAX_SLEEP,
         };
         let ts = if wait < SPIN_BELOW {
@@ -152,6 +167,9 @@ pub fn run(
         };
         // SAFETY: ppoll on two valid pollfds with a valid timeout and no signal mask.
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        if n == 0 && wait < SPIN_BELOW {
+            spun += now().since(t);
+        }
         if n == 0 && wait >= SPIN_BELOW && wait < MAX_SLEEP {
             // Timed out: learn how late the kernel woke us (EWMA, 1/8 gain), capped.
             let target = t + wait;
