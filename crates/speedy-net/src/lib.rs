@@ -5,6 +5,7 @@
 //! over TLS; HTTP/1.1 goes through hyper. The same [`Handler`] answers both.
 
 pub mod client;
+mod h2_server;
 mod http1;
 pub mod io;
 pub mod server;

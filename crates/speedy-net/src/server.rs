@@ -1,9 +1,10 @@
-//! The server: one listener speaking SPDY (2, 3, 3.1) and HTTP/1.1, over TCP or TLS.
+//! The server: one listener speaking SPDY (2, 3, 3.1), HTTP/2 and HTTP/1.1, over TCP or
+//! TLS.
 //!
 //! Plain TCP: the first bytes decide (`80 02` → SPDY/2, `80 03` → SPDY/3, upgraded to
-//! 3.1 semantics when the client sends a session WINDOW_UPDATE; anything else →
-//! HTTP/1.1). TLS: ALPN decides (`spdy/3.1`, `spdy/3`, `spdy/2`, `http/1.1`; no ALPN →
-//! HTTP/1.1).
+//! 3.1 semantics when the client sends a session WINDOW_UPDATE; the HTTP/2 preface →
+//! h2c; anything else → HTTP/1.1). TLS: ALPN decides (`h2`, `spdy/3.1`, `spdy/3`,
+//! `spdy/2`, `http/1.1`; no ALPN → HTTP/1.1).
 
 use crate::io::{BoxIo, Prefixed};
 use bytes::Bytes;
@@ -104,6 +105,9 @@ impl Default for ServerConfig {
     }
 }
 
+/// The HTTP/2 connection preface (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 /// Accepts connections forever, each on its own task.
 pub async fn serve(
     listener: TcpListener,
@@ -148,6 +152,9 @@ pub async fn serve_connection(
             .alpn_protocol()
             .map(|a| String::from_utf8_lossy(a).into_owned());
         let io: BoxIo = Box::new(stream);
+        if alpn.as_deref() == Some("h2") {
+            return crate::h2_server::serve(io, "https", handler).await;
+        }
         return match alpn.as_deref().and_then(Version::from_name) {
             Some(v) => crate::spdy_server::run(io, v, false, "https", cfg, handler).await,
             None => crate::http1::serve(io, peer, "https", handler).await,
@@ -163,7 +170,24 @@ pub async fn serve_connection(
         }
         got += n;
     }
-    let io: BoxIo = Box::new(Prefixed::new(Bytes::copy_from_slice(&first), sock));
+    let mut sniffed = first.to_vec();
+    if first == *b"PR" {
+        // Maybe the HTTP/2 connection preface (h2c with prior knowledge).
+        while sniffed.len() < H2_PREFACE.len() && H2_PREFACE.starts_with(&sniffed) {
+            let mut more = [0u8; 24];
+            let want = H2_PREFACE.len() - sniffed.len();
+            let n = sock.read(&mut more[..want]).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            sniffed.extend_from_slice(&more[..n]);
+        }
+    }
+    let is_h2 = sniffed == H2_PREFACE;
+    let io: BoxIo = Box::new(Prefixed::new(Bytes::from(sniffed), sock));
+    if is_h2 {
+        return crate::h2_server::serve(io, "http", handler).await;
+    }
     match first {
         [0x80, 2] => crate::spdy_server::run(io, Version::V2, false, "http", cfg, handler).await,
         [0x80, 3] => crate::spdy_server::run(io, Version::V3, true, "http", cfg, handler).await,
