@@ -1,0 +1,239 @@
+//! What a load is asked to do: protocol and connection policy, name resolution, priorities,
+//! hints and prefetching.
+
+use crate::net::Target;
+use speedy_archive::ObjectType;
+use speedy_net::tls::Verify;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The protocol every connection of a load speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    /// HTTP/1.1: persistent connections, several per host.
+    Http1,
+    /// SPDY/3.1: one session per origin (or one for all).
+    Spdy,
+    /// HTTP/2: one connection per origin (or one for all).
+    H2,
+}
+
+impl Proto {
+    /// Parses `http1`, `http/1.1`, `spdy`, `spdy/3.1`, `h2`.
+    pub fn parse(s: &str) -> Option<Proto> {
+        match s.to_ascii_lowercase().as_str() {
+            "http1" | "http/1.1" | "http1.1" | "http" => Some(Proto::Http1),
+            "spdy" | "spdy/3.1" | "spdy3.1" => Some(Proto::Spdy),
+            "h2" | "http2" | "http/2" => Some(Proto::H2),
+            _ => None,
+        }
+    }
+}
+
+/// How multiplexed protocols map origins onto connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Domains {
+    /// One connection per origin (what a browser does).
+    PerOrigin,
+    /// One connection for every origin, to the page's address; `:host` names the origin.
+    Single,
+}
+
+/// Whether connections use TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// As the URL's scheme says.
+    Auto,
+    /// TLS for every connection.
+    Tls,
+    /// Plain TCP for every connection (SPDY and h2 by prior knowledge).
+    Plain,
+}
+
+/// The cost of resolving a new host name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DnsCost {
+    /// A fixed time.
+    Ms(f64),
+    /// A number of round trips (of `--rtt-ms`, or measured with one TCP handshake).
+    Rtts(f64),
+}
+
+impl DnsCost {
+    /// Parses `0`, `20ms`, `1rtt`, `1.5rtt`.
+    pub fn parse(s: &str) -> Option<DnsCost> {
+        let s = s.trim().to_ascii_lowercase();
+        if let Some(v) = s.strip_suffix("rtts").or_else(|| s.strip_suffix("rtt")) {
+            let v: f64 = v.trim().parse().ok()?;
+            return (v >= 0.0).then_some(DnsCost::Rtts(v));
+        }
+        let v: f64 = s.strip_suffix("ms").unwrap_or(&s).trim().parse().ok()?;
+        (v >= 0.0).then_some(DnsCost::Ms(v))
+    }
+}
+
+/// Request priority per resource type, 0 (highest) ..= 7.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Priorities(pub HashMap<ObjectType, u8>);
+
+impl Default for Priorities {
+    /// Document 0, stylesheet and script 1, font and XHR 2, image 3, other 4.
+    fn default() -> Self {
+        use ObjectType::*;
+        Priorities(
+            [
+                (Document, 0),
+                (Stylesheet, 1),
+                (Script, 1),
+                (Font, 2),
+                (Xhr, 2),
+                (Image, 3),
+                (Other, 4),
+            ]
+            .into_iter()
+            .collect(),
+        )
+    }
+}
+
+impl Priorities {
+    /// The priority of a type.
+    pub fn of(&self, t: ObjectType) -> u8 {
+        self.0.get(&t).copied().unwrap_or(4)
+    }
+
+    /// Parses `type=N,...` over the defaults (`image=2,other=5`).
+    pub fn parse(s: &str) -> Result<Priorities, String> {
+        let mut p = Priorities::default();
+        for part in s.split(',').filter(|x| !x.trim().is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?}: expected TYPE=N"))?;
+            let t = type_from_name(k.trim()).ok_or_else(|| {
+                format!("{k:?}: not a type (document, stylesheet, script, font, xhr, image, other)")
+            })?;
+            let n: u8 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| *n <= 7)
+                .ok_or_else(|| format!("{v:?}: priority must be 0 to 7"))?;
+            p.0.insert(t, n);
+        }
+        Ok(p)
+    }
+}
+
+/// A type from its archive name (`document`, `stylesheet`, …).
+pub fn type_from_name(s: &str) -> Option<ObjectType> {
+    use ObjectType::*;
+    Some(match s.to_ascii_lowercase().as_str() {
+        "document" | "html" => Document,
+        "stylesheet" | "css" | "style" => Stylesheet,
+        "script" | "js" => Script,
+        "font" => Font,
+        "xhr" | "fetch" => Xhr,
+        "image" | "img" => Image,
+        "other" => Other,
+        _ => return None,
+    })
+}
+
+/// The archive name of a type.
+pub fn type_name(t: ObjectType) -> &'static str {
+    use ObjectType::*;
+    match t {
+        Document => "document",
+        Stylesheet => "stylesheet",
+        Script => "script",
+        Font => "font",
+        Xhr => "xhr",
+        Image => "image",
+        Other => "other",
+    }
+}
+
+/// Everything a load needs besides the archive.
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    /// The page URL.
+    pub url: String,
+    /// Protocol.
+    pub proto: Proto,
+    /// Origins → connections for SPDY and HTTP/2.
+    pub domains: Domains,
+    /// TLS or not.
+    pub transport: Transport,
+    /// `--resolve` map (`*` = any other host).
+    pub resolve: HashMap<String, Target>,
+    /// Cost of each new host name.
+    pub dns_cost: DnsCost,
+    /// The path's round-trip time, for costs in RTTs (measured if `None`).
+    pub rtt: Option<Duration>,
+    /// Certificate checking.
+    pub verify: Verify,
+    /// HTTP/1.1 connections per host (6).
+    pub per_host: usize,
+    /// HTTP/1.1 connections in all (32).
+    pub max_connections: usize,
+    /// HTTP/1.1 pipelining depth (1 = none).
+    pub pipeline: usize,
+    /// Priorities by type.
+    pub priorities: Priorities,
+    /// Request the URLs of an `X-Subresources` header at once.
+    pub hint: bool,
+    /// Subresources learned from an earlier load, requested as soon as the HTML request
+    /// is sent (client prefetch).
+    pub prefetch: Vec<(String, ObjectType)>,
+    /// Fetch archive objects of a parsed parent that the parser did not find, at the
+    /// parent's end (counted as `missed_by_parser`).
+    pub archive_fallback: bool,
+    /// Keep response bodies (HAR `content.text`).
+    pub keep_bodies: bool,
+    /// Give up after this long.
+    pub timeout: Duration,
+}
+
+impl LoadConfig {
+    /// Browser defaults for `url` over `proto`.
+    pub fn new(url: &str, proto: Proto) -> LoadConfig {
+        LoadConfig {
+            url: url.to_string(),
+            proto,
+            domains: Domains::PerOrigin,
+            transport: Transport::Auto,
+            resolve: HashMap::new(),
+            dns_cost: DnsCost::Ms(0.0),
+            rtt: None,
+            verify: Verify::System,
+            per_host: 6,
+            max_connections: 32,
+            pipeline: 1,
+            priorities: Priorities::default(),
+            hint: false,
+            prefetch: Vec::new(),
+            archive_fallback: true,
+            keep_bodies: false,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_options() {
+        assert_eq!(DnsCost::parse("20ms"), Some(DnsCost::Ms(20.0)));
+        assert_eq!(DnsCost::parse("0"), Some(DnsCost::Ms(0.0)));
+        assert_eq!(DnsCost::parse("1.5rtt"), Some(DnsCost::Rtts(1.5)));
+        assert_eq!(DnsCost::parse("x"), None);
+        let p = Priorities::parse("image=2, other=7").unwrap();
+        assert_eq!(p.of(ObjectType::Image), 2);
+        assert_eq!(p.of(ObjectType::Document), 0);
+        assert!(Priorities::parse("image=9").is_err());
+        assert!(Priorities::parse("bogus=1").is_err());
+        assert_eq!(Proto::parse("spdy/3.1"), Some(Proto::Spdy));
+    }
+}

@@ -1,0 +1,345 @@
+//! HTTP/2 over one connection with the `h2` crate: ALPN `h2` over TLS, prior knowledge
+//! (h2c) on plain TCP. Every request goes out at once; server pushes are accepted.
+//!
+//! Limits: `h2` 0.4 sends no PRIORITY information, so the loader's priorities do not reach
+//! the server over HTTP/2; HPACK's compressed sizes are not exposed, so header bytes are
+//! reported uncompressed (RFC 7541 §4.1 sizes: name + value + 32 per field).
+
+use super::{ConnCmd, ConnCounters, ConnCtx, ConnEvent, Driver, ReqId, WireRequest};
+use bytes::Bytes;
+use speedy_net::io::BoxIo;
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// HTTP/2.
+pub struct H2 {
+    /// Per-stream receive window announced to the server.
+    pub initial_window: u32,
+    /// Connection receive window.
+    pub connection_window: u32,
+}
+
+impl Default for H2 {
+    fn default() -> Self {
+        H2 {
+            initial_window: 1 << 20,
+            connection_window: 8 << 20,
+        }
+    }
+}
+
+impl Driver for H2 {
+    fn name(&self) -> &'static str {
+        "h2"
+    }
+    fn alpn(&self) -> &'static str {
+        "h2"
+    }
+    fn depth(&self) -> usize {
+        usize::MAX
+    }
+    fn run(&self, io: BoxIo, ctx: ConnCtx) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(drive(io, ctx, self.initial_window, self.connection_window))
+    }
+}
+
+/// Counts bytes through a transport.
+struct Counting {
+    inner: BoxIo,
+    read: Arc<AtomicU64>,
+    written: Arc<AtomicU64>,
+}
+
+impl AsyncRead for Counting {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        r
+    }
+}
+
+impl AsyncWrite for Counting {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &r {
+            self.written.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = &r {
+            self.written.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Headers an HTTP/2 request must not carry (RFC 7540 §8.1.2.2).
+const CONNECTION_SPECIFIC: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+];
+
+fn hpack_size<'a>(it: impl Iterator<Item = (&'a str, &'a [u8])>) -> i64 {
+    it.map(|(n, v)| (n.len() + v.len() + 32) as i64).sum()
+}
+
+fn build(r: &WireRequest) -> Result<http::Request<()>, String> {
+    let mut b = http::Request::builder()
+        .method(r.method.as_str())
+        .uri(format!("{}://{}{}", r.scheme, r.authority, r.path));
+    for (n, v) in &r.headers {
+        if n.starts_with(':') || CONNECTION_SPECIFIC.contains(&n.as_str()) {
+            continue;
+        }
+        if n == "te" && v != "trailers" {
+            continue;
+        }
+        b = b.header(n.as_str(), v.as_str());
+    }
+    b.body(()).map_err(|e| format!("bad request: {e}"))
+}
+
+async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
+    let read = Arc::new(AtomicU64::new(0));
+    let written = Arc::new(AtomicU64::new(0));
+    let io = Counting {
+        inner: io,
+        read: read.clone(),
+        written: written.clone(),
+    };
+    let mut counters = ConnCounters::default();
+    let hs = h2::client::Builder::new()
+        .initial_window_size(window)
+        .initial_connection_window_size(conn_window)
+        .enable_push(true)
+        .handshake::<_, Bytes>(io)
+        .await;
+    let (mut send, connection) = match hs {
+        Ok(x) => x,
+        Err(e) => {
+            // Fail whatever arrives until told to close.
+            while let Some(c) = ctx.cmds.recv().await {
+                match c {
+                    ConnCmd::Send(r) => ctx.emit(ConnEvent::Failed {
+                        id: r.id,
+                        at: Instant::now(),
+                        error: format!("HTTP/2 handshake: {e}"),
+                        retry: false,
+                    }),
+                    ConnCmd::Close => break,
+                    ConnCmd::Cancel(_) => {}
+                }
+            }
+            ctx.closed(counters);
+            return;
+        }
+    };
+    let conn_task = tokio::spawn(connection);
+    let hdr_raw_sent = Arc::new(AtomicU64::new(0));
+    let hdr_raw_recv = Arc::new(AtomicU64::new(0));
+    let mut tasks: HashMap<ReqId, tokio::task::AbortHandle> = HashMap::new();
+    let events = ctx.events.clone();
+    let ids = ctx.ids.clone();
+    while let Some(cmd) = ctx.cmds.recv().await {
+        match cmd {
+            ConnCmd::Send(r) => {
+                let id = r.id;
+                let req = match build(&r) {
+                    Ok(q) => q,
+                    Err(error) => {
+                        ctx.emit(ConnEvent::Failed {
+                            id,
+                            at: Instant::now(),
+                            error,
+                            retry: false,
+                        });
+                        continue;
+                    }
+                };
+                let raw = hpack_size(
+                    req.headers()
+                        .iter()
+                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
+                ) + 4 * 32
+                    + (r.method.len() + r.scheme.len() + r.authority.len() + r.path.len()) as i64
+                    + ":method:scheme:authority:path".len() as i64;
+                hdr_raw_sent.fetch_add(raw as u64, Ordering::Relaxed);
+                let ready = match send.clone().ready().await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        ctx.emit(ConnEvent::Failed {
+                            id,
+                            at: Instant::now(),
+                            error: format!("HTTP/2 connection: {e}"),
+                            retry: true,
+                        });
+                        continue;
+                    }
+                };
+                send = ready;
+                match send.send_request(req, true) {
+                    Ok((mut fut, _)) => {
+                        ctx.emit(ConnEvent::Sent {
+                            id,
+                            at: Instant::now(),
+                            header_bytes: raw,
+                        });
+                        let pushes = fut.push_promises();
+                        let (ev, ids2, hr) = (events.clone(), ids.clone(), hdr_raw_recv.clone());
+                        tokio::spawn(accept_pushes(pushes, id, ctx.conn, ev, ids2, hr));
+                        let (ev, hr) = (events.clone(), hdr_raw_recv.clone());
+                        let h = tokio::spawn(async move {
+                            receive(fut, id, ev, hr).await;
+                        });
+                        tasks.insert(id, h.abort_handle());
+                    }
+                    Err(e) => ctx.emit(ConnEvent::Failed {
+                        id,
+                        at: Instant::now(),
+                        error: format!("HTTP/2: {e}"),
+                        retry: e.is_go_away(),
+                    }),
+                }
+            }
+            ConnCmd::Cancel(id) => {
+                if let Some(h) = tasks.remove(&id) {
+                    h.abort();
+                }
+            }
+            ConnCmd::Close => break,
+        }
+        tasks.retain(|_, h| !h.is_finished());
+    }
+    counters.bytes_in = read.load(Ordering::Relaxed);
+    counters.bytes_out = written.load(Ordering::Relaxed);
+    counters.header_bytes_raw_sent = hdr_raw_sent.load(Ordering::Relaxed);
+    counters.header_bytes_raw_received = hdr_raw_recv.load(Ordering::Relaxed);
+    ctx.closed(counters);
+    for (_, h) in tasks {
+        h.abort();
+    }
+    drop(send);
+    conn_task.abort();
+}
+
+async fn receive(
+    fut: impl Future<Output = Result<http::Response<h2::RecvStream>, h2::Error>>,
+    id: ReqId,
+    events: tokio::sync::mpsc::UnboundedSender<ConnEvent>,
+    hdr_raw: Arc<AtomicU64>,
+) {
+    let fail = |error: String, retry: bool| {
+        let _ = events.send(ConnEvent::Failed {
+            id,
+            at: Instant::now(),
+            error,
+            retry,
+        });
+    };
+    let resp = match fut.await {
+        Ok(r) => r,
+        Err(e) => {
+            let retry = e.is_go_away() || e.reason() == Some(h2::Reason::REFUSED_STREAM);
+            return fail(format!("HTTP/2: {e}"), retry);
+        }
+    };
+    let (parts, mut body) = resp.into_parts();
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let raw = hpack_size(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())))
+        + 32
+        + ":status".len() as i64
+        + 3;
+    hdr_raw.fetch_add(raw as u64, Ordering::Relaxed);
+    let _ = events.send(ConnEvent::Head {
+        id,
+        first_byte: Instant::now(),
+        status: parts.status.as_u16(),
+        headers,
+        header_bytes: raw,
+    });
+    while let Some(chunk) = body.data().await {
+        match chunk {
+            Ok(data) => {
+                let _ = body.flow_control().release_capacity(data.len());
+                let _ = events.send(ConnEvent::Data {
+                    id,
+                    at: Instant::now(),
+                    data,
+                });
+            }
+            Err(e) => return fail(format!("HTTP/2 body: {e}"), false),
+        }
+    }
+    let _ = events.send(ConnEvent::End {
+        id,
+        at: Instant::now(),
+    });
+}
+
+async fn accept_pushes(
+    mut pushes: h2::client::PushPromises,
+    assoc: ReqId,
+    conn: super::ConnId,
+    events: tokio::sync::mpsc::UnboundedSender<ConnEvent>,
+    ids: Arc<AtomicU64>,
+    hdr_raw: Arc<AtomicU64>,
+) {
+    while let Some(Ok(pp)) = pushes.push_promise().await {
+        let (req, fut) = pp.into_parts();
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        let _ = events.send(ConnEvent::Pushed {
+            conn,
+            id,
+            assoc: Some(assoc),
+            url: req.uri().to_string(),
+            at: Instant::now(),
+        });
+        let (ev, hr) = (events.clone(), hdr_raw.clone());
+        tokio::spawn(receive(fut, id, ev, hr));
+    }
+}

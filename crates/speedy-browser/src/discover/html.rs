@@ -1,0 +1,463 @@
+//! A streaming HTML scanner, the loader's preload scanner: fed the document in pieces as
+//! they arrive, it reports each subresource reference as soon as the tag holding it is
+//! complete, with the byte offset where that tag ends.
+//!
+//! It tokenizes with `lol_html` (a streaming HTML parser), so references inside comments,
+//! scripts, `<textarea>` and other raw text are not seen, attribute quoting and entities
+//! follow the HTML rules, and a tag split over any number of pieces is reported once.
+//!
+//! What it looks for (the references a browser fetches while parsing):
+//!
+//! | element | attribute | type |
+//! |---|---|---|
+//! | `link rel=stylesheet` (not `alternate`) | `href` | stylesheet |
+//! | `link rel=preload` / `modulepreload` | `href` | from `as` / script |
+//! | `link rel=icon` | `href` | image |
+//! | `script` (JavaScript or `module` type, not `nomodule`) | `src` | script |
+//! | `img` | `src`, or the `1x` candidate of `srcset` | image |
+//! | `input type=image` | `src` | image |
+//! | `iframe`, `frame` | `src` | document |
+//! | `embed` / `object` | `src` / `data` | other |
+//! | `video` | `poster` | image |
+//! | `body`, `table`, `td`, `th` | `background` | image |
+//! | any element | `style` (CSS `url()`) | image |
+//! | `style` element | its text (`@import`, `url()`) | stylesheet / image / font |
+//! | `base` | `href` (changes the base URL of later references) | – |
+
+use super::css::scan_css;
+use speedy_archive::ObjectType;
+use std::sync::{Arc, Mutex};
+
+/// How a reference holds up the document's `DOMContentLoaded`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocking {
+    /// It does not (images, async scripts, fonts, …).
+    None,
+    /// A classic script without `async`/`defer`: the parser waits for it.
+    SyncScript,
+    /// A `defer` or module script: runs before `DOMContentLoaded`.
+    DeferScript,
+    /// An `async` script.
+    AsyncScript,
+    /// A style sheet (blocks the scripts after it).
+    Stylesheet,
+}
+
+/// A reference found in HTML.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HtmlRef {
+    /// The reference as written (attribute value, unresolved).
+    pub url: String,
+    /// What it loads; `None` for `<base href>` (a new base URL, nothing to load).
+    pub kind: Option<ObjectType>,
+    /// Byte offset in the document just past the tag that holds it (for `<style>`
+    /// contents, just past the reference in the style text).
+    pub end: usize,
+    /// The element (`img`, `script`, …).
+    pub tag: &'static str,
+    /// Its effect on `DOMContentLoaded`.
+    pub blocking: Blocking,
+}
+
+struct NullSink;
+
+impl lol_html::OutputSink for NullSink {
+    fn handle_chunk(&mut self, _: &[u8]) {}
+}
+
+#[derive(Default)]
+struct Shared {
+    found: Vec<HtmlRef>,
+    /// Text of the `<style>` element being read, and where it starts.
+    style: Vec<u8>,
+    style_start: Option<usize>,
+}
+
+/// The streaming scanner. Feed it with [`HtmlScanner::feed`], then call
+/// [`HtmlScanner::finish`].
+pub struct HtmlScanner {
+    rw: Option<lol_html::send::HtmlRewriter<'static, NullSink>>,
+    shared: Arc<Mutex<Shared>>,
+    fed: usize,
+}
+
+impl Default for HtmlScanner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+const SELECTOR: &str =
+    "link, script, img, input, iframe, frame, embed, object, video, body, table, td, th, base, [style]";
+
+impl HtmlScanner {
+    /// A scanner for a new document.
+    pub fn new() -> HtmlScanner {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (s1, s2) = (shared.clone(), shared.clone());
+        let settings = lol_html::send::Settings::new_send()
+            .with_strict(false)
+            .append_element_content_handler(lol_html::element!(
+                SELECTOR,
+                move |el: &mut lol_html::send::Element<'_, '_>| {
+                    let end = el.source_location().bytes().end;
+                    let mut sh = s1.lock().expect("not poisoned");
+                    on_element(el, end, &mut sh.found);
+                    Ok(())
+                }
+            ))
+            .append_element_content_handler(lol_html::text!("style", move |t| {
+                let mut sh = s2.lock().expect("not poisoned");
+                if sh.style_start.is_none() {
+                    sh.style_start = Some(t.source_location().bytes().start);
+                }
+                sh.style.extend_from_slice(t.as_str().as_bytes());
+                if t.last_in_text_node() {
+                    let start = sh.style_start.take().unwrap_or(0);
+                    let text = std::mem::take(&mut sh.style);
+                    for r in scan_css(&text) {
+                        sh.found.push(HtmlRef {
+                            url: r.url,
+                            kind: Some(r.kind),
+                            end: start + r.end,
+                            tag: "style",
+                            blocking: if r.kind == ObjectType::Stylesheet {
+                                Blocking::Stylesheet
+                            } else {
+                                Blocking::None
+                            },
+                        });
+                    }
+                }
+                Ok(())
+            }));
+        HtmlScanner {
+            rw: Some(lol_html::send::HtmlRewriter::new(settings, NullSink)),
+            shared,
+            fed: 0,
+        }
+    }
+
+    /// Bytes fed so far.
+    pub fn fed(&self) -> usize {
+        self.fed
+    }
+
+    /// Feeds the next piece of the document; returns the references completed by it.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<HtmlRef> {
+        self.fed += chunk.len();
+        if let Some(rw) = &mut self.rw {
+            if rw.write(chunk).is_err() {
+                // Unparseable input: stop scanning (what was found stays found).
+                self.rw = None;
+            }
+        }
+        self.take()
+    }
+
+    /// Ends the document; returns any references completed by its end.
+    pub fn finish(&mut self) -> Vec<HtmlRef> {
+        if let Some(rw) = self.rw.take() {
+            let _ = rw.end();
+        }
+        self.take()
+    }
+
+    fn take(&mut self) -> Vec<HtmlRef> {
+        std::mem::take(&mut self.shared.lock().expect("not poisoned").found)
+    }
+}
+
+fn attr(el: &lol_html::send::Element<'_, '_>, name: &str) -> Option<String> {
+    el.get_attribute(name)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The `1x` (or lowest-density) candidate of a `srcset`, or its first `w` candidate.
+fn srcset_pick(srcset: &str) -> Option<String> {
+    let mut best: Option<(f32, &str)> = None;
+    let mut first_w: Option<&str> = None;
+    for cand in srcset.split(',') {
+        let mut parts = cand.split_whitespace();
+        let Some(url) = parts.next() else { continue };
+        let desc = parts.next().unwrap_or("1x");
+        if let Some(x) = desc.strip_suffix('x') {
+            let d: f32 = x.parse().unwrap_or(1.0);
+            // Prefer exactly 1x, then the smallest density above it, then the largest below.
+            let score = if d >= 1.0 { d - 1.0 } else { 100.0 - d };
+            if best.is_none_or(|(s, _)| score < s) {
+                best = Some((score, url));
+            }
+        } else if first_w.is_none() {
+            first_w = Some(url);
+        }
+    }
+    best.map(|(_, u)| u).or(first_w).map(str::to_string)
+}
+
+fn is_js_type(t: &str) -> bool {
+    let t = t.trim().to_ascii_lowercase();
+    t.is_empty()
+        || t == "module"
+        || matches!(
+            t.split(';').next().unwrap_or("").trim(),
+            "text/javascript"
+                | "application/javascript"
+                | "application/x-javascript"
+                | "text/ecmascript"
+                | "application/ecmascript"
+                | "text/jscript"
+                | "text/livescript"
+        )
+}
+
+fn on_element(el: &lol_html::send::Element<'_, '_>, end: usize, out: &mut Vec<HtmlRef>) {
+    let tag_name = el.tag_name();
+    let mut push = |url: String, kind: Option<ObjectType>, tag: &'static str, b: Blocking| {
+        out.push(HtmlRef {
+            url,
+            kind,
+            end,
+            tag,
+            blocking: b,
+        })
+    };
+    match tag_name.as_str() {
+        "link" => {
+            let rel = el
+                .get_attribute("rel")
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
+            if let Some(href) = attr(el, "href") {
+                if rels.contains(&"stylesheet") && !rels.contains(&"alternate") {
+                    push(
+                        href,
+                        Some(ObjectType::Stylesheet),
+                        "link",
+                        Blocking::Stylesheet,
+                    );
+                } else if rels.contains(&"preload") {
+                    let kind = match el.get_attribute("as").unwrap_or_default().as_str() {
+                        "style" => ObjectType::Stylesheet,
+                        "script" => ObjectType::Script,
+                        "font" => ObjectType::Font,
+                        "image" => ObjectType::Image,
+                        "fetch" => ObjectType::Xhr,
+                        "document" => ObjectType::Document,
+                        _ => ObjectType::Other,
+                    };
+                    push(href, Some(kind), "link", Blocking::None);
+                } else if rels.contains(&"modulepreload") {
+                    push(href, Some(ObjectType::Script), "link", Blocking::None);
+                } else if rels.contains(&"icon") {
+                    push(href, Some(ObjectType::Image), "link", Blocking::None);
+                }
+            }
+        }
+        "script" => {
+            let ty = el.get_attribute("type").unwrap_or_default();
+            if let Some(src) = attr(el, "src") {
+                if is_js_type(&ty) && !el.has_attribute("nomodule") {
+                    let module = ty.trim().eq_ignore_ascii_case("module");
+                    let b = if el.has_attribute("async") {
+                        Blocking::AsyncScript
+                    } else if module || el.has_attribute("defer") {
+                        Blocking::DeferScript
+                    } else {
+                        Blocking::SyncScript
+                    };
+                    push(src, Some(ObjectType::Script), "script", b);
+                }
+            }
+        }
+        "img" => {
+            let pick = el
+                .get_attribute("srcset")
+                .and_then(|s| srcset_pick(&s))
+                .or_else(|| attr(el, "src"));
+            if let Some(u) = pick {
+                push(u, Some(ObjectType::Image), "img", Blocking::None);
+            }
+        }
+        "input" => {
+            let ty = el.get_attribute("type").unwrap_or_default();
+            if ty.eq_ignore_ascii_case("image") {
+                if let Some(u) = attr(el, "src") {
+                    push(u, Some(ObjectType::Image), "input", Blocking::None);
+                }
+            }
+        }
+        "iframe" | "frame" => {
+            if let Some(u) = attr(el, "src") {
+                let t = if tag_name == "iframe" {
+                    "iframe"
+                } else {
+                    "frame"
+                };
+                push(u, Some(ObjectType::Document), t, Blocking::None);
+            }
+        }
+        "embed" => {
+            if let Some(u) = attr(el, "src") {
+                push(u, Some(ObjectType::Other), "embed", Blocking::None);
+            }
+        }
+        "object" => {
+            if let Some(u) = attr(el, "data") {
+                push(u, Some(ObjectType::Other), "object", Blocking::None);
+            }
+        }
+        "video" => {
+            if let Some(u) = attr(el, "poster") {
+                push(u, Some(ObjectType::Image), "video", Blocking::None);
+            }
+        }
+        "body" | "table" | "td" | "th" => {
+            if let Some(u) = attr(el, "background") {
+                push(u, Some(ObjectType::Image), "background", Blocking::None);
+            }
+        }
+        "base" => {
+            if let Some(u) = attr(el, "href") {
+                push(u, None, "base", Blocking::None);
+            }
+        }
+        _ => {}
+    }
+    if let Some(style) = el.get_attribute("style") {
+        for r in scan_css(style.as_bytes()) {
+            push(r.url, Some(r.kind), "style-attr", Blocking::None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = r#"<!DOCTYPE html>
+<html><head>
+<meta charset="utf-8">
+<title>t</title>
+<link rel="stylesheet" href="/css/main.css">
+<link rel="alternate stylesheet" href="/css/alt.css">
+<link rel="preload" as="font" href="/f.woff2" crossorigin>
+<style>@import url("/css/imp.css"); body { background: url('/img/bg.png') }</style>
+<script src="/js/sync.js"></script>
+<script async src='/js/async.js'></script>
+<script defer src=/js/defer.js></script>
+<script type="text/template" src="/no-template.js"></script>
+<script>document.write('<img src="/no-in-script.png">')</script>
+<!-- <img src="/no-in-comment.png"> -->
+</head>
+<body background="/img/body.jpg">
+<base href="http://other.example/base/">
+<img src="rel.png" alt="x">
+<img srcset="a-2x.png 2x, a-1x.png 1x" src="a.png">
+<div style="background-image:url(div.png)">text</div>
+<iframe src="frame.html"></iframe>
+<textarea><img src="/no-in-textarea.png"></textarea>
+<video poster="poster.jpg"></video>
+<input type="image" src="btn.png">
+<a href="/not-fetched.html">link</a>
+</body></html>"#;
+
+    fn want() -> Vec<(&'static str, Option<ObjectType>)> {
+        use ObjectType::*;
+        vec![
+            ("/css/main.css", Some(Stylesheet)),
+            ("/f.woff2", Some(Font)),
+            ("/css/imp.css", Some(Stylesheet)),
+            ("/img/bg.png", Some(Image)),
+            ("/js/sync.js", Some(Script)),
+            ("/js/async.js", Some(Script)),
+            ("/js/defer.js", Some(Script)),
+            ("/img/body.jpg", Some(Image)),
+            ("http://other.example/base/", None),
+            ("rel.png", Some(Image)),
+            ("a-1x.png", Some(Image)),
+            ("div.png", Some(Image)),
+            ("frame.html", Some(Document)),
+            ("poster.jpg", Some(Image)),
+            ("btn.png", Some(Image)),
+        ]
+    }
+
+    fn scan_in_chunks(doc: &[u8], size: usize) -> Vec<(HtmlRef, usize)> {
+        let mut s = HtmlScanner::new();
+        let mut out = Vec::new();
+        for c in doc.chunks(size) {
+            for r in s.feed(c) {
+                out.push((r, s.fed()));
+            }
+        }
+        for r in s.finish() {
+            out.push((r, s.fed()));
+        }
+        out
+    }
+
+    /// Where the tag holding `url` ends in the document.
+    fn tag_end(doc: &str, url: &str) -> usize {
+        let at = doc.find(url).unwrap();
+        at + doc[at..].find('>').unwrap() + 1
+    }
+
+    #[test]
+    fn finds_references_at_their_offsets_whatever_the_chunking() {
+        for size in [1, 2, 3, 7, 16, 64, 4096] {
+            let got = scan_in_chunks(PAGE.as_bytes(), size);
+            let urls: Vec<(&str, Option<ObjectType>)> =
+                got.iter().map(|(r, _)| (r.url.as_str(), r.kind)).collect();
+            assert_eq!(urls, want(), "chunk size {size}");
+            for (r, fed) in &got {
+                // Reported no later than needed, never before the tag is complete.
+                assert!(r.end <= *fed, "{r:?} reported after {fed} bytes");
+                if r.tag != "style" {
+                    assert_eq!(r.end, tag_end(PAGE, &r.url), "{r:?}");
+                    if size == 1 {
+                        assert_eq!(*fed, r.end, "one byte at a time: found at its end");
+                    }
+                } else {
+                    // Inside the style text: just past the reference.
+                    let e = r.end;
+                    assert!(
+                        PAGE[..e].ends_with(&format!("{}\")", r.url))
+                            || PAGE[..e].ends_with(&format!("{}')", r.url))
+                            || PAGE[..e].ends_with(&format!("{})", r.url)),
+                        "{r:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn classifies_blocking() {
+        let got = scan_in_chunks(PAGE.as_bytes(), 4096);
+        let b = |u: &str| got.iter().find(|(r, _)| r.url == u).unwrap().0.blocking;
+        assert_eq!(b("/css/main.css"), Blocking::Stylesheet);
+        assert_eq!(b("/js/sync.js"), Blocking::SyncScript);
+        assert_eq!(b("/js/async.js"), Blocking::AsyncScript);
+        assert_eq!(b("/js/defer.js"), Blocking::DeferScript);
+        assert_eq!(b("rel.png"), Blocking::None);
+    }
+
+    #[test]
+    fn picks_srcset_candidates() {
+        assert_eq!(srcset_pick("a.png 2x, b.png"), Some("b.png".into()));
+        assert_eq!(srcset_pick("a.png 3x, b.png 2x"), Some("b.png".into()));
+        assert_eq!(srcset_pick("a.png 400w, b.png 800w"), Some("a.png".into()));
+    }
+
+    #[test]
+    fn survives_garbage() {
+        let mut s = HtmlScanner::new();
+        let junk: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect();
+        let _ = s.feed(&junk);
+        let _ = s.feed(b"<img src=x.png>");
+        let _ = s.finish();
+    }
+}

@@ -1,0 +1,330 @@
+//! Name resolution from a map (with a cost per new host), dialling TCP and TLS with the
+//! time of each phase, and the kernel's TCP_INFO of a connection.
+
+use serde::Serialize;
+use speedy_net::io::BoxIo;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio::sync::OnceCell;
+
+/// An address a host name maps to; without a port, the URL's port (or 80/443) is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// IP address.
+    pub ip: IpAddr,
+    /// Port override.
+    pub port: Option<u16>,
+}
+
+impl Target {
+    /// Parses `IP`, `IP:PORT`, `[IPv6]` or `[IPv6]:PORT`.
+    pub fn parse(s: &str) -> Option<Target> {
+        if let Ok(ip) = s.parse::<IpAddr>() {
+            return Some(Target { ip, port: None });
+        }
+        if let Ok(sa) = s.parse::<SocketAddr>() {
+            return Some(Target {
+                ip: sa.ip(),
+                port: Some(sa.port()),
+            });
+        }
+        let inner = s.strip_prefix('[')?.strip_suffix(']')?;
+        Some(Target {
+            ip: inner.parse().ok()?,
+            port: None,
+        })
+    }
+}
+
+/// The loader's name resolver: a fixed map (`--resolve HOST=IP[:PORT]`, `*` for every
+/// other host), each new host costing `cost` once (later look-ups are cached, concurrent
+/// ones wait for the first). Hosts that are IP literals resolve at no cost. A host not in
+/// the map falls back to the system resolver, timed as it happens.
+pub struct Resolver {
+    map: HashMap<String, Target>,
+    wildcard: Option<Target>,
+    cost: Duration,
+    cache: Mutex<HashMap<String, Arc<OnceCell<Result<Target, String>>>>>,
+}
+
+impl Resolver {
+    /// A resolver over `map` (host → target; the key `*` matches any host).
+    pub fn new(map: HashMap<String, Target>, cost: Duration) -> Resolver {
+        let mut map: HashMap<String, Target> = map
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
+        let wildcard = map.remove("*");
+        Resolver {
+            map,
+            wildcard,
+            cost,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The configured cost of a new host.
+    pub fn cost(&self) -> Duration {
+        self.cost
+    }
+
+    /// Resolves `host` (no port); waits for the cost on the first look-up of a host.
+    pub async fn lookup(&self, host: &str) -> Result<Target, String> {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            if !self.map.contains_key(host) {
+                return Ok(Target { ip, port: None });
+            }
+        }
+        let cell = self
+            .cache
+            .lock()
+            .expect("not poisoned")
+            .entry(host.to_string())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            if let Some(t) = self.map.get(host).or(self.wildcard.as_ref()) {
+                if !self.cost.is_zero() {
+                    tokio::time::sleep(self.cost).await;
+                }
+                return Ok(*t);
+            }
+            let mut addrs = tokio::net::lookup_host((host, 0))
+                .await
+                .map_err(|e| format!("resolving {host}: {e} (no --resolve entry)"))?;
+            addrs
+                .next()
+                .map(|a| Target {
+                    ip: a.ip(),
+                    port: None,
+                })
+                .ok_or_else(|| format!("resolving {host}: no address"))
+        })
+        .await
+        .clone()
+    }
+}
+
+/// Times of one connection's set-up.
+#[derive(Clone, Copy, Debug)]
+pub struct DialTimes {
+    /// Dialling began.
+    pub start: Instant,
+    /// Name resolution done.
+    pub dns_end: Instant,
+    /// TCP handshake done.
+    pub tcp_end: Instant,
+    /// TLS handshake done (= `tcp_end` without TLS); the connection is ready.
+    pub ready: Instant,
+    /// Whether TLS was used.
+    pub tls: bool,
+}
+
+/// A connected transport.
+pub struct Dialed {
+    /// The byte stream (TCP or TLS over it).
+    pub io: BoxIo,
+    /// A duplicate of the socket's descriptor, for TCP_INFO.
+    pub fd: Option<OwnedFd>,
+    /// Phase times.
+    pub times: DialTimes,
+    /// The address connected to.
+    pub peer: SocketAddr,
+    /// The protocol ALPN chose, over TLS.
+    pub alpn: Option<String>,
+}
+
+/// What to dial.
+pub struct DialSpec<'a> {
+    /// Host name (for resolution and SNI).
+    pub host: &'a str,
+    /// The URL's port, if explicit.
+    pub url_port: Option<u16>,
+    /// TLS config when TLS is used.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// Resolves and connects, timing each phase.
+pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, String> {
+    let start = Instant::now();
+    let target = resolver.lookup(spec.host).await?;
+    let dns_end = Instant::now();
+    let port = target
+        .port
+        .or(spec.url_port)
+        .unwrap_or(if spec.tls.is_some() { 443 } else { 80 });
+    let peer = SocketAddr::new(target.ip, port);
+    let tcp = TcpStream::connect(peer)
+        .await
+        .map_err(|e| format!("connecting to {peer} for {}: {e}", spec.host))?;
+    let _ = tcp.set_nodelay(true);
+    let fd = tcp.as_fd().try_clone_to_owned().ok();
+    let tcp_end = Instant::now();
+    let Some(tls) = spec.tls else {
+        return Ok(Dialed {
+            io: Box::new(tcp),
+            fd,
+            times: DialTimes {
+                start,
+                dns_end,
+                tcp_end,
+                ready: tcp_end,
+                tls: false,
+            },
+            peer,
+            alpn: None,
+        });
+    };
+    let bare = spec.host.trim_start_matches('[').trim_end_matches(']');
+    let name = rustls::pki_types::ServerName::try_from(bare.to_string())
+        .map_err(|e| format!("{}: {e}", spec.host))?;
+    let s = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS with {peer} for {}: {e}", spec.host))?;
+    let alpn = s
+        .get_ref()
+        .1
+        .alpn_protocol()
+        .map(|a| String::from_utf8_lossy(a).into_owned());
+    Ok(Dialed {
+        io: Box::new(s),
+        fd,
+        times: DialTimes {
+            start,
+            dns_end,
+            tcp_end,
+            ready: Instant::now(),
+            tls: true,
+        },
+        peer,
+        alpn,
+    })
+}
+
+/// The kernel's view of a TCP connection (`getsockopt(TCP_INFO)`), as the loader reports
+/// it for each connection at its end.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// Smoothed RTT, µs.
+    pub rtt_us: u32,
+    /// RTT variance, µs.
+    pub rttvar_us: u32,
+    /// Minimum RTT seen, µs.
+    pub min_rtt_us: u32,
+    /// Congestion window, segments.
+    pub snd_cwnd: u32,
+    /// Slow-start threshold, segments.
+    pub snd_ssthresh: u32,
+    /// Sender MSS, bytes.
+    pub snd_mss: u32,
+    /// Segments retransmitted over the connection's life.
+    pub total_retrans: u32,
+    /// Segments currently considered lost.
+    pub lost: u32,
+    /// Bytes acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Segments sent.
+    pub segs_out: u32,
+    /// Segments received.
+    pub segs_in: u32,
+}
+
+/// Reads TCP_INFO of a socket.
+pub fn tcp_info(fd: &OwnedFd) -> Option<TcpInfo> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into
+        // it and the descriptor is owned (valid) for the duration of the call.
+        let mut ti: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let r = unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                &mut ti as *mut libc::tcp_info as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return None;
+        }
+        Some(TcpInfo {
+            rtt_us: ti.tcpi_rtt,
+            rttvar_us: ti.tcpi_rttvar,
+            min_rtt_us: ti.tcpi_min_rtt,
+            snd_cwnd: ti.tcpi_snd_cwnd,
+            snd_ssthresh: ti.tcpi_snd_ssthresh,
+            snd_mss: ti.tcpi_snd_mss,
+            total_retrans: ti.tcpi_total_retrans,
+            lost: ti.tcpi_lost,
+            bytes_acked: ti.tcpi_bytes_acked,
+            bytes_received: ti.tcpi_bytes_received,
+            segs_out: ti.tcpi_segs_out,
+            segs_in: ti.tcpi_segs_in,
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = fd;
+        None
+    }
+}
+
+/// Measures one round trip to `addr` as the time of a TCP handshake (for costs given in
+/// RTTs when no RTT is configured). The connection is closed at once.
+pub async fn probe_rtt(addr: SocketAddr) -> Option<Duration> {
+    let t = Instant::now();
+    let s = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr))
+        .await
+        .ok()?
+        .ok()?;
+    let d = t.elapsed();
+    drop(s);
+    Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets() {
+        let t = Target::parse("127.0.0.1:8443").unwrap();
+        assert_eq!(t.port, Some(8443));
+        assert_eq!(Target::parse("10.0.0.1").unwrap().port, None);
+        assert_eq!(
+            Target::parse("[::1]").unwrap().ip,
+            "::1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(Target::parse("[::1]:80").unwrap().port, Some(80));
+        assert_eq!(Target::parse("nope"), None);
+    }
+
+    #[tokio::test]
+    async fn charges_the_cost_once_per_host() {
+        let mut m = HashMap::new();
+        m.insert("a.example".to_string(), Target::parse("127.0.0.1").unwrap());
+        m.insert("*".to_string(), Target::parse("127.0.0.2:81").unwrap());
+        let r = Arc::new(Resolver::new(m, Duration::from_millis(50)));
+        let t = Instant::now();
+        let (x, y) = tokio::join!(r.lookup("a.example"), r.lookup("a.example"));
+        assert_eq!(x, y);
+        assert!(t.elapsed() >= Duration::from_millis(50));
+        let t = Instant::now();
+        r.lookup("a.example").await.unwrap();
+        assert!(t.elapsed() < Duration::from_millis(40));
+        assert_eq!(r.lookup("other.example").await.unwrap().port, Some(81));
+        let t = Instant::now();
+        r.lookup("127.0.0.9").await.unwrap();
+        assert!(t.elapsed() < Duration::from_millis(40));
+    }
+}

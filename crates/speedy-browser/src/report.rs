@@ -1,0 +1,437 @@
+//! Turns a [`LoadResult`] into HAR 1.2 and a one-line summary.
+
+use crate::config::type_name;
+use crate::har::{self, Content, Creator, Entry, Har, Log, NameValue, Page, PageTimings, Timings};
+use crate::loader::{ConnRecord, Initiator, LoadResult, Req};
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn since(a: Instant, b: Instant) -> f64 {
+    ms(b.saturating_duration_since(a))
+}
+
+/// The HAR phases of a request. They partition `[queued, end]` exactly:
+/// `blocked + dns + connect + send + wait + receive = end − queued` (`ssl` lies inside
+/// `connect`). Only the first request on a new connection carries dns/connect/ssl; the
+/// others have -1 there.
+pub fn timings(r: &Req, conns: &[ConnRecord]) -> Timings {
+    let t0 = r.queued;
+    let end = r.end.unwrap_or(t0);
+    let mut t = Timings {
+        blocked: 0.0,
+        dns: -1.0,
+        connect: -1.0,
+        send: 0.0,
+        wait: 0.0,
+        receive: 0.0,
+        ssl: -1.0,
+    };
+    let Some(assigned) = r.assigned else {
+        // Never reached a connection.
+        t.blocked = since(t0, end);
+        return t;
+    };
+    let conn_times = r
+        .conn
+        .and_then(|c| conns.get(c as usize))
+        .and_then(|c| c.times);
+    match (r.fresh, conn_times) {
+        (true, Some(d)) => {
+            let a = t0.max(d.start);
+            let b = t0.max(d.dns_end);
+            let c = t0.max(d.ready);
+            t.blocked = since(t0, a) + since(c, assigned);
+            t.dns = since(a, b);
+            t.connect = since(b, c);
+            t.ssl = if d.tls {
+                since(t0.max(d.tcp_end), c)
+            } else {
+                -1.0
+            };
+        }
+        _ => t.blocked = since(t0, assigned),
+    }
+    let sent = r.sent.unwrap_or(assigned).min(end);
+    t.send = since(assigned, sent);
+    match r.first_byte {
+        Some(fb) => {
+            let fb = fb.max(sent).min(end);
+            t.wait = since(sent, fb);
+            t.receive = since(fb, end);
+        }
+        None => t.wait = since(sent, end),
+    }
+    Timings {
+        blocked: har::round_ms(t.blocked),
+        dns: har::round_ms(t.dns),
+        connect: har::round_ms(t.connect),
+        send: har::round_ms(t.send),
+        wait: har::round_ms(t.wait),
+        receive: har::round_ms(t.receive),
+        ssl: har::round_ms(t.ssl),
+    }
+}
+
+fn status_text(s: u16) -> &'static str {
+    match s {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "",
+    }
+}
+
+fn priority_name(p: u8) -> &'static str {
+    match p {
+        0 => "VeryHigh",
+        1 => "High",
+        2 => "Medium",
+        3 => "Low",
+        _ => "VeryLow",
+    }
+}
+
+fn nv(pairs: &[(String, String)]) -> Vec<NameValue> {
+    pairs
+        .iter()
+        .map(|(n, v)| NameValue {
+            name: n.clone(),
+            value: v.clone(),
+        })
+        .collect()
+}
+
+fn cookies(pairs: &[(String, String)], header: &str) -> Vec<NameValue> {
+    let mut out = Vec::new();
+    for (n, v) in pairs {
+        if !n.eq_ignore_ascii_case(header) {
+            continue;
+        }
+        if header == "cookie" {
+            for c in v.split(';') {
+                if let Some((a, b)) = c.split_once('=') {
+                    out.push(NameValue {
+                        name: a.trim().into(),
+                        value: b.trim().into(),
+                    });
+                }
+            }
+        } else if let Some((a, b)) = v.split(';').next().unwrap_or("").split_once('=') {
+            out.push(NameValue {
+                name: a.trim().into(),
+                value: b.trim().into(),
+            });
+        }
+    }
+    out
+}
+
+fn initiator(r: &Req, by_id: &HashMap<u64, &Req>) -> Value {
+    let url_of = |p: u64| by_id.get(&p).map(|r| r.url_s.clone()).unwrap_or_default();
+    match &r.initiator {
+        Initiator::Root => json!({"type": "other"}),
+        Initiator::Parser {
+            parent,
+            offset,
+            tag,
+        } => {
+            json!({"type": "parser", "url": url_of(*parent), "offset": offset, "tag": tag})
+        }
+        Initiator::Css { parent, offset } => {
+            json!({"type": "parser", "url": url_of(*parent), "offset": offset, "tag": "css"})
+        }
+        Initiator::Script { parent, after_ms } => {
+            json!({"type": "script", "url": url_of(*parent), "after_ms": after_ms})
+        }
+        Initiator::ArchiveOffset { parent, offset } => {
+            json!({"type": "parser", "url": url_of(*parent), "offset": offset, "source": "archive"})
+        }
+        Initiator::ArchiveFallback { parent } => {
+            json!({"type": "other", "url": url_of(*parent), "source": "archive-fallback"})
+        }
+        Initiator::Hint { parent } => {
+            json!({"type": "other", "url": url_of(*parent), "reason": "hint"})
+        }
+        Initiator::Prefetch => json!({"type": "other", "reason": "prefetch"}),
+        Initiator::Redirect { parent } => {
+            json!({"type": "redirect", "url": url_of(*parent)})
+        }
+        Initiator::Push { parent } => {
+            let mut v = json!({"type": "push"});
+            if let Some(p) = parent {
+                v["url"] = json!(url_of(*p));
+            }
+            v
+        }
+    }
+}
+
+/// Page totals.
+#[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
+pub struct Totals {
+    /// Requests.
+    pub requests: usize,
+    /// Failed requests (error or status ≥ 400).
+    pub failed: usize,
+    /// Pushed responses used.
+    pub pushed: usize,
+    /// Connections opened (dials that succeeded).
+    pub connections: usize,
+    /// Bytes written by the connections (above TLS).
+    pub bytes_out: u64,
+    /// Bytes read by the connections (above TLS).
+    pub bytes_in: u64,
+    /// Response body bytes as received.
+    pub body_bytes: u64,
+    /// Request header bytes, uncompressed.
+    pub header_bytes_sent_raw: u64,
+    /// Request header bytes as sent (compressed for SPDY).
+    pub header_bytes_sent: u64,
+    /// Response header bytes, uncompressed.
+    pub header_bytes_received_raw: u64,
+    /// Response header bytes as received (compressed for SPDY).
+    pub header_bytes_received: u64,
+    /// Segments retransmitted over all connections (TCP_INFO).
+    pub retransmits: u64,
+}
+
+/// Sums a load's counters.
+pub fn totals(res: &LoadResult) -> Totals {
+    let mut t = Totals {
+        requests: res.reqs.len(),
+        failed: res.reqs.iter().filter(|r| r.failed()).count(),
+        pushed: res.reqs.iter().filter(|r| r.pushed).count(),
+        connections: res.conns.iter().filter(|c| c.times.is_some()).count(),
+        body_bytes: res.reqs.iter().map(|r| r.body_bytes).sum(),
+        ..Default::default()
+    };
+    for c in &res.conns {
+        let k = &c.counters;
+        t.bytes_out += k.bytes_out;
+        t.bytes_in += k.bytes_in;
+        t.header_bytes_sent_raw += k.header_bytes_raw_sent;
+        t.header_bytes_sent += k.header_bytes_sent;
+        t.header_bytes_received_raw += k.header_bytes_raw_received;
+        t.header_bytes_received += k.header_bytes_received;
+        t.retransmits += c.tcp_info.map_or(0, |i| i.total_retrans as u64);
+    }
+    t
+}
+
+fn conn_json(c: &ConnRecord, start: Instant) -> Value {
+    let mut v = json!({
+        "id": c.id,
+        "pool": c.pool,
+        "host": c.host,
+        "requests": c.requests,
+        "counters": c.counters,
+        "opened_ms": har::round_ms(since(start, c.opened)),
+    });
+    if let Some(p) = c.peer {
+        v["peer"] = json!(p.to_string());
+    }
+    if let Some(d) = c.times {
+        v["dns_ms"] = json!(har::round_ms(since(d.start, d.dns_end)));
+        v["connect_ms"] = json!(har::round_ms(since(d.dns_end, d.ready)));
+        v["ssl_ms"] = json!(if d.tls {
+            har::round_ms(since(d.tcp_end, d.ready))
+        } else {
+            -1.0
+        });
+    }
+    if let Some(e) = &c.error {
+        v["error"] = json!(e);
+    }
+    if let Some(i) = c.tcp_info {
+        v["tcp_info"] = json!(i);
+    }
+    v
+}
+
+/// Builds the HAR of a load (one page, one entry per request, sorted by start).
+pub fn to_har(res: &LoadResult) -> Har {
+    let by_id: HashMap<u64, &Req> = res.reqs.iter().map(|r| (r.id, r)).collect();
+    let wall = |t: Instant| -> std::time::SystemTime {
+        res.started + t.saturating_duration_since(res.start)
+    };
+    let page_id = "page_1".to_string();
+    let tot = totals(res);
+    let mut page_extra = Map::new();
+    page_extra.insert("_protocol".into(), json!(res.protocol));
+    page_extra.insert("_totals".into(), json!(tot));
+    page_extra.insert(
+        "_connections".into(),
+        Value::Array(res.conns.iter().map(|c| conn_json(c, res.start)).collect()),
+    );
+    page_extra.insert(
+        "_dns_cost_ms".into(),
+        json!(har::round_ms(ms(res.dns_cost))),
+    );
+    if res.timed_out {
+        page_extra.insert("_timed_out".into(), json!(true));
+    }
+    let page = Page {
+        started_date_time: har::iso8601(res.started),
+        id: page_id.clone(),
+        title: res.url.clone(),
+        page_timings: PageTimings {
+            on_content_load: res.on_content_load.map_or(-1.0, |d| har::round_ms(ms(d))),
+            on_load: res.on_load.map_or(-1.0, |d| har::round_ms(ms(d))),
+        },
+        extra: page_extra,
+    };
+    let mut entries = Vec::with_capacity(res.reqs.len());
+    for r in &res.reqs {
+        let t = timings(r, &res.conns);
+        let mut req_headers = Vec::new();
+        if res.protocol == "HTTP/1.1" {
+            req_headers.push(("Host".to_string(), r.url.authority()));
+        }
+        req_headers.extend(r.req_headers.iter().cloned());
+        let ct = r.content_type().unwrap_or("").to_string();
+        let mut extra = Map::new();
+        extra.insert("_priority".into(), json!(priority_name(r.priority)));
+        extra.insert("_spdy_priority".into(), json!(r.priority));
+        extra.insert("_initiator".into(), initiator(r, &by_id));
+        extra.insert("_resourceType".into(), json!(type_name(r.kind)));
+        if r.pushed {
+            extra.insert("_was_pushed".into(), json!(1));
+        }
+        if let Some(a) = r.archive_id {
+            extra.insert("_archive_id".into(), json!(a));
+        }
+        if let Some(e) = &r.error {
+            extra.insert("_error".into(), json!(e));
+        }
+        if let Some(c) = r.conn {
+            extra.insert("_connection_id".into(), json!(c));
+        }
+        let mut resp_extra = Map::new();
+        let header_bytes = r.resp_header_bytes.max(0) as u64;
+        resp_extra.insert(
+            "_transferSize".into(),
+            json!(if r.status == 0 {
+                0
+            } else {
+                header_bytes + r.body_bytes
+            }),
+        );
+        let text = r
+            .body
+            .as_ref()
+            .map(|b| base64::engine::general_purpose::STANDARD.encode(b));
+        let compression =
+            (r.decoded_bytes != r.body_bytes).then(|| r.decoded_bytes as i64 - r.body_bytes as i64);
+        entries.push(Entry {
+            pageref: Some(page_id.clone()),
+            started_date_time: har::iso8601(wall(r.queued)),
+            time: har::round_ms(t.total()),
+            request: har::Request {
+                method: "GET".into(),
+                url: r.url_s.clone(),
+                http_version: res.protocol.into(),
+                cookies: cookies(&r.req_headers, "cookie"),
+                headers: nv(&req_headers),
+                query_string: har::query_string(&r.url_s),
+                headers_size: r.req_header_bytes,
+                body_size: 0,
+            },
+            response: har::Response {
+                status: r.status,
+                status_text: status_text(r.status).into(),
+                http_version: res.protocol.into(),
+                cookies: cookies(&r.resp_headers, "set-cookie"),
+                headers: nv(&r.resp_headers),
+                content: Content {
+                    size: r.decoded_bytes as i64,
+                    compression,
+                    mime_type: if ct.is_empty() {
+                        "x-unknown".into()
+                    } else {
+                        ct
+                    },
+                    encoding: text.as_ref().map(|_| "base64".to_string()),
+                    text,
+                },
+                redirect_url: r
+                    .resp_headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("location"))
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+                headers_size: r.resp_header_bytes,
+                body_size: if r.status == 0 {
+                    -1
+                } else {
+                    r.body_bytes as i64
+                },
+                extra: resp_extra,
+            },
+            cache: json!({}),
+            timings: t,
+            server_ip_address: r
+                .conn
+                .and_then(|c| res.conns.get(c as usize))
+                .and_then(|c| c.peer)
+                .map(|p| p.ip().to_string()),
+            connection: r.conn.map(|c| c.to_string()),
+            extra,
+        });
+    }
+    Har {
+        log: Log {
+            version: "1.2".into(),
+            creator: Creator {
+                name: "speedy".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            browser: Some(Creator {
+                name: "speedy-browser".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            }),
+            pages: vec![page],
+            entries,
+        },
+    }
+}
+
+/// A one-line JSON summary of a load.
+pub fn summary(res: &LoadResult) -> Value {
+    let failed: Vec<Value> = res
+        .reqs
+        .iter()
+        .filter(|r| r.failed())
+        .map(|r| json!({"url": r.url_s, "status": r.status, "error": r.error}))
+        .collect();
+    json!({
+        "url": res.url,
+        "protocol": res.protocol,
+        "onContentLoad_ms": res.on_content_load.map(|d| har::round_ms(ms(d))),
+        "onLoad_ms": res.on_load.map(|d| har::round_ms(ms(d))),
+        "timed_out": res.timed_out,
+        "totals": totals(res),
+        "failed": failed,
+        "missing": res.missing,
+        "unexpected": res.unexpected,
+        "missed_by_parser": res.missed_by_parser,
+    })
+}
