@@ -294,7 +294,7 @@ impl Client {
         let (io, proto): (Option<BoxIo>, Protocol) = if scheme == "https" {
             let offer: Vec<&str> = match cfg.protocol {
                 Some(p) => vec![p.alpn()],
-                None => crate::tls::SERVER_ALPN.to_vec(),
+                None => crate::tls::CLIENT_ALPN.to_vec(),
             };
             let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
             let (io, alpn) = tls_dial(host, port, tls).await?;

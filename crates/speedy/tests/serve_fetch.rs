@@ -329,3 +329,36 @@ fn refuses_bad_command_lines_with_a_message() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("\"error\""));
 }
+
+#[test]
+fn speaks_http2_to_curl_over_h2c_and_tls() {
+    let root = site();
+    let plain = serve(&root, &[]);
+    let tls = serve(&root, &["--tls-self-signed"]);
+    let out = root.join("curl.out");
+    for (flags, url) in [
+        (
+            vec!["--http2-prior-knowledge"],
+            format!("http://{}/big.bin", plain.addr),
+        ),
+        (
+            vec!["-k", "--http2"],
+            format!("https://{}/big.bin", tls.addr),
+        ),
+    ] {
+        let o = Command::new("curl")
+            .args(["-s", "--max-time", "20", "-o"])
+            .arg(&out)
+            .args(["-w", "%{http_version} %{http_code}"])
+            .args(&flags)
+            .arg(&url)
+            .output()
+            .expect("curl is needed for this test (apt-get install curl)");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "2 200",
+            "{url} {flags:?}"
+        );
+        assert_eq!(sha(&out), sha(&root.join("big.bin")));
+    }
+}
