@@ -1,0 +1,340 @@
+//! # speedy-server: replay page archives
+//!
+//! [`Replay`] answers requests from an [`Archive`] held in memory, for every origin of
+//! the archive, over whatever protocol `speedy-net` negotiated (HTTP/1.1, SPDY, HTTP/2).
+//!
+//! Matching, in order: method + host + path + query; then method + host + path with the
+//! query ignored (the first recorded object of that path); then method + path + query on
+//! any host; otherwise 404. Hosts are compared without a port.
+//!
+//! Push policies (SPDY and HTTP/2): `none`; `subresources`, an HTML response pushes the
+//! objects its parser discovers directly (same origin); `all`, every same-origin
+//! descendant of the HTML (parsed or script-initiated). Hints: with `hint`, HTML
+//! responses carry `x-subresources: TYPE; URL; TYPE; URL ...` listing every object the
+//! document's parser discovers directly (any origin), in discovery order.
+
+pub mod ca;
+
+use bytes::Bytes;
+use speedy_archive::{Archive, Discovery, ObjectType};
+use speedy_net::server::{Handler, Push, Request, Response, ResponseFuture};
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What an HTML response pushes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushPolicy {
+    /// Nothing.
+    None,
+    /// Same-origin objects the document's parser discovers directly.
+    Subresources,
+    /// Every same-origin descendant of the document.
+    All,
+}
+
+impl FromStr for PushPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(PushPolicy::None),
+            "subresources" => Ok(PushPolicy::Subresources),
+            "all" => Ok(PushPolicy::All),
+            _ => Err(format!(
+                "unknown push policy {s:?} (none, subresources, all)"
+            )),
+        }
+    }
+}
+
+/// Replay settings.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplayOptions {
+    /// Push policy.
+    pub push: PushPolicy,
+    /// Add `x-subresources` to HTML responses.
+    pub hint: bool,
+    /// Wait each object's recorded think time before answering.
+    pub think_time: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            push: PushPolicy::None,
+            hint: false,
+            think_time: true,
+        }
+    }
+}
+
+/// The replay handler.
+pub struct Replay {
+    archive: Arc<Archive>,
+    opts: ReplayOptions,
+    exact: HashMap<(String, String, String), usize>,
+    no_query: HashMap<(String, String, String), usize>,
+    any_host: HashMap<(String, String), usize>,
+    children: HashMap<usize, Vec<usize>>,
+}
+
+/// Host without a port, lower-cased.
+pub fn bare_host(h: &str) -> String {
+    let h = h.trim().to_ascii_lowercase();
+    if let Some(rest) = h.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("").to_string();
+    }
+    h.rsplit_once(':')
+        .filter(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
+        .map_or(h.clone(), |(x, _)| x.to_string())
+}
+
+impl Replay {
+    /// Indexes an archive.
+    pub fn new(archive: Arc<Archive>, opts: ReplayOptions) -> Replay {
+        let mut r = Replay {
+            archive: archive.clone(),
+            opts,
+            exact: HashMap::new(),
+            no_query: HashMap::new(),
+            any_host: HashMap::new(),
+            children: HashMap::new(),
+        };
+        for o in &archive.objects {
+            let Some((_, host, pq)) = speedy_archive::model::split_url(&o.url) else {
+                continue;
+            };
+            let host = bare_host(host);
+            let path = pq.split('?').next().unwrap_or("/").to_string();
+            r.exact
+                .entry((o.method.clone(), host.clone(), pq.to_string()))
+                .or_insert(o.id);
+            r.no_query
+                .entry((o.method.clone(), host, path))
+                .or_insert(o.id);
+            r.any_host
+                .entry((o.method.clone(), pq.to_string()))
+                .or_insert(o.id);
+            if let Some(p) = o.discovery.parent() {
+                r.children.entry(p).or_default().push(o.id);
+            }
+        }
+        r
+    }
+
+    /// The origins (hosts) of the archive, in order of first appearance.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut seen = Vec::new();
+        for o in &self.archive.objects {
+            if let Some((_, h, _)) = speedy_archive::model::split_url(&o.url) {
+                let h = bare_host(h);
+                if !seen.contains(&h) {
+                    seen.push(h);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Finds the object a request asks for.
+    pub fn lookup(&self, method: &str, host: &str, path: &str) -> Option<usize> {
+        let host = bare_host(host);
+        let p = path.split('?').next().unwrap_or("/");
+        self.exact
+            .get(&(method.to_string(), host.clone(), path.to_string()))
+            .or_else(|| {
+                self.no_query
+                    .get(&(method.to_string(), host, p.to_string()))
+            })
+            .or_else(|| self.any_host.get(&(method.to_string(), path.to_string())))
+            .copied()
+    }
+
+    fn same_origin(&self, a: usize, b: usize) -> bool {
+        let host = |i: usize| {
+            speedy_archive::model::split_url(&self.archive.objects[i].url)
+                .map(|(s, h, _)| (s.to_string(), bare_host(h)))
+        };
+        host(a) == host(b)
+    }
+
+    fn pushes_for(&self, id: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack: Vec<usize> = self.children.get(&id).cloned().unwrap_or_default();
+        stack.reverse();
+        while let Some(c) = stack.pop() {
+            let direct_parsed = matches!(self.archive.objects[c].discovery, Discovery::Parsed { parent, .. } if parent == id);
+            let wanted = match self.opts.push {
+                PushPolicy::None => false,
+                PushPolicy::Subresources => direct_parsed,
+                PushPolicy::All => true,
+            };
+            if wanted && self.same_origin(id, c) && !out.contains(&c) {
+                out.push(c);
+            }
+            if self.opts.push == PushPolicy::All {
+                let mut grand = self.children.get(&c).cloned().unwrap_or_default();
+                grand.reverse();
+                stack.extend(grand);
+            }
+        }
+        out
+    }
+
+    fn response_for(&self, id: usize, method: &str) -> Response {
+        let o = &self.archive.objects[id];
+        let headers: Vec<(String, String)> = o
+            .response_headers
+            .iter()
+            .filter(|(n, _)| {
+                !matches!(
+                    n.as_str(),
+                    "content-length" | "transfer-encoding" | "connection" | "keep-alive"
+                )
+            })
+            .cloned()
+            .collect();
+        let body = if method == "HEAD" {
+            Bytes::new()
+        } else {
+            self.archive.body(id)
+        };
+        Response {
+            status: o.status,
+            headers,
+            body,
+            ..Default::default()
+        }
+    }
+}
+
+impl Handler for Replay {
+    fn handle(&self, req: Request) -> ResponseFuture {
+        let Some(id) = self.lookup(&req.method, &req.host, &req.path) else {
+            let msg = format!(
+                "not in the archive: {} {}{}\n",
+                req.method, req.host, req.path
+            );
+            return Box::pin(async move { Response::new(404, "text/plain", msg) });
+        };
+        let mut resp = self.response_for(id, &req.method);
+        let o = &self.archive.objects[id];
+        if o.kind == ObjectType::Document {
+            if req.protocol != "http/1.1" {
+                for c in self.pushes_for(id) {
+                    let co = &self.archive.objects[c];
+                    let Some((_, _, path)) = speedy_archive::model::split_url(&co.url) else {
+                        continue;
+                    };
+                    let r = self.response_for(c, "GET");
+                    resp.pushes.push(Push {
+                        path: path.to_string(),
+                        status: r.status,
+                        headers: r.headers,
+                        body: r.body,
+                    });
+                }
+            }
+            if self.opts.hint {
+                let list: Vec<String> = self
+                    .children
+                    .get(&id)
+                    .map(|cs| {
+                        cs.iter()
+                            .filter(|&&c| {
+                                matches!(
+                                    self.archive.objects[c].discovery,
+                                    Discovery::Parsed { .. }
+                                )
+                            })
+                            .map(|&c| {
+                                format!(
+                                    "{}; {}",
+                                    self.archive.objects[c]
+                                        .content_type
+                                        .split(';')
+                                        .next()
+                                        .unwrap_or("")
+                                        .trim(),
+                                    self.archive.objects[c].url
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if !list.is_empty() {
+                    resp.headers
+                        .push(("x-subresources".into(), list.join("; ")));
+                }
+            }
+        }
+        let think = if self.opts.think_time { o.think_ms } else { 0 };
+        Box::pin(async move {
+            if think > 0 {
+                tokio::time::sleep(Duration::from_millis(think as u64)).await;
+            }
+            resp
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use speedy_archive::synth::{synthesize, SynthOptions};
+
+    #[test]
+    fn strips_ports_from_hosts() {
+        assert_eq!(bare_host("WWW.a.example:8443"), "www.a.example");
+        assert_eq!(bare_host("[::1]:80"), "::1");
+        assert_eq!(bare_host("a.example"), "a.example");
+    }
+
+    #[test]
+    fn finds_every_archived_object_and_falls_back_on_query() {
+        let a = Arc::new(synthesize(SynthOptions { pages: 2, seed: 5 }));
+        let r = Replay::new(a.clone(), ReplayOptions::default());
+        for o in &a.objects {
+            let (_, host, path) = speedy_archive::model::split_url(&o.url).unwrap();
+            assert_eq!(r.lookup("GET", &format!("{host}:443"), path), Some(o.id));
+            assert_eq!(
+                r.lookup("GET", host, &format!("{path}?cachebust=1")),
+                Some(o.id)
+            );
+        }
+        assert_eq!(r.lookup("GET", "nowhere.example", "/nothing"), None);
+    }
+
+    #[test]
+    fn pushes_same_origin_parsed_children_only() {
+        let a = Arc::new(synthesize(SynthOptions { pages: 1, seed: 2 }));
+        let r = Replay::new(
+            a.clone(),
+            ReplayOptions {
+                push: PushPolicy::Subresources,
+                ..Default::default()
+            },
+        );
+        let root = a.pages[0].root;
+        let pushed = r.pushes_for(root);
+        assert!(!pushed.is_empty());
+        for c in &pushed {
+            assert!(r.same_origin(root, *c));
+            assert!(
+                matches!(a.objects[*c].discovery, Discovery::Parsed { parent, .. } if parent == root)
+            );
+        }
+        let all = Replay::new(
+            a.clone(),
+            ReplayOptions {
+                push: PushPolicy::All,
+                ..Default::default()
+            },
+        )
+        .pushes_for(root);
+        assert!(all.len() >= pushed.len());
+        let none = Replay::new(a, ReplayOptions::default()).pushes_for(root);
+        assert!(none.is_empty());
+    }
+}
