@@ -130,6 +130,27 @@ function resolveFile (urlPath) {
 // connection-level error (set DEBUG=spdy:* for node-spdy's own tracing).
 if (opts.verbose) {
   const transport = require('spdy-transport')
+  const FramerProto = transport.protocol.spdy.framer.prototype
+  ;['requestFrame', 'responseFrame', 'pushFrame', 'headersFrame', 'dataFrame', 'rstFrame',
+    'settingsFrame', 'windowUpdateFrame', 'pingFrame', 'goawayFrame'].forEach(function (name) {
+    const orig = FramerProto[name]
+    FramerProto[name] = function (frame) {
+      const f = frame || {}
+      const parts = ['send', name.replace(/Frame$/, '')]
+      if (f.id !== undefined) parts.push('id=' + f.id)
+      if (f.promisedId !== undefined) parts.push('promised=' + f.promisedId)
+      if (f.fin) parts.push('fin')
+      if (f.data) parts.push('len=' + f.data.length)
+      if (f.code !== undefined) parts.push('code=' + f.code)
+      if (f.delta !== undefined) parts.push('delta=' + f.delta)
+      if (f.lastId !== undefined) parts.push('last=' + f.lastId)
+      if (f.path !== undefined) parts.push('path=' + f.path)
+      if (f.status !== undefined) parts.push('status=' + f.status)
+      if (name === 'settingsFrame') parts.push(JSON.stringify(f))
+      log(parts.join(' '))
+      return orig.apply(this, arguments)
+    }
+  })
   const origCreate = transport.connection.create
   transport.connection.create = function (socket, options) {
     const conn = origCreate.call(this, socket, options)
