@@ -1080,10 +1080,25 @@ impl Engine<'_> {
     }
 
     fn on_push(&mut self, conn: ConnId, id: ReqId, assoc: Option<ReqId>, url: String, at: Instant) {
-        let Some(u) = Url::parse(&url) else {
+        let Some(mut u) = Url::parse(&url) else {
             let _ = self.conns[conn as usize].tx.send(ConnCmd::Cancel(id));
             return;
         };
+        // A server on a forced transport (e.g. plain TCP for https origins) names pushes
+        // with its own scheme: match them to the page's URLs.
+        if self.cfg.transport != Transport::Auto {
+            let known = |k: &str| self.by_url.contains_key(k) || self.index.contains_key(k);
+            if !known(&u.to_string()) {
+                let mut alt = u.clone();
+                alt.scheme = if u.scheme == "http" { "https" } else { "http" }.into();
+                if alt.port.is_none() || alt.port == Some(u.port_or_default()) {
+                    alt.port = None;
+                }
+                if known(&alt.to_string()) {
+                    u = alt;
+                }
+            }
+        }
         let key = u.to_string();
         if self.by_url.contains_key(&key) {
             // Already requested: refuse the duplicate.
@@ -1188,16 +1203,16 @@ impl Engine<'_> {
             _ => Parse::None,
         };
         if self.cfg.hint && id == self.root {
-            let hinted: Vec<String> = r
+            let hinted: Vec<(String, Option<String>)> = r
                 .resp_headers
                 .iter()
                 .filter(|(n, _)| n.eq_ignore_ascii_case("x-subresources"))
                 .flat_map(|(_, v)| parse_hint(v))
                 .collect();
             let base = r.url.clone();
-            for h in hinted {
+            for (h, ty) in hinted {
                 if let Some(u) = base.join(&h) {
-                    let kind = ObjectType::guess("", &u.to_string());
+                    let kind = ObjectType::guess(ty.as_deref().unwrap_or(""), &u.to_string());
                     self.discover(
                         u,
                         kind,
@@ -1566,14 +1581,56 @@ impl Engine<'_> {
     }
 }
 
-/// Parses an `X-Subresources` value: comma-separated URLs, each optionally in `<…>` and
-/// followed by `;` parameters.
-pub fn parse_hint(v: &str) -> Vec<String> {
-    v.split(',')
-        .filter_map(|part| {
-            let u = part.split(';').next().unwrap_or("").trim();
-            let u = u.trim_start_matches('<').trim_end_matches('>').trim();
-            (!u.is_empty()).then(|| u.to_string())
-        })
-        .collect()
+/// Parses an `X-Subresources` value into (URL, content type if given). Accepts the
+/// replay server's `TYPE; URL; TYPE; URL …` form and plain comma- or semicolon-separated
+/// URL lists (each optionally in `<…>`): a token is a URL when it starts with
+/// `http://`, `https://` or `/`; a token before a URL is its content type.
+pub fn parse_hint(v: &str) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    let mut ty: Option<String> = None;
+    for tok in v.split([';', ',']) {
+        let t = tok
+            .trim()
+            .trim_start_matches('<')
+            .trim_end_matches('>')
+            .trim();
+        if t.is_empty() {
+            continue;
+        }
+        let lower = t.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") || t.starts_with('/') {
+            out.push((t.to_string(), ty.take()));
+        } else if t.contains('/') && !t.contains('=') {
+            ty = Some(lower);
+        } else {
+            ty = None;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_hints() {
+        assert_eq!(
+            parse_hint("text/css; https://a.example/x.css; image/gif; https://b.example/y.gif"),
+            vec![
+                (
+                    "https://a.example/x.css".to_string(),
+                    Some("text/css".to_string())
+                ),
+                (
+                    "https://b.example/y.gif".to_string(),
+                    Some("image/gif".to_string())
+                ),
+            ]
+        );
+        assert_eq!(
+            parse_hint("</a.js>; rel=preload, /b.png"),
+            vec![("/a.js".to_string(), None), ("/b.png".to_string(), None)]
+        );
+    }
 }

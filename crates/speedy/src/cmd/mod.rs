@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 pub mod fetch;
 pub mod link;
+pub mod load;
 pub mod serve;
 
 /// speedy: a SPDY toolkit and web-latency lab.
@@ -24,6 +25,8 @@ enum Command {
     Fetch(fetch::FetchArgs),
     /// Run a command behind an emulated network link (rate, delay, loss, queue, radio).
     Link(link::LinkArgs),
+    /// Load a page like a browser (HTTP/1.1, SPDY or HTTP/2) and write HAR.
+    Load(load::LoadArgs),
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -54,6 +57,7 @@ impl Cli {
             ),
             Command::Fetch(a) => report(runtime().block_on(fetch::run(a)), "fetch"),
             Command::Link(a) => link::run(a),
+            Command::Load(a) => report(runtime().block_on(load::run(a)), "load"),
         }
     }
 }

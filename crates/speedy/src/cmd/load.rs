@@ -1,0 +1,184 @@
+//! `speedy load`: loads a page like a browser (HTTP/1.1, SPDY or HTTP/2) and writes HAR.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use speedy_browser::config::{DnsCost, Domains, LoadConfig, Priorities, Proto, Transport};
+use speedy_browser::net::Target;
+use speedy_browser::{har, loader, prefetch, report};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `speedy load`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Prints one JSON line: onContentLoad/onLoad (ms), totals, failed, missing and unexpected URLs.\n\
+Exit status 0 when the load completed (failed objects are recorded, not fatal), 1 when it timed out.\n\n\
+Example:\n  speedy load http://www.example.test/ --archive corpus --protocol spdy \\\n      --resolve '*=127.0.0.1:8080' --har out.har"
+)]
+pub struct LoadArgs {
+    /// The page URL (an archived page's root URL).
+    url: String,
+    /// Archive directory (object types, recorded request headers, script-initiated requests).
+    #[arg(long, value_name = "DIR")]
+    archive: Option<PathBuf>,
+    /// Protocol: http1, spdy (SPDY/3.1) or h2.
+    #[arg(long, default_value = "http1", value_name = "PROTO")]
+    protocol: String,
+    /// SPDY/h2: one connection per origin, or one for all origins (to the page's address).
+    #[arg(long, default_value = "per-origin", value_name = "per-origin|single")]
+    spdy_domains: String,
+    /// TLS on every connection (whatever the URL scheme).
+    #[arg(long, conflicts_with = "plain")]
+    tls: bool,
+    /// Plain TCP on every connection (SPDY and h2 by prior knowledge).
+    #[arg(long)]
+    plain: bool,
+    /// Map a host to an address: HOST=IP[:PORT]; HOST `*` matches every other host.
+    #[arg(long, value_name = "HOST=IP[:PORT]")]
+    resolve: Vec<String>,
+    /// Cost of resolving each new host: `Nms` or `Nrtt` (RTT from --rtt-ms, or measured).
+    #[arg(long, default_value = "0ms", value_name = "COST")]
+    dns_cost: String,
+    /// Round-trip time for --dns-cost in RTTs.
+    #[arg(long, value_name = "MS")]
+    rtt_ms: Option<f64>,
+    /// PEM file of the CA that signed the servers' certificates (the lab CA).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    ca: Option<PathBuf>,
+    /// Do not check server certificates.
+    #[arg(long)]
+    insecure: bool,
+    /// HTTP/1.1 connections per host.
+    #[arg(long, default_value_t = 6, value_name = "N")]
+    connections_per_host: usize,
+    /// HTTP/1.1 connections in all.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    max_connections: usize,
+    /// HTTP/1.1 pipelining depth (1 = none).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pipeline: usize,
+    /// Priorities by type over the defaults, e.g. `image=2,other=5`
+    /// (defaults: document=0, stylesheet=1, script=1, font=2, xhr=2, image=3, other=4).
+    #[arg(long, value_name = "TYPE=N,...")]
+    priorities: Option<String>,
+    /// Request the URLs of an `X-Subresources` response header at once.
+    #[arg(long)]
+    hint: bool,
+    /// Client prefetch: request what earlier loads of this page fetched (from FILE, a
+    /// store this option keeps up to date, or a HAR) as soon as the HTML request is sent.
+    #[arg(long, value_name = "FILE")]
+    prefetch: Option<PathBuf>,
+    /// Do not fetch archive objects that the parser failed to find.
+    #[arg(long)]
+    no_archive_fallback: bool,
+    /// Write HAR 1.2 here.
+    #[arg(long, value_name = "FILE")]
+    har: Option<PathBuf>,
+    /// Keep response bodies in the HAR (content.text, base64).
+    #[arg(long)]
+    har_bodies: bool,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    timeout: f64,
+}
+
+fn config(a: &LoadArgs) -> Result<LoadConfig> {
+    let proto = Proto::parse(&a.protocol)
+        .with_context(|| format!("--protocol {}: use http1, spdy or h2", a.protocol))?;
+    let mut cfg = LoadConfig::new(&a.url, proto);
+    cfg.domains = match a.spdy_domains.as_str() {
+        "per-origin" => Domains::PerOrigin,
+        "single" => Domains::Single,
+        o => bail!("--spdy-domains {o}: use per-origin or single"),
+    };
+    cfg.transport = if a.tls {
+        Transport::Tls
+    } else if a.plain {
+        Transport::Plain
+    } else {
+        Transport::Auto
+    };
+    for r in &a.resolve {
+        let (h, t) = r
+            .split_once('=')
+            .with_context(|| format!("--resolve {r}: expected HOST=IP[:PORT]"))?;
+        let t = Target::parse(t.trim())
+            .with_context(|| format!("--resolve {r}: {t:?} is not IP[:PORT]"))?;
+        cfg.resolve.insert(h.trim().to_ascii_lowercase(), t);
+    }
+    cfg.dns_cost = DnsCost::parse(&a.dns_cost)
+        .with_context(|| format!("--dns-cost {}: use e.g. 20ms or 1rtt", a.dns_cost))?;
+    cfg.rtt = match a.rtt_ms {
+        Some(ms) if ms >= 0.0 => Some(Duration::from_secs_f64(ms / 1000.0)),
+        Some(ms) => bail!("--rtt-ms {ms}: must be ≥ 0"),
+        None => None,
+    };
+    cfg.verify = if a.insecure {
+        speedy_net::tls::Verify::Insecure
+    } else if let Some(ca) = &a.ca {
+        speedy_net::tls::Verify::CaFile(ca.clone())
+    } else {
+        speedy_net::tls::Verify::System
+    };
+    if a.connections_per_host == 0 || a.max_connections == 0 || a.pipeline == 0 {
+        bail!("--connections-per-host, --max-connections and --pipeline must be at least 1");
+    }
+    cfg.per_host = a.connections_per_host;
+    cfg.max_connections = a.max_connections;
+    cfg.pipeline = a.pipeline;
+    if let Some(p) = &a.priorities {
+        cfg.priorities =
+            Priorities::parse(p).map_err(|e| anyhow::anyhow!("--priorities {p}: {e}"))?;
+    }
+    cfg.hint = a.hint;
+    if let Some(p) = &a.prefetch {
+        cfg.prefetch = prefetch::learned(p, &a.url).map_err(anyhow::Error::msg)?;
+    }
+    cfg.archive_fallback = !a.no_archive_fallback;
+    cfg.keep_bodies = a.har_bodies;
+    if !(a.timeout > 0.0) {
+        bail!("--timeout {}: must be > 0", a.timeout);
+    }
+    cfg.timeout = Duration::from_secs_f64(a.timeout);
+    Ok(cfg)
+}
+
+/// Runs one load; `Ok(false)` when it timed out.
+pub async fn run(a: LoadArgs) -> Result<bool> {
+    let cfg = config(&a)?;
+    let archive = match &a.archive {
+        Some(dir) => Some(speedy_archive::Archive::load(dir).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    if let Some(ar) = &archive {
+        let want = speedy_browser::url::Url::parse(&a.url).map(|u| u.to_string());
+        let known = ar.pages.iter().any(|p| {
+            ar.objects
+                .get(p.root)
+                .and_then(|o| speedy_browser::url::Url::parse(&o.url))
+                .map(|u| u.to_string())
+                == want
+        });
+        if !known {
+            eprintln!(
+                "speedy load: warning: {} is not the root of a page of the archive; \
+                 loading without the page's object list",
+                a.url
+            );
+        }
+    }
+    let res = loader::load(&cfg, archive.as_ref()).await?;
+    if let Some(out) = &a.har {
+        let h = report::to_har(&res);
+        har::write(&h, out).with_context(|| format!("--har {}", out.display()))?;
+    }
+    if let Some(p) = &a.prefetch {
+        prefetch::remember(p, &res).map_err(anyhow::Error::msg)?;
+    }
+    let line = serde_json::to_string(&report::summary(&res))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    Ok(!res.timed_out)
+}
