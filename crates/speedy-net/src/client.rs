@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use spdy::{Headers, RstStatus, StreamId, Version};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -55,6 +56,9 @@ pub struct ClientConfig {
     pub http1_connections: usize,
     /// Frame log (SPDY `-v`).
     pub log: Option<FrameLog>,
+    /// Connect to this address instead of resolving the host (the host still names the
+    /// origin: TLS server name, `:host`).
+    pub connect_to: Option<SocketAddr>,
 }
 
 impl Default for ClientConfig {
@@ -65,6 +69,7 @@ impl Default for ClientConfig {
             spdy: spdy::Config::new(spdy::Role::Client, Version::V3_1),
             http1_connections: 6,
             log: None,
+            connect_to: None,
         }
     }
 }
@@ -250,10 +255,12 @@ struct Http1Pool {
     slots: tokio::sync::Semaphore,
 }
 
-async fn dial(host: &str, port: u16) -> Result<TcpStream, ClientError> {
-    let s = TcpStream::connect((host, port))
-        .await
-        .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?;
+async fn dial(host: &str, port: u16, via: Option<SocketAddr>) -> Result<TcpStream, ClientError> {
+    let s = match via {
+        Some(a) => TcpStream::connect(a).await,
+        None => TcpStream::connect((host, port)).await,
+    }
+    .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?;
     let _ = s.set_nodelay(true);
     Ok(s)
 }
@@ -261,9 +268,10 @@ async fn dial(host: &str, port: u16) -> Result<TcpStream, ClientError> {
 async fn tls_dial(
     host: &str,
     port: u16,
+    via: Option<SocketAddr>,
     tls: Arc<rustls::ClientConfig>,
 ) -> Result<(BoxIo, Option<String>), ClientError> {
-    let tcp = dial(host, port).await?;
+    let tcp = dial(host, port, via).await?;
     let name = rustls::pki_types::ServerName::try_from(host.to_string())
         .map_err(|e| ClientError::Connect(e.to_string()))?;
     let s = tokio_rustls::TlsConnector::from(tls)
@@ -297,7 +305,7 @@ impl Client {
                 None => crate::tls::CLIENT_ALPN.to_vec(),
             };
             let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
-            let (io, alpn) = tls_dial(host, port, tls).await?;
+            let (io, alpn) = tls_dial(host, port, cfg.connect_to, tls).await?;
             let proto = match alpn.as_deref() {
                 Some(a) => Protocol::from_name(a).ok_or_else(|| {
                     ClientError::Connect(format!("server chose unknown protocol {a}"))
@@ -317,7 +325,9 @@ impl Client {
         } else {
             let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
             let io = match proto {
-                Protocol::Spdy(_) => Some(Box::new(dial(host, port).await?) as BoxIo),
+                Protocol::Spdy(_) => {
+                    Some(Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo)
+                }
                 Protocol::Http1 => None,
             };
             (io, proto)
@@ -340,6 +350,7 @@ impl Client {
                 let (host2, scheme2, verify) =
                     (host.to_string(), scheme.to_string(), cfg.verify.clone());
                 let first = std::sync::Mutex::new(io);
+                let via = cfg.connect_to;
                 let connect = Box::new(move || {
                     let (host, scheme, verify) = (host2.clone(), scheme2.clone(), verify.clone());
                     let reuse = first.lock().expect("not poisoned").take();
@@ -350,9 +361,9 @@ impl Client {
                         if scheme == "https" {
                             let tls = client_config(&verify, &["http/1.1"])
                                 .map_err(ClientError::Connect)?;
-                            Ok(tls_dial(&host, port, tls).await?.0)
+                            Ok(tls_dial(&host, port, via, tls).await?.0)
                         } else {
-                            Ok(Box::new(dial(&host, port).await?) as BoxIo)
+                            Ok(Box::new(dial(&host, port, via).await?) as BoxIo)
                         }
                     })
                         as futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>>

@@ -87,7 +87,8 @@ pub trait Handler: Send + Sync + 'static {
 /// Server settings.
 #[derive(Clone)]
 pub struct ServerConfig {
-    /// TLS, if any (ALPN decides the protocol).
+    /// TLS, if any (ALPN decides the protocol). Clients may still connect without TLS on
+    /// the same port: the first byte tells a ClientHello (0x16) from anything else.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// SPDY session settings template (role and version are set per connection).
     pub spdy: spdy::Config,
@@ -143,9 +144,22 @@ pub async fn serve_connection(
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
-    if let Some(tls) = &cfg.tls {
+    let mut sock = sock;
+    let mut first = [0u8; 2];
+    let mut got = 0;
+    while got < 2 {
+        let n = sock.read(&mut first[got..]).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        got += n;
+    }
+    // A TLS ClientHello starts with record type 0x16: TLS and plain share the port.
+    if let (Some(tls), 0x16) = (&cfg.tls, first[0]) {
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
-        let stream = acceptor.accept(sock).await?;
+        let stream = acceptor
+            .accept(Prefixed::new(Bytes::copy_from_slice(&first), sock))
+            .await?;
         let alpn = stream
             .get_ref()
             .1
@@ -159,16 +173,6 @@ pub async fn serve_connection(
             Some(v) => crate::spdy_server::run(io, v, false, "https", cfg, handler).await,
             None => crate::http1::serve(io, peer, "https", handler).await,
         };
-    }
-    let mut sock = sock;
-    let mut first = [0u8; 2];
-    let mut got = 0;
-    while got < 2 {
-        let n = sock.read(&mut first[got..]).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        got += n;
     }
     let mut sniffed = first.to_vec();
     if first == *b"PR" {

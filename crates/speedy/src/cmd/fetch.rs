@@ -55,6 +55,10 @@ pub struct FetchArgs {
     /// Header compression level 0-9 for requests.
     #[arg(long, default_value_t = 9, value_name = "0-9")]
     header_level: u32,
+    /// Connect to IP (and PORT, default the URL's) for HOST instead of resolving it
+    /// (repeatable), e.g. `--resolve www.a.example=127.0.0.1:8443`.
+    #[arg(long, value_name = "HOST=IP[:PORT]")]
+    resolve: Vec<String>,
     /// Turn off CRIME-safe header compression (cookies share the zlib context).
     #[arg(long)]
     no_crime_safe: bool,
@@ -108,6 +112,20 @@ fn parse_url(u: &str) -> Result<Target> {
     })
 }
 
+/// Parses `HOST=IP[:PORT]` (IPv6 as `[::1]:443` or a bare address).
+pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>))> {
+    let (h, a) = s
+        .split_once('=')
+        .with_context(|| format!("--resolve {s:?}: expected HOST=IP[:PORT]"))?;
+    let bad = || anyhow::anyhow!("--resolve {s:?}: {a:?} is not IP or IP:PORT");
+    let addr = if let Ok(sa) = a.parse::<std::net::SocketAddr>() {
+        (sa.ip(), Some(sa.port()))
+    } else {
+        (a.trim_matches(['[', ']']).parse().map_err(|_| bad())?, None)
+    };
+    Ok((h.to_ascii_lowercase(), addr))
+}
+
 /// Runs the command; `Ok(false)` when some request failed.
 pub async fn run(a: FetchArgs) -> Result<bool> {
     let protocol = match &a.protocol {
@@ -140,6 +158,11 @@ pub async fn run(a: FetchArgs) -> Result<bool> {
     }
     if let Some(d) = &a.output_dir {
         std::fs::create_dir_all(d).with_context(|| format!("-O {}", d.display()))?;
+    }
+    let mut resolve = std::collections::HashMap::new();
+    for r in &a.resolve {
+        let (h, addr) = parse_resolve(r)?;
+        resolve.insert(h, addr);
     }
     let targets = a
         .urls
@@ -184,6 +207,12 @@ pub async fn run(a: FetchArgs) -> Result<bool> {
     });
     let mut ok = true;
     for (scheme, host, port, list) in origins {
+        let mut cfg = cfg.clone();
+        cfg.connect_to = resolve.get(&host.to_ascii_lowercase()).map(
+            |&(ip, p): &(std::net::IpAddr, Option<u16>)| {
+                std::net::SocketAddr::new(ip, p.unwrap_or(port))
+            },
+        );
         ok &= fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, &ctx).await;
     }
     Ok(ok)

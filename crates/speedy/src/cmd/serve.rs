@@ -21,8 +21,46 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
     listen: String,
     /// Directory to serve.
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "archive",
+        conflicts_with = "archive"
+    )]
+    root: Option<PathBuf>,
+    /// Replay a page archive (from `speedy corpus`) from memory, every origin at once.
     #[arg(long, value_name = "DIR")]
-    root: PathBuf,
+    archive: Option<PathBuf>,
+    /// Archive: what HTML responses push over SPDY and HTTP/2 (none, subresources, all).
+    #[arg(
+        long,
+        default_value = "none",
+        value_name = "POLICY",
+        requires = "archive"
+    )]
+    push: String,
+    /// Archive: add `x-subresources` (the document's subresources) to HTML responses.
+    #[arg(long, requires = "archive")]
+    hint: bool,
+    /// Archive: answer at once instead of waiting each object's recorded think time.
+    #[arg(long, requires = "archive")]
+    no_think_time: bool,
+    /// Archive: serve https origins without TLS too (TLS is otherwise on, from the lab CA).
+    #[arg(long, requires = "archive")]
+    plain: bool,
+    /// Archive: directory of the lab CA (created if missing; loaders trust DIR/ca.pem).
+    /// Default: ARCHIVE/lab-ca.
+    #[arg(long, value_name = "DIR", requires = "archive")]
+    ca_dir: Option<PathBuf>,
+    /// Archive: bind these addresses (comma-separated), origins assigned to them in turn,
+    /// all on the --listen port; prints `origin HOST IP:PORT` for each origin.
+    #[arg(
+        long,
+        value_name = "IP,IP,...",
+        value_delimiter = ',',
+        requires = "archive"
+    )]
+    bind_origins: Vec<String>,
     /// PEM certificate chain for TLS (with --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -51,10 +89,13 @@ pub struct ServeArgs {
 
 /// Serves forever; returns only on a start-up error.
 pub async fn run(a: ServeArgs) -> Result<()> {
-    let root = a
-        .root
+    if let Some(dir) = a.archive.clone() {
+        return run_archive(a, &dir).await;
+    }
+    let root_arg = a.root.clone().expect("clap requires --root or --archive");
+    let root = root_arg
         .canonicalize()
-        .with_context(|| format!("--root {}", a.root.display()))?;
+        .with_context(|| format!("--root {}", root_arg.display()))?;
     if !root.is_dir() {
         bail!("--root {}: not a directory", root.display());
     }
@@ -100,6 +141,90 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         cache: Mutex::new(HashMap::new()),
     });
     serve(listener, cfg, handler).await?;
+    Ok(())
+}
+
+async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
+    use speedy_server::{PushPolicy, Replay, ReplayOptions};
+    let archive = speedy_archive::Archive::load(dir).map_err(anyhow::Error::msg)?;
+    let push: PushPolicy = a.push.parse().map_err(|e| anyhow::anyhow!("--push: {e}"))?;
+    let https = archive
+        .objects
+        .iter()
+        .any(|o| o.url.starts_with("https://"));
+    let replay = Replay::new(
+        Arc::new(archive),
+        ReplayOptions {
+            push,
+            hint: a.hint,
+            think_time: !a.no_think_time,
+        },
+    );
+    let hosts = replay.hosts();
+    let mut cfg = ServerConfig::default();
+    cfg.spdy.max_concurrent_streams = a.max_concurrent_streams;
+    cfg.spdy.compression.level = a.header_level;
+    if https && !a.plain {
+        let ca_dir = a.ca_dir.clone().unwrap_or_else(|| dir.join("lab-ca"));
+        let (c, k) = speedy_server::ca::issue(&ca_dir, &hosts).map_err(anyhow::Error::msg)?;
+        cfg.tls = Some(
+            speedy_net::tls::server_config(c, k, &speedy_net::tls::SERVER_ALPN)
+                .map_err(anyhow::Error::msg)?,
+        );
+    }
+    let handler: Arc<dyn Handler> = Arc::new(replay);
+    let mode = if cfg.tls.is_some() {
+        "tls+plain"
+    } else {
+        "plain"
+    };
+    let port = a
+        .listen
+        .rsplit_once(':')
+        .map(|(_, p)| p.to_string())
+        .unwrap_or_else(|| "0".into());
+    let binds: Vec<String> = if a.bind_origins.is_empty() {
+        vec![a.listen.clone()]
+    } else {
+        a.bind_origins
+            .iter()
+            .map(|ip| {
+                if ip.contains(':') {
+                    format!("[{ip}]:{port}")
+                } else {
+                    format!("{ip}:{port}")
+                }
+            })
+            .collect()
+    };
+    let mut listeners = Vec::new();
+    for b in &binds {
+        let l = tokio::net::TcpListener::bind(b)
+            .await
+            .with_context(|| format!("binding {b}"))?;
+        listeners.push(l);
+    }
+    let addrs: Vec<std::net::SocketAddr> = listeners
+        .iter()
+        .map(|l| l.local_addr())
+        .collect::<std::io::Result<_>>()?;
+    println!(
+        "listening on {} ({mode}; spdy/3.1, spdy/3, spdy/2, h2, http/1.1; archive {}, {} origins)",
+        addrs[0],
+        dir.display(),
+        hosts.len()
+    );
+    for (i, h) in hosts.iter().enumerate() {
+        println!("origin {h} {}", addrs[i % addrs.len()]);
+    }
+    std::io::stdout().flush()?;
+    let mut tasks = Vec::new();
+    for l in listeners {
+        tasks.push(tokio::spawn(serve(l, cfg.clone(), handler.clone())));
+    }
+    for t in tasks {
+        t.await??;
+    }
     Ok(())
 }
 
