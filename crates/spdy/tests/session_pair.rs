@@ -553,13 +553,14 @@ fn spdy2_sessions_have_no_flow_control() {
     let wu = |f: &&Frame| matches!(f, Frame::WindowUpdate { .. });
     assert_eq!(p.c.sent.iter().filter(wu).count(), 0);
     assert_eq!(p.s.sent.iter().filter(wu).count(), 0);
-    // SPDY/2 SETTINGS carry no INITIAL_WINDOW_SIZE.
+    // SPDY/2 SETTINGS announce the largest window (whatever initial_window says), so
+    // peers that apply SPDY/3 flow control in SPDY/2 anyway (node-spdy) never stall.
     let Frame::Settings { entries, .. } = &p.c.sent[0] else {
         panic!("first frame {:?}", p.c.sent[0]);
     };
     assert!(entries
         .iter()
-        .all(|e| e.id != SettingId::INITIAL_WINDOW_SIZE));
+        .any(|e| e.id == SettingId::INITIAL_WINDOW_SIZE && e.value == 0x7fff_ffff));
     assert!(entries
         .iter()
         .any(|e| e.id == SettingId::MAX_CONCURRENT_STREAMS && e.value == 100));
@@ -2102,4 +2103,30 @@ fn maps_every_violation_to_the_digests_answer() {
             assert_eq!(violation.action(v), want, "{v} {violation}");
         }
     }
+}
+
+#[test]
+fn makes_progress_with_a_zero_max_data_frame() {
+    // A nonsensical max_data_frame of 0 must not turn into endless empty DATA frames.
+    let v = Version::V3_1;
+    let mut s = cfg(Role::Server, v);
+    s.max_data_frame = 0;
+    let mut p = Pair::new(cfg(Role::Client, v), s);
+    let id = p.c.s.open(request(v, "/"), 0, true).unwrap();
+    p.pump();
+    p.s.s.reply(id, response(v), false).unwrap();
+    p.s.s.send_data(id, pattern(10, 0), true).unwrap();
+    let mut frames = 0;
+    while let Some(b) = p.s.transmit_one() {
+        frames += 1;
+        assert!(
+            frames <= 11,
+            "poll_transmit keeps writing: {:?}",
+            p.s.sent.last()
+        );
+        let now = p.now();
+        p.c.receive(&b, now, usize::MAX);
+    }
+    assert_eq!(p.c.body(id), pattern(10, 0));
+    assert!(p.c.closed(id));
 }

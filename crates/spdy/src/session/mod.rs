@@ -323,6 +323,15 @@ impl Session {
                 flags: 0,
                 value: s.cfg.initial_window,
             });
+        } else {
+            // SPDY/2 has no flow control, but node-spdy applies a 64 KiB window in SPDY/2
+            // too and stalls waiting for WINDOW_UPDATEs; announcing the largest window
+            // lets it send freely (a SPDY/2 peer without flow control ignores id 7).
+            entries.push(Setting {
+                id: SettingId::INITIAL_WINDOW_SIZE,
+                flags: 0,
+                value: MAX_WINDOW as u32,
+            });
         }
         s.control.push_back(Frame::Settings {
             clear: false,
