@@ -174,7 +174,8 @@ impl Session {
                         let n = data
                             .len()
                             .min(window.min(session_window) as usize)
-                            .min(self.cfg.max_data_frame);
+                            // At least one byte: 0 would write empty frames forever.
+                            .min(self.cfg.max_data_frame.max(1));
                         let chunk = if n == data.len() {
                             std::mem::take(data)
                         } else {

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs the spdy crate's fuzz targets for SECONDS each (default 60) and prints one
+# summary line per target. Exits non-zero if any target crashed, timed out (a hang:
+# -timeout=10 per input) or ran out of memory (-rss_limit_mb=2048).
+#
+#   fuzz/run.sh [SECONDS] [TARGET...]
+#
+# Needs the nightly toolchain; installs cargo-fuzz if it is missing. Corpora live in
+# fuzz/corpus/TARGET (not committed) and are seeded at run time from the byte vectors of
+# crates/spdy/tests/frames.rs; crashes land in fuzz/artifacts/TARGET.
+set -u
+cd "$(dirname "$0")"
+
+secs=${1:-60}
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(frame_decode header_block server_session client_session)
+fi
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "run.sh: installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked || exit 2
+fi
+if ! rustup toolchain list | grep -q '^nightly'; then
+    echo "run.sh: the nightly toolchain is required (rustup toolchain install nightly)" >&2
+    exit 2
+fi
+
+seed() { # seed TARGET NAME HEX
+    mkdir -p "corpus/$1"
+    [ -e "corpus/$1/seed-$2" ] || printf '%s' "$3" | xxd -r -p >"corpus/$1/seed-$2"
+}
+# frame_decode: version byte (0 = v2, 1 = v3, 2 = v3.1), limit byte, then frames.
+chromium_v3_syn=800300010000002700000001000000008000
+chromium_v3_syn+=38eae3c6a7c202e50e50c24b4a04e50be6b4fc7c240a2808000000ffff
+seed frame_decode v3 "0103${chromium_v3_syn}80030003000000080000000100000001800300040000000c000000010400000700100000800300060000000412345678"
+seed frame_decode v2 "0003800200010000002500000001000000008000\
+38eadfa251b262606260 4e4a2c62604ecbcf8712402e000000ffff8002000700000004000000018002000500000000"
+seed frame_decode v31 "0203800300090000000800000000000f000080030007000000080000000100000000000000010100000568656c6c6f"
+# header_block: version byte, mode byte (0 raw, 1 compressed blocks, 2 round trip).
+seed header_block raw "010000000002000000036261720000000366 6f6f00000003666f6f00000003626172"
+seed header_block zlib "0101030000001d38eae3c6a7c202e50e50c24b4a04e50be6b4fc7c240a2808000000ffff"
+seed header_block trip "02020901010103610101000402636f6f6b696501"
+# sessions: version, knobs, peer compression (4 bytes), mode (odd = script), then steps.
+seed server_session script "0200090b0101010100001101220100"
+seed client_session script "0200090b01010101000d0001000203"
+for t in server_session client_session; do
+    seed "$t" raw "01000000000000${chromium_v3_syn:0:2}"
+done
+
+echo "run.sh: building ${targets[*]}" >&2
+for t in "${targets[@]}"; do
+    cargo +nightly fuzz build "$t" >/dev/null 2>&1 || { cargo +nightly fuzz build "$t"; exit 2; }
+done
+
+status=0
+for t in "${targets[@]}"; do
+    mkdir -p "corpus/$t" "artifacts/$t"
+    log=$(mktemp)
+    start=$(date +%s)
+    cargo +nightly fuzz run "$t" "corpus/$t" -- \
+        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        >"$log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
+    corpus=$(find "corpus/$t" -type f | wc -l)
+    if [ "$rc" -eq 0 ]; then
+        printf 'ok    %-15s %4ss  %10s execs  %7s execs/s  cov %-6s corpus %s\n' \
+            "$t" "$took" "${execs:-?}" "$(( ${execs:-0} / (took > 0 ? took : 1) ))" "${cov:-?}" "$corpus"
+    else
+        status=1
+        printf 'CRASH %-15s %4ss  %10s execs  (exit %s) artifacts in fuzz/artifacts/%s\n' \
+            "$t" "$took" "${execs:-?}" "$rc" "$t"
+        grep -E 'panicked|ERROR|SUMMARY|Test unit written|timeout' "$log" | head -20 >&2
+    fi
+    rm -f "$log"
+done
+exit $status
