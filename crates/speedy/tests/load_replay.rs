@@ -1,0 +1,340 @@
+//! End to end: `speedy load` against `speedy serve --archive` on loopback. A synthesized
+//! corpus is served; every page is loaded over HTTP/1.1, SPDY and HTTP/2, plain and TLS
+//! (the lab CA), per-origin and single-domain. Each load must fetch exactly the page's
+//! archived objects, with byte-identical bodies, and write a valid HAR 1.2 whose timings
+//! add up to each entry's time.
+
+use serde_json::Value;
+use speedy_archive::synth::{synthesize, SynthOptions};
+use speedy_archive::Archive;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_speedy");
+
+/// A child process killed (by its handle) and a directory removed on drop.
+struct Guard(Option<Child>, PathBuf);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.1);
+    }
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let d = std::env::temp_dir().join(format!("speedy-load-{tag}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Starts `speedy serve --archive DIR` on loopback; returns the address.
+fn serve(dir: &Path, extra: &[&str], guard: &mut Guard) -> String {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--archive"])
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start speedy serve");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    guard.0 = Some(child);
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line
+        .strip_prefix("listening on ")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("bad first line {line:?}"))
+        .to_string();
+    // Drain the rest of its output in the background (origin lines).
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = out.read_to_string(&mut sink);
+    });
+    addr
+}
+
+/// Runs `speedy load` with a deadline; returns (exit code, summary, stderr).
+fn load(args: &[String]) -> (i32, Value, String) {
+    let mut child = Command::new(BIN)
+        .arg("load")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            let v = out
+                .lines()
+                .last()
+                .and_then(|l| serde_json::from_str(l).ok())
+                .unwrap_or(Value::Null);
+            return (st.code().unwrap_or(-1), v, err);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("speedy load {args:?} did not finish in time");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn b64(s: &str) -> Vec<u8> {
+    let val = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => (c - b'A') as u32,
+            b'a'..=b'z' => (c - b'a' + 26) as u32,
+            b'0'..=b'9' => (c - b'0' + 52) as u32,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("bad base64 {c}"),
+        }
+    };
+    let b: Vec<u8> = s.bytes().filter(|c| *c != b'=').collect();
+    let mut out = Vec::with_capacity(b.len() * 3 / 4);
+    for ch in b.chunks(4) {
+        let mut n = 0u32;
+        for (i, c) in ch.iter().enumerate() {
+            n |= val(*c) << (18 - 6 * i);
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..ch.len() - 1]);
+    }
+    out
+}
+
+/// Checks one load's summary and HAR against the archive's page.
+fn check(what: &str, archive: &Archive, page: usize, code: i32, summary: &Value, har: &Path) {
+    assert_eq!(code, 0, "{what}: exit code; summary {summary}");
+    for k in ["missing", "unexpected", "failed", "missed_by_parser"] {
+        assert_eq!(
+            summary[k].as_array().map(Vec::len),
+            Some(0),
+            "{what}: {k}: {}",
+            summary[k]
+        );
+    }
+    assert!(summary["onLoad_ms"].as_f64().is_some(), "{what}: {summary}");
+    let text = std::fs::read(har).unwrap();
+    let h: Value = serde_json::from_slice(&text).unwrap();
+    if let Err(e) = speedy_browser::har::validate(&h, 0.0011) {
+        panic!("{what}: invalid HAR:\n{}", e.join("\n"));
+    }
+    let log = &h["log"];
+    assert_eq!(log["version"], "1.2");
+    assert_eq!(log["creator"]["name"], "speedy");
+    let pt = &log["pages"][0]["pageTimings"];
+    assert!(pt["onContentLoad"].as_f64().unwrap() >= 0.0, "{what}");
+    assert!(pt["onLoad"].as_f64().unwrap() >= pt["onContentLoad"].as_f64().unwrap());
+    let want: HashMap<&str, usize> = archive.pages[page]
+        .objects
+        .iter()
+        .map(|&o| (archive.objects[o].url.as_str(), o))
+        .collect();
+    let entries = log["entries"].as_array().unwrap();
+    let mut seen = HashSet::new();
+    for e in entries {
+        let url = e["request"]["url"].as_str().unwrap();
+        let &id = want
+            .get(url)
+            .unwrap_or_else(|| panic!("{what}: fetched {url}, not in the page"));
+        assert!(seen.insert(url), "{what}: {url} fetched twice");
+        assert_eq!(e["response"]["status"], 200, "{what}: {url}");
+        let body = b64(e["response"]["content"]["text"].as_str().unwrap());
+        assert!(
+            body[..] == archive.body(id)[..],
+            "{what}: body of {url} differs"
+        );
+        // The phases add up to the entry's time.
+        let t = &e["timings"];
+        let sum: f64 = ["blocked", "dns", "connect", "send", "wait", "receive"]
+            .iter()
+            .map(|k| t[k].as_f64().unwrap().max(0.0))
+            .sum();
+        assert!(
+            (sum - e["time"].as_f64().unwrap()).abs() < 0.0011,
+            "{what}: {url}: timings {t} vs time {}",
+            e["time"]
+        );
+        assert!(e["_priority"].is_string() && e["_initiator"].is_object());
+    }
+    assert_eq!(seen.len(), want.len(), "{what}: every object fetched once");
+}
+
+#[test]
+fn loads_every_page_over_every_protocol() {
+    let dir = tmp("corpus");
+    let mut guard = Guard(None, dir.clone());
+    let archive = synthesize(SynthOptions { pages: 2, seed: 3 });
+    archive.save(&dir).unwrap();
+    let plain_addr = serve(&dir, &["--plain", "--no-think-time"], &mut guard);
+    let mut tls_guard = Guard(None, PathBuf::new());
+    let tls_addr = serve(&dir, &["--no-think-time"], &mut tls_guard);
+    let ca = dir.join("lab-ca/ca.pem");
+    let hosts: HashSet<String> = archive
+        .objects
+        .iter()
+        .filter_map(|o| speedy_archive::model::split_url(&o.url).map(|(_, h, _)| h.to_string()))
+        .collect();
+    let out = tmp("out");
+    let _out_guard = Guard(None, out.clone());
+    let combos: [(&str, &str, &str); 10] = [
+        ("http1", "--plain", "per-origin"),
+        ("http1", "--tls", "per-origin"),
+        ("spdy", "--plain", "per-origin"),
+        ("spdy", "--tls", "per-origin"),
+        ("spdy", "--plain", "single"),
+        ("spdy", "--tls", "single"),
+        ("h2", "--plain", "per-origin"),
+        ("h2", "--tls", "per-origin"),
+        ("h2", "--plain", "single"),
+        ("h2", "--tls", "single"),
+    ];
+    for (pi, page) in archive.pages.iter().enumerate() {
+        let url = &archive.objects[page.root].url;
+        for (proto, transport, domains) in combos {
+            let what = format!("{} {proto} {transport} {domains}", page.name);
+            let har = out.join(format!("{pi}-{proto}{transport}-{domains}.har"));
+            let mut args: Vec<String> = vec![
+                url.clone(),
+                "--archive".into(),
+                dir.to_string_lossy().into(),
+                "--protocol".into(),
+                proto.into(),
+                "--spdy-domains".into(),
+                domains.into(),
+                transport.into(),
+                "--ca".into(),
+                ca.to_string_lossy().into(),
+                "--har".into(),
+                har.to_string_lossy().into(),
+                "--har-bodies".into(),
+                "--timeout".into(),
+                "60".into(),
+            ];
+            let addr = if transport == "--tls" {
+                &tls_addr
+            } else {
+                &plain_addr
+            };
+            for h in &hosts {
+                args.push("--resolve".into());
+                args.push(format!("{h}={addr}"));
+            }
+            let (code, summary, err) = load(&args);
+            assert!(err.is_empty() || code == 0, "{what}: {err}");
+            check(&what, &archive, pi, code, &summary, &har);
+            let conns = summary["totals"]["connections"].as_u64().unwrap();
+            if domains == "single" {
+                assert_eq!(conns, 1, "{what}: one connection for all origins");
+            } else if proto != "http1" {
+                let origins: HashSet<&str> = page
+                    .objects
+                    .iter()
+                    .filter_map(|&o| {
+                        speedy_archive::model::split_url(&archive.objects[o].url).map(|(_, h, _)| h)
+                    })
+                    .collect();
+                assert_eq!(conns as usize, origins.len(), "{what}: one per origin");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_missing_object_is_a_recorded_failure_and_the_load_completes() {
+    let dir = tmp("missing");
+    let mut guard = Guard(None, dir.clone());
+    let mut archive = synthesize(SynthOptions { pages: 1, seed: 4 });
+    // The server's copy lacks one image the HTML references.
+    let img = *archive.pages[0]
+        .objects
+        .iter()
+        .find(|&&o| archive.objects[o].kind == speedy_archive::ObjectType::Image)
+        .unwrap();
+    let url = archive.objects[img].url.clone();
+    let mut served = archive.clone();
+    served.objects[img].url.push_str("-moved");
+    served.save(&dir).unwrap();
+    let addr = serve(&dir, &["--plain", "--no-think-time"], &mut guard);
+    // The loader's copy has it.
+    let mine = tmp("missing-mine");
+    let _g2 = Guard(None, mine.clone());
+    archive.pages.truncate(1);
+    archive.save(&mine).unwrap();
+    let har = mine.join("out.har");
+    let root = archive.objects[archive.pages[0].root].url.clone();
+    for proto in ["http1", "spdy"] {
+        let (code, summary, _) = load(&[
+            root.clone(),
+            "--archive".into(),
+            mine.to_string_lossy().into(),
+            "--protocol".into(),
+            proto.into(),
+            "--plain".into(),
+            "--resolve".into(),
+            format!("*={addr}"),
+            "--har".into(),
+            har.to_string_lossy().into(),
+        ]);
+        assert_eq!(code, 0, "{proto}: the load completes: {summary}");
+        let failed = summary["failed"].as_array().unwrap();
+        assert_eq!(failed.len(), 1, "{proto}: {summary}");
+        assert_eq!(failed[0]["url"], url.as_str());
+        assert_eq!(failed[0]["status"], 404);
+        let h: Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
+        speedy_browser::har::validate(&h, 0.0011).unwrap();
+        let e = h["log"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["request"]["url"] == url.as_str())
+            .expect("the failed object has an entry");
+        assert_eq!(e["response"]["status"], 404);
+    }
+}
+
+#[test]
+fn rejects_bad_command_lines() {
+    for args in [
+        vec!["http://a.example/", "--protocol", "gopher"],
+        vec!["http://a.example/", "--spdy-domains", "some"],
+        vec!["http://a.example/", "--resolve", "a.example"],
+        vec!["http://a.example/", "--dns-cost", "soon"],
+        vec!["http://a.example/", "--priorities", "image=12"],
+        vec!["not a url"],
+    ] {
+        let args: Vec<String> = args.into_iter().map(String::from).collect();
+        let (code, _, err) = load(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("speedy load"), "{args:?}: {err}");
+    }
+}
