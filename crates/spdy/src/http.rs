@@ -78,7 +78,12 @@ pub fn push_headers(
 ) -> Headers {
     let mut h = Headers::new();
     if version == Version::V2 {
+        // `url` alone names the push (digest §6); node-spdy also requires `method` on
+        // every SYN_STREAM and kills the session without it.
         h.add("url", format!("{scheme}://{host}{path}"));
+        h.add("method", "GET");
+        h.add("scheme", scheme);
+        h.add("host", host);
         h.add("status", status_line(status));
         h.add("version", "HTTP/1.1");
     } else {
