@@ -1,0 +1,7 @@
+//! # speedy-lab: experiments, statistics, report
+//!
+//! Data flow of one experiment: experiment file → runner (namespaces and links from
+//! `linkem`, the replay server and the loader as processes) → one HAR and one
+//! [`results::Row`] per load (`results.jsonl`) → statistics → `report.html`.
+
+pub mod results;

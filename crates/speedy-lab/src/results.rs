@@ -1,0 +1,99 @@
+//! The results file: one JSON object per line (`results.jsonl`), one line per page load.
+//! Every later step (statistics, report, merge of shards) reads only this file and the
+//! HARs it points to.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Which parameter a sweep varies.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Sweep name (for grouping into one chart), e.g. `loss sweep (cable)`.
+    pub sweep: String,
+    /// `loss` (fraction, 0.01 = 1%) or `rtt_ms`.
+    pub param: String,
+    /// The value of the parameter in this network.
+    pub value: f64,
+}
+
+/// One page load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Experiment name.
+    pub experiment: String,
+    /// Page name (archive page).
+    pub page: String,
+    /// Network name.
+    pub network: String,
+    /// Human description of the network (`2 Mbit/s down, 375 kbit/s up, 100 ms RTT, 1% loss`).
+    pub network_desc: String,
+    /// Set when the network is a point of a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
+    /// Variant name (`http1`, `spdy`, `spdy-single`, `spdy-push`, …).
+    pub variant: String,
+    /// Whether this variant is the HTTP/1.1 baseline speedups are computed against.
+    pub baseline: bool,
+    /// Wire protocol used (`http/1.1`, `spdy/3.1`, `h2`).
+    pub protocol: String,
+    /// Over TLS.
+    pub tls: bool,
+    /// Run index (0-based); variants alternate run by run.
+    pub run: u32,
+    /// onLoad, ms from navigation start.
+    pub on_load_ms: f64,
+    /// onContentLoad (DOMContentLoaded), ms.
+    pub on_content_load_ms: f64,
+    /// Objects loaded (including failed ones).
+    pub objects: u32,
+    /// Objects that failed (4xx/5xx, reset, connection errors).
+    pub failed_objects: u32,
+    /// Bytes through the emulated link, server → client (IP packets).
+    pub bytes_down: u64,
+    /// Bytes through the link, client → server.
+    pub bytes_up: u64,
+    /// Packets through the link, server → client.
+    pub packets_down: u64,
+    /// Packets through the link, client → server.
+    pub packets_up: u64,
+    /// Packets the link dropped (loss and queues), both directions.
+    pub link_drops: u64,
+    /// Request header bytes before compression (SPDY) or as sent (HTTP/1.1).
+    pub header_bytes_sent_raw: u64,
+    /// Request header bytes on the wire.
+    pub header_bytes_sent_compressed: u64,
+    /// Response header bytes before decompression (SPDY) or as received.
+    pub header_bytes_received_raw: u64,
+    /// Response header bytes on the wire.
+    pub header_bytes_received_compressed: u64,
+    /// TCP connections opened.
+    pub connections: u32,
+    /// TCP retransmissions summed over the connections (TCP_INFO).
+    pub tcp_retransmissions: u64,
+    /// The HAR of this load, relative to the results file's directory.
+    pub har: String,
+}
+
+/// Reads `results.jsonl`; an unreadable line is an error naming the file and line.
+pub fn read_rows(path: &Path) -> Result<Vec<Row>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// Appends one row (one line) to `results.jsonl`.
+pub fn append_row(path: &Path, row: &Row) -> Result<(), String> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let line = serde_json::to_string(row).map_err(|e| e.to_string())?;
+    writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))
+}
