@@ -40,6 +40,9 @@ impl Target {
     }
 }
 
+/// One host's look-up, shared by everyone asking for it.
+type Lookup = Arc<OnceCell<Result<Target, String>>>;
+
 /// The loader's name resolver: a fixed map (`--resolve HOST=IP[:PORT]`, `*` for every
 /// other host), each new host costing `cost` once (later look-ups are cached, concurrent
 /// ones wait for the first). Hosts that are IP literals resolve at no cost. A host not in
@@ -48,7 +51,7 @@ pub struct Resolver {
     map: HashMap<String, Target>,
     wildcard: Option<Target>,
     cost: Duration,
-    cache: Mutex<HashMap<String, Arc<OnceCell<Result<Target, String>>>>>,
+    cache: Mutex<HashMap<String, Lookup>>,
 }
 
 impl Resolver {

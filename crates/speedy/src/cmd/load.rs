@@ -137,7 +137,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     }
     cfg.archive_fallback = !a.no_archive_fallback;
     cfg.keep_bodies = a.har_bodies;
-    if !(a.timeout > 0.0) {
+    if a.timeout.is_nan() || a.timeout <= 0.0 {
         bail!("--timeout {}: must be > 0", a.timeout);
     }
     cfg.timeout = Duration::from_secs_f64(a.timeout);

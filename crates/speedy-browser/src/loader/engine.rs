@@ -1,527 +1,13 @@
-//! The page loader: one event loop that discovers subresources, queues them per
-//! connection pool, and records every phase of every request.
-//!
-//! ```text
-//!  discover(url) ─► Req (queued) ─► pool queue (priority, then discovery order)
-//!      ▲                                 │ schedule(): HTTP/1.1 idle conn / new conn (≤ 6 per
-//!      │                                 │ host, ≤ cap in all) / pipelining; SPDY, h2: at once
-//!      │                                 ▼
-//!  HtmlScanner ◄─ Data ◄─ connection task (driver) ─► Sent, Head, Data, End, Failed, Pushed
-//!  scan_css at End; archive Computed children after their delay (timers)
-//! ```
-//!
-//! Milestones: `onContentLoad` when the root document has arrived and every classic
-//! (non-async) script it references, and every style sheet before its last such script,
-//! has arrived; `onLoad` after that, once nothing discovered is outstanding and no
-//! script/style compute delay is pending (each resource discovered before it is done).
+//! The loader's event handlers: scheduling, connection events, discovery, milestones.
 
-use crate::config::{Domains, LoadConfig, Proto, Transport};
-use crate::conn::{
-    self, ConnCmd, ConnCounters, ConnCtx, ConnEvent, ConnId, Driver, ReqId, WireRequest,
-};
-use crate::discover::{scan_css, Blocking, HtmlRef, HtmlScanner};
-use crate::net::{self, DialSpec, DialTimes, Resolver, TcpInfo};
-use crate::url::Url;
-use bytes::{Bytes, BytesMut};
-use speedy_archive::{Archive, Discovery, ObjectType};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
-use std::io::Write;
-use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::mpsc;
+use super::*;
 
-/// Who discovered a request.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Initiator {
-    /// The page itself.
-    Root,
-    /// The HTML parser of a document, at a byte offset.
-    Parser {
-        /// The document.
-        parent: ReqId,
-        /// Offset where the tag ends.
-        offset: usize,
-        /// The element.
-        tag: &'static str,
-    },
-    /// A style sheet's `url()` / `@import`.
-    Css {
-        /// The style sheet.
-        parent: ReqId,
-        /// Offset of the reference's end.
-        offset: usize,
-    },
-    /// A script or style sheet after it ran (the archive's graph).
-    Script {
-        /// The parent.
-        parent: ReqId,
-        /// Compute delay, ms.
-        after_ms: u32,
-    },
-    /// The archive's graph at a byte offset of a body the loader does not parse.
-    ArchiveOffset {
-        /// The parent.
-        parent: ReqId,
-        /// Offset.
-        offset: usize,
-    },
-    /// The archive's graph: a parsed child the parser did not find, at the parent's end.
-    ArchiveFallback {
-        /// The parent.
-        parent: ReqId,
-    },
-    /// An `X-Subresources` hint.
-    Hint {
-        /// The document that carried it.
-        parent: ReqId,
-    },
-    /// Client prefetch (learned from an earlier load).
-    Prefetch,
-    /// A redirect.
-    Redirect {
-        /// The redirecting response.
-        parent: ReqId,
-    },
-    /// Pushed by the server.
-    Push {
-        /// The request it came with.
-        parent: Option<ReqId>,
-    },
-}
-
-impl Initiator {
-    /// The parent request, if any.
-    pub fn parent(&self) -> Option<ReqId> {
-        match *self {
-            Initiator::Parser { parent, .. }
-            | Initiator::Css { parent, .. }
-            | Initiator::Script { parent, .. }
-            | Initiator::ArchiveOffset { parent, .. }
-            | Initiator::ArchiveFallback { parent }
-            | Initiator::Hint { parent }
-            | Initiator::Redirect { parent } => Some(parent),
-            Initiator::Push { parent } => parent,
-            Initiator::Root | Initiator::Prefetch => None,
-        }
-    }
-}
-
-/// How a response body is examined for references.
-enum Parse {
-    None,
-    Html(Box<HtmlScanner>, Option<Decoder>),
-    Css(Vec<u8>, Option<Decoder>),
-    /// Archive offsets over the raw body: (offset, archive id) sorted, next index.
-    Offsets(Vec<(usize, usize)>, usize),
-}
-
-/// Content decoding of a streamed body.
-enum Decoder {
-    Gzip(flate2::write::GzDecoder<Vec<u8>>),
-    Deflate(flate2::write::ZlibDecoder<Vec<u8>>),
-}
-
-impl Decoder {
-    fn for_encoding(enc: &str) -> Option<Option<Decoder>> {
-        match enc.trim().to_ascii_lowercase().as_str() {
-            "" | "identity" | "none" => Some(None),
-            "gzip" | "x-gzip" => Some(Some(Decoder::Gzip(flate2::write::GzDecoder::new(
-                Vec::new(),
-            )))),
-            "deflate" => Some(Some(Decoder::Deflate(flate2::write::ZlibDecoder::new(
-                Vec::new(),
-            )))),
-            _ => None,
-        }
-    }
-
-    /// Decodes a piece; returns what came out (empty on a decoding error).
-    fn push(&mut self, data: &[u8]) -> Vec<u8> {
-        match self {
-            Decoder::Gzip(d) => {
-                let _ = d.write_all(data);
-                std::mem::take(d.get_mut())
-            }
-            Decoder::Deflate(d) => {
-                let _ = d.write_all(data);
-                std::mem::take(d.get_mut())
-            }
-        }
-    }
-}
-
-/// One request of the load, with everything the HAR needs.
-pub struct Req {
-    /// Id.
-    pub id: ReqId,
-    /// URL.
-    pub url: Url,
-    /// URL as text (the key).
-    pub url_s: String,
-    /// Type.
-    pub kind: ObjectType,
-    /// Priority sent.
-    pub priority: u8,
-    /// Who found it.
-    pub initiator: Initiator,
-    /// Effect on DOMContentLoaded (for references of the root document).
-    pub blocking: Blocking,
-    /// The archive object, if the archive has this URL.
-    pub archive_id: Option<usize>,
-    /// Request headers sent (as the protocol carried them, before pseudo-headers).
-    pub req_headers: Vec<(String, String)>,
-    /// Request header bytes (-1 unknown).
-    pub req_header_bytes: i64,
-    /// When it was discovered (queued).
-    pub queued: Instant,
-    /// When a connection took it.
-    pub assigned: Option<Instant>,
-    /// The connection.
-    pub conn: Option<ConnId>,
-    /// Whether it was the first request on a new connection (gets dns/connect/ssl).
-    pub fresh: bool,
-    /// Written.
-    pub sent: Option<Instant>,
-    /// First response byte.
-    pub first_byte: Option<Instant>,
-    /// Complete (or failed).
-    pub end: Option<Instant>,
-    /// Status (0 = none).
-    pub status: u16,
-    /// Response headers.
-    pub resp_headers: Vec<(String, String)>,
-    /// Response header bytes (-1 unknown).
-    pub resp_header_bytes: i64,
-    /// Body bytes as received (before content decoding).
-    pub body_bytes: u64,
-    /// Body bytes after content decoding (what parsers saw; = body_bytes if unencoded).
-    pub decoded_bytes: u64,
-    /// The body, when kept.
-    pub body: Option<BytesMut>,
-    /// Failure.
-    pub error: Option<String>,
-    /// Pushed by the server.
-    pub pushed: bool,
-    /// Attempts made.
-    pub attempts: u32,
-    parse: Parse,
-    pool: String,
-}
-
-impl Req {
-    /// Finished (complete or failed).
-    pub fn done(&self) -> bool {
-        self.end.is_some()
-    }
-
-    /// Failed: an error, or an HTTP status ≥ 400.
-    pub fn failed(&self) -> bool {
-        self.error.is_some() || self.status >= 400 || self.status == 0
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.resp_headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The response content type.
-    pub fn content_type(&self) -> Option<&str> {
-        self.header("content-type")
-    }
-}
-
-/// One connection of the load.
-pub struct ConnRecord {
-    /// Id.
-    pub id: ConnId,
-    /// The pool (origin, or `*` in single-domain mode).
-    pub pool: String,
-    /// Host dialled.
-    pub host: String,
-    /// Set-up times, once ready.
-    pub times: Option<DialTimes>,
-    /// Peer.
-    pub peer: Option<SocketAddr>,
-    /// Dial error.
-    pub error: Option<String>,
-    /// Requests it carried.
-    pub requests: u32,
-    /// TCP_INFO at its end.
-    pub tcp_info: Option<TcpInfo>,
-    /// Counters at its end.
-    pub counters: ConnCounters,
-    /// Closed.
-    pub closed: bool,
-    /// When it was opened.
-    pub opened: Instant,
-    tx: mpsc::UnboundedSender<ConnCmd>,
-    inflight: usize,
-    used: bool,
-    closing: bool,
-}
-
-impl ConnRecord {
-    fn live(&self) -> bool {
-        !self.closed && self.error.is_none() && !self.closing
-    }
-}
-
-struct Pool {
-    host: String,
-    port: Option<u16>,
-    tls: bool,
-    queue: Vec<ReqId>,
-    conns: Vec<ConnId>,
-    /// The last dial error (fails the queue when no connection is left).
-    error: Option<String>,
-}
-
-/// Why a load could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// The URL is not an absolute http(s) URL.
-    #[error("{0:?} is not an absolute http(s) URL")]
-    BadUrl(String),
-    /// TLS configuration.
-    #[error("TLS: {0}")]
-    Tls(String),
-}
-
-/// The outcome of a load.
-pub struct LoadResult {
-    /// The page URL.
-    pub url: String,
-    /// Protocol name (`HTTP/1.1`, `spdy/3.1`, `h2`).
-    pub protocol: &'static str,
-    /// Wall-clock start.
-    pub started: SystemTime,
-    /// Monotonic start.
-    pub start: Instant,
-    /// Requests, by id.
-    pub reqs: Vec<Req>,
-    /// Connections, by id.
-    pub conns: Vec<ConnRecord>,
-    /// DOMContentLoaded after the start.
-    pub on_content_load: Option<Duration>,
-    /// load after the start.
-    pub on_load: Option<Duration>,
-    /// The load ran out of time.
-    pub timed_out: bool,
-    /// Archive objects of the page that were not fetched (URLs).
-    pub missing: Vec<String>,
-    /// Fetched URLs the archive's page does not list.
-    pub unexpected: Vec<String>,
-    /// Objects fetched through the archive fallback (the parser missed them).
-    pub missed_by_parser: Vec<String>,
-    /// The DNS cost applied per new host.
-    pub dns_cost: Duration,
-}
-
-enum Timer {
-    /// Discover an archive object (Computed child) of a parent.
-    Computed {
-        child: usize,
-        parent: ReqId,
-        after_ms: u32,
-    },
-}
-
-struct Engine<'a> {
-    cfg: &'a LoadConfig,
-    archive: Option<&'a Archive>,
-    /// Normalized URL → archive id (objects of the page).
-    index: HashMap<String, usize>,
-    /// Archive id → its children, by discovery.
-    children: HashMap<usize, Vec<usize>>,
-    page_objects: Vec<usize>,
-    driver: Arc<dyn Driver>,
-    tls: Option<Arc<rustls::ClientConfig>>,
-    resolver: Arc<Resolver>,
-    ids: Arc<AtomicU64>,
-    ev_tx: mpsc::UnboundedSender<ConnEvent>,
-    reqs: HashMap<ReqId, Req>,
-    by_url: HashMap<String, ReqId>,
-    conns: Vec<ConnRecord>,
-    pools: HashMap<String, Pool>,
-    pool_order: Vec<String>,
-    timers: BinaryHeap<Reverse<(Instant, u64)>>,
-    timer_actions: HashMap<u64, Timer>,
-    timer_seq: u64,
-    outstanding: usize,
-    root: ReqId,
-    root_sent: bool,
-    dcl: Option<Instant>,
-    onload: Option<Instant>,
-    discovered_archive: HashSet<usize>,
-    missed_by_parser: Vec<String>,
-    /// `<base href>` of documents.
-    bases: HashMap<ReqId, Url>,
-    /// References of the root document (id, offset) for DOMContentLoaded.
-    dcl_refs: Vec<(ReqId, usize)>,
-}
-
-/// Loads a page. The archive (if any) supplies recorded request headers, resource types,
-/// and what scripts and style sheets request after they run.
-pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadResult, LoadError> {
-    let root_url = Url::parse(&cfg.url).ok_or_else(|| LoadError::BadUrl(cfg.url.clone()))?;
-    let driver: Arc<dyn Driver> = match cfg.proto {
-        Proto::Http1 => Arc::new(conn::http1::Http1 {
-            pipeline: cfg.pipeline.max(1),
-        }),
-        Proto::Spdy => Arc::new(conn::spdy::Spdy::v31()),
-        Proto::H2 => Arc::new(conn::h2::H2::default()),
-    };
-    let needs_tls = match cfg.transport {
-        Transport::Tls => true,
-        Transport::Plain => false,
-        Transport::Auto => true, // built lazily below only if some origin is https
-    };
-    let tls = if needs_tls {
-        Some(
-            speedy_net::tls::client_config(&cfg.verify, &[driver.alpn()])
-                .map_err(LoadError::Tls)?,
-        )
-    } else {
-        None
-    };
-    // The DNS cost.
-    let rtt = match (cfg.dns_cost, cfg.rtt) {
-        (crate::config::DnsCost::Rtts(_), None) => {
-            let r0 = Resolver::new(cfg.resolve.clone(), Duration::ZERO);
-            let port_default = if root_url.scheme == "https" && cfg.transport != Transport::Plain {
-                443
-            } else {
-                80
-            };
-            match r0.lookup(&root_url.host).await {
-                Ok(t) => {
-                    let addr =
-                        SocketAddr::new(t.ip, t.port.or(root_url.port).unwrap_or(port_default));
-                    net::probe_rtt(addr).await.unwrap_or(Duration::ZERO)
-                }
-                Err(_) => Duration::ZERO,
-            }
-        }
-        (_, r) => r.unwrap_or(Duration::ZERO),
-    };
-    let dns_cost = match cfg.dns_cost {
-        crate::config::DnsCost::Ms(ms) => Duration::from_secs_f64(ms / 1000.0),
-        crate::config::DnsCost::Rtts(n) => rtt.mul_f64(n),
-    };
-    let resolver = Arc::new(Resolver::new(cfg.resolve.clone(), dns_cost));
-    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
-    let mut e = Engine {
-        cfg,
-        archive,
-        index: HashMap::new(),
-        children: HashMap::new(),
-        page_objects: Vec::new(),
-        driver,
-        tls,
-        resolver,
-        ids: Arc::new(AtomicU64::new(1)),
-        ev_tx,
-        reqs: HashMap::new(),
-        by_url: HashMap::new(),
-        conns: Vec::new(),
-        pools: HashMap::new(),
-        pool_order: Vec::new(),
-        timers: BinaryHeap::new(),
-        timer_actions: HashMap::new(),
-        timer_seq: 0,
-        outstanding: 0,
-        root: 0,
-        root_sent: false,
-        dcl: None,
-        onload: None,
-        discovered_archive: HashSet::new(),
-        missed_by_parser: Vec::new(),
-        bases: HashMap::new(),
-        dcl_refs: Vec::new(),
-    };
-    e.index_archive(&root_url);
-    let started = SystemTime::now();
-    let start = Instant::now();
-    let deadline = start + cfg.timeout;
-    e.root = e
-        .discover(
-            root_url.clone(),
-            ObjectType::Document,
-            Initiator::Root,
-            Blocking::None,
-            start,
-        )
-        .expect("first request");
-    let mut timed_out = false;
-    loop {
-        e.schedule();
-        if e.onload.is_some() {
-            break;
-        }
-        let next_timer = e.timers.peek().map(|Reverse((t, _))| *t);
-        let wake = next_timer.map_or(deadline, |t| t.min(deadline));
-        tokio::select! {
-            ev = ev_rx.recv() => {
-                if let Some(ev) = ev {
-                    e.on_event(ev);
-                    while let Ok(ev) = ev_rx.try_recv() {
-                        e.on_event(ev);
-                    }
-                }
-            }
-            _ = tokio::time::sleep_until(wake.into()) => {
-                if Instant::now() >= deadline {
-                    timed_out = true;
-                    break;
-                }
-                e.fire_timers();
-            }
-        }
-        e.check_milestones();
-    }
-    if timed_out {
-        let now = Instant::now();
-        let open: Vec<ReqId> = e
-            .reqs
-            .values()
-            .filter(|r| !r.done())
-            .map(|r| r.id)
-            .collect();
-        for id in open {
-            e.fail(id, now, "timed out".into());
-        }
-    }
-    // Close every connection; collect TCP_INFO (bounded wait).
-    for c in &mut e.conns {
-        if !c.closed {
-            let _ = c.tx.send(ConnCmd::Close);
-        }
-    }
-    let close_deadline = Instant::now() + Duration::from_secs(3);
-    while e
-        .conns
-        .iter()
-        .any(|c| !c.closed && c.error.is_none() && c.times.is_some())
-    {
-        match tokio::time::timeout_at(close_deadline.into(), ev_rx.recv()).await {
-            Ok(Some(ev)) => e.on_event(ev),
-            _ => break,
-        }
-    }
-    Ok(e.finish(started, start, timed_out, dns_cost))
-}
-
-fn normalize(url: &str) -> Option<String> {
+pub(super) fn normalize(url: &str) -> Option<String> {
     Url::parse(url).map(|u| u.to_string())
 }
 
 impl Engine<'_> {
-    fn index_archive(&mut self, root: &Url) {
+    pub(super) fn index_archive(&mut self, root: &Url) {
         let Some(a) = self.archive else { return };
         let key = root.to_string();
         let page = a.pages.iter().find(|p| {
@@ -559,7 +45,7 @@ impl Engine<'_> {
     }
 
     /// Queues a request for `url` unless one exists; returns its id if new.
-    fn discover(
+    pub(super) fn discover(
         &mut self,
         url: Url,
         kind: ObjectType,
@@ -726,7 +212,7 @@ impl Engine<'_> {
 
     // ---- scheduling ---------------------------------------------------------------
 
-    fn schedule(&mut self) {
+    pub(super) fn schedule(&mut self) {
         let keys: Vec<String> = self
             .pool_order
             .iter()
@@ -958,7 +444,7 @@ impl Engine<'_> {
 
     // ---- events -------------------------------------------------------------------
 
-    fn on_event(&mut self, ev: ConnEvent) {
+    pub(super) fn on_event(&mut self, ev: ConnEvent) {
         match ev {
             ConnEvent::Ready { conn, times, peer } => {
                 let c = &mut self.conns[conn as usize];
@@ -1181,7 +667,7 @@ impl Engine<'_> {
         let css = ct.contains("css") || (ct.is_empty() && r.kind == ObjectType::Stylesheet);
         let decoder = Decoder::for_encoding(&enc);
         r.parse = match (ok, html, css, decoder) {
-            (true, true, _, Some(d)) => Parse::Html(Box::new(HtmlScanner::new()), d),
+            (true, true, _, Some(d)) => Parse::Html(Box::default(), d),
             (true, false, true, Some(d)) => Parse::Css(Vec::new(), d),
             (true, _, _, _) => {
                 // Not parseable here: the archive's offsets stand in for a parser.
@@ -1404,20 +890,21 @@ impl Engine<'_> {
                                 },
                             );
                         }
-                        Discovery::Parsed { .. } if self.cfg.archive_fallback => {
-                            if !self.discovered_archive.contains(&ch) {
-                                let url = ar.objects[ch].url.clone();
-                                if let Some(k) = normalize(&url) {
-                                    if !self.by_url.contains_key(&k) {
-                                        self.missed_by_parser.push(k);
-                                    }
+                        Discovery::Parsed { .. }
+                            if self.cfg.archive_fallback
+                                && !self.discovered_archive.contains(&ch) =>
+                        {
+                            let url = ar.objects[ch].url.clone();
+                            if let Some(k) = normalize(&url) {
+                                if !self.by_url.contains_key(&k) {
+                                    self.missed_by_parser.push(k);
                                 }
-                                self.discover_archive_child(
-                                    ch,
-                                    Initiator::ArchiveFallback { parent: id },
-                                    at,
-                                );
                             }
+                            self.discover_archive_child(
+                                ch,
+                                Initiator::ArchiveFallback { parent: id },
+                                at,
+                            );
                         }
                         _ => {}
                     }
@@ -1436,7 +923,7 @@ impl Engine<'_> {
         }
     }
 
-    fn fail(&mut self, id: ReqId, at: Instant, error: String) {
+    pub(super) fn fail(&mut self, id: ReqId, at: Instant, error: String) {
         let Some(r) = self.reqs.get_mut(&id) else {
             return;
         };
@@ -1458,7 +945,7 @@ impl Engine<'_> {
         }
     }
 
-    fn fire_timers(&mut self) {
+    pub(super) fn fire_timers(&mut self) {
         let now = Instant::now();
         while let Some(Reverse((t, seq))) = self.timers.peek().copied() {
             if t > now {
@@ -1476,7 +963,7 @@ impl Engine<'_> {
         }
     }
 
-    fn check_milestones(&mut self) {
+    pub(super) fn check_milestones(&mut self) {
         let now = Instant::now();
         if self.dcl.is_none() {
             let root = &self.reqs[&self.root];
@@ -1514,18 +1001,16 @@ impl Engine<'_> {
                 }
             }
         }
-        if self.dcl.is_some()
-            && self.onload.is_none()
-            && self.outstanding == 0
-            && self.timers.is_empty()
-        {
-            let last = self
-                .reqs
-                .values()
-                .filter_map(|r| r.end)
-                .max()
-                .unwrap_or(now);
-            self.onload = Some(last.max(self.dcl.expect("set")));
+        if let Some(dcl) = self.dcl {
+            if self.onload.is_none() && self.outstanding == 0 && self.timers.is_empty() {
+                let last = self
+                    .reqs
+                    .values()
+                    .filter_map(|r| r.end)
+                    .max()
+                    .unwrap_or(now);
+                self.onload = Some(last.max(dcl));
+            }
         }
     }
 
@@ -1533,7 +1018,7 @@ impl Engine<'_> {
         self.bases.get(&parent).cloned()
     }
 
-    fn finish(
+    pub(super) fn finish(
         self,
         started: SystemTime,
         start: Instant,
@@ -1578,59 +1063,5 @@ impl Engine<'_> {
             missed_by_parser: self.missed_by_parser,
             dns_cost,
         }
-    }
-}
-
-/// Parses an `X-Subresources` value into (URL, content type if given). Accepts the
-/// replay server's `TYPE; URL; TYPE; URL …` form and plain comma- or semicolon-separated
-/// URL lists (each optionally in `<…>`): a token is a URL when it starts with
-/// `http://`, `https://` or `/`; a token before a URL is its content type.
-pub fn parse_hint(v: &str) -> Vec<(String, Option<String>)> {
-    let mut out = Vec::new();
-    let mut ty: Option<String> = None;
-    for tok in v.split([';', ',']) {
-        let t = tok
-            .trim()
-            .trim_start_matches('<')
-            .trim_end_matches('>')
-            .trim();
-        if t.is_empty() {
-            continue;
-        }
-        let lower = t.to_ascii_lowercase();
-        if lower.starts_with("http://") || lower.starts_with("https://") || t.starts_with('/') {
-            out.push((t.to_string(), ty.take()));
-        } else if t.contains('/') && !t.contains('=') {
-            ty = Some(lower);
-        } else {
-            ty = None;
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_hints() {
-        assert_eq!(
-            parse_hint("text/css; https://a.example/x.css; image/gif; https://b.example/y.gif"),
-            vec![
-                (
-                    "https://a.example/x.css".to_string(),
-                    Some("text/css".to_string())
-                ),
-                (
-                    "https://b.example/y.gif".to_string(),
-                    Some("image/gif".to_string())
-                ),
-            ]
-        );
-        assert_eq!(
-            parse_hint("</a.js>; rel=preload, /b.png"),
-            vec![("/a.js".to_string(), None), ("/b.png".to_string(), None)]
-        );
     }
 }
