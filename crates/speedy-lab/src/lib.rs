@@ -4,4 +4,5 @@
 //! `linkem`, the replay server and the loader as processes) → one HAR and one
 //! [`results::Row`] per load (`results.jsonl`) → statistics → `report.html`.
 
+pub mod experiment;
 pub mod results;
