@@ -22,7 +22,10 @@ impl Drop for Guard {
 }
 
 fn tmp(tag: &str) -> PathBuf {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
     std::env::temp_dir().join(format!("speedy-replay-{tag}-{}-{n}", std::process::id()))
 }
 
@@ -39,7 +42,15 @@ fn start(dir: &PathBuf, extra: &[&str]) -> (Guard, HashMap<String, String>) {
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert!(line.starts_with("listening on "), "{line}");
-    let n: usize = line.split(", ").last().unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    let n: usize = line
+        .split(", ")
+        .last()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     let mut origins = HashMap::new();
     for _ in 0..n {
         line.clear();
@@ -52,7 +63,12 @@ fn start(dir: &PathBuf, extra: &[&str]) -> (Guard, HashMap<String, String>) {
 }
 
 fn fetch(args: &[String]) -> Vec<serde_json::Value> {
-    let mut child = Command::new(BIN).arg("fetch").args(args).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(BIN)
+        .arg("fetch")
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -63,7 +79,9 @@ fn fetch(args: &[String]) -> Vec<serde_json::Value> {
     }
     let mut s = String::new();
     child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
-    s.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -74,8 +92,18 @@ fn replays_every_object_of_every_origin_byte_for_byte() {
     let (_srv, origins) = start(&dir, &["--no-think-time"]);
     let ca = dir.join("lab-ca/ca.pem");
     assert!(ca.exists(), "the lab CA is written for loaders to trust");
-    for (scheme, proto) in [("https", "spdy/3.1"), ("https", "http/1.1"), ("http", "spdy/3"), ("https", "spdy/2")] {
-        let mut args = vec!["--cacert".to_string(), ca.to_string_lossy().into(), "--protocol".into(), proto.into()];
+    for (scheme, proto) in [
+        ("https", "spdy/3.1"),
+        ("https", "http/1.1"),
+        ("http", "spdy/3"),
+        ("https", "spdy/2"),
+    ] {
+        let mut args = vec![
+            "--cacert".to_string(),
+            ca.to_string_lossy().into(),
+            "--protocol".into(),
+            proto.into(),
+        ];
         for (h, a) in &origins {
             args.push("--resolve".into());
             args.push(format!("{h}={a}"));
@@ -92,7 +120,11 @@ fn replays_every_object_of_every_origin_byte_for_byte() {
         for l in lines.iter().filter(|l| l["pushed"] == false) {
             let url = l["url"].as_str().unwrap();
             assert_eq!(l["status"], 200, "{scheme} {proto} {l}");
-            assert_eq!(l["sha256"].as_str(), want.get(url).map(|s| s.as_str()), "{scheme} {proto} {url}");
+            assert_eq!(
+                l["sha256"].as_str(),
+                want.get(url).map(|s| s.as_str()),
+                "{scheme} {proto} {url}"
+            );
         }
     }
 }
@@ -102,17 +134,41 @@ fn pushes_and_hints_with_the_html_and_404s_the_unknown() {
     let dir = tmp("push");
     let archive = synthesize(SynthOptions { pages: 1, seed: 4 });
     archive.save(&dir).unwrap();
-    let (_srv, origins) = start(&dir, &["--no-think-time", "--push", "subresources", "--hint", "--plain"]);
+    let (_srv, origins) = start(
+        &dir,
+        &[
+            "--no-think-time",
+            "--push",
+            "subresources",
+            "--hint",
+            "--plain",
+        ],
+    );
     let root = &archive.objects[archive.pages[0].root];
     let host = root.url.split('/').nth(2).unwrap();
     let url = root.url.replacen("https://", "http://", 1);
     let missing = format!("http://{host}/definitely-missing");
-    let lines = fetch(&["--resolve".into(), format!("{host}={}", origins[host]), url, missing.clone()]);
+    let lines = fetch(&[
+        "--resolve".into(),
+        format!("{host}={}", origins[host]),
+        url,
+        missing.clone(),
+    ]);
     let pushed: Vec<_> = lines.iter().filter(|l| l["pushed"] == true).collect();
-    assert!(!pushed.is_empty(), "the HTML pushes its same-origin subresources: {lines:?}");
+    assert!(
+        !pushed.is_empty(),
+        "the HTML pushes its same-origin subresources: {lines:?}"
+    );
     for p in &pushed {
-        let u = p["url"].as_str().unwrap().replacen("http://", "https://", 1);
-        let o = archive.objects.iter().find(|o| o.url == u).unwrap_or_else(|| panic!("pushed {u} is not in the archive"));
+        let u = p["url"]
+            .as_str()
+            .unwrap()
+            .replacen("http://", "https://", 1);
+        let o = archive
+            .objects
+            .iter()
+            .find(|o| o.url == u)
+            .unwrap_or_else(|| panic!("pushed {u} is not in the archive"));
         assert_eq!(p["sha256"], hex(&Sha256::digest(archive.body(o.id))));
     }
     let m = lines.iter().find(|l| l["url"] == missing.as_str()).unwrap();
@@ -122,21 +178,40 @@ fn pushes_and_hints_with_the_html_and_404s_the_unknown() {
 #[test]
 fn gives_each_origin_its_own_address_when_asked() {
     let dir = tmp("bind");
-    synthesize(SynthOptions { pages: 1, seed: 6 }).save(&dir).unwrap();
+    synthesize(SynthOptions { pages: 1, seed: 6 })
+        .save(&dir)
+        .unwrap();
     let (_srv, origins) = start(&dir, &["--bind-origins", "127.0.0.2,127.0.0.3", "--plain"]);
-    let ips: std::collections::HashSet<&str> = origins.values().map(|a| a.split(':').next().unwrap()).collect();
-    assert!(origins.len() < 2 || ips.len() == 2, "origins spread over both addresses: {origins:?}");
+    let ips: std::collections::HashSet<&str> = origins
+        .values()
+        .map(|a| a.split(':').next().unwrap())
+        .collect();
+    assert!(
+        origins.len() < 2 || ips.len() == 2,
+        "origins spread over both addresses: {origins:?}"
+    );
 }
 
 #[test]
 fn refuses_a_broken_archive_naming_the_file() {
     let dir = tmp("bad");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("archive.json"), "{\"format\": 1, \"pages\": [{\"name\":\"x\",\"root\":5,\"objects\":[]}], \"objects\": []}").unwrap();
-    let o = Command::new(BIN).args(["serve", "--archive"]).arg(&dir).output().unwrap();
+    std::fs::write(
+        dir.join("archive.json"),
+        "{\"format\": 1, \"pages\": [{\"name\":\"x\",\"root\":5,\"objects\":[]}], \"objects\": []}",
+    )
+    .unwrap();
+    let o = Command::new(BIN)
+        .args(["serve", "--archive"])
+        .arg(&dir)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err.contains("archive.json") && err.contains("pages[0]"), "{err}");
+    assert!(
+        err.contains("archive.json") && err.contains("pages[0]"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
