@@ -6,8 +6,12 @@
 //! its parent completes plus some compute time (script- or style-initiated). The on-disk
 //! format is documented in `docs/archive.md`.
 
+pub mod export;
+pub mod har;
+pub mod import;
 pub mod model;
 pub mod rng;
 pub mod synth;
+pub mod warc;
 
 pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page};

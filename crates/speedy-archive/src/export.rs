@@ -1,0 +1,391 @@
+//! Writing an archive as HAR 1.2 (`speedy corpus export-har`).
+//!
+//! An archive records what a page is, not how one load of it went, so the timings of the
+//! exported HAR come from a stated model (docs/archive.md, "Export"): one 10 ms round trip
+//! per request plus the object's think time to the first byte, 10 Mbit/s to receive it,
+//! no queueing, a new host costing a 1 ms DNS look-up and a 10 ms connect. Children start
+//! where their discovery puts them in that model. Each entry also carries the exact
+//! discovery and think time in a `_speedy` field, Chrome-style `_initiator` and
+//! `_resourceType` fields, and the body (text, or base64 for binary content) when the
+//! archive stores one, so `speedy corpus import` gives the archive back.
+
+use crate::model::{Archive, BodySource, Discovery, Object, ObjectType};
+use base64::Engine;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::Path;
+
+/// Round trip of the export's timing model, ms.
+pub const MODEL_RTT_MS: f64 = 10.0;
+/// Receive rate of the export's timing model, bytes per ms (10 Mbit/s).
+pub const MODEL_BYTES_PER_MS: f64 = 1250.0;
+/// Start of the first exported page (2013-03-05T10:00:00Z), ms since the epoch; page `i`
+/// starts `i` minutes later.
+pub const MODEL_EPOCH_MS: f64 = 1_362_477_600_000.0;
+
+fn type_name(t: ObjectType) -> &'static str {
+    match t {
+        ObjectType::Document => "document",
+        ObjectType::Stylesheet => "stylesheet",
+        ObjectType::Script => "script",
+        ObjectType::Font => "font",
+        ObjectType::Xhr => "xhr",
+        ObjectType::Image => "image",
+        ObjectType::Other => "other",
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        410 => "Gone",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
+    }
+}
+
+fn nv(h: &[(String, String)]) -> Value {
+    Value::Array(
+        h.iter()
+            .map(|(n, v)| json!({"name": n, "value": v}))
+            .collect(),
+    )
+}
+
+fn query_string(url: &str) -> Value {
+    let q = url
+        .split('#')
+        .next()
+        .unwrap_or("")
+        .split_once('?')
+        .map_or("", |(_, q)| q);
+    Value::Array(
+        q.split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (n, v) = p.split_once('=').unwrap_or((p, ""));
+                json!({"name": n, "value": v})
+            })
+            .collect(),
+    )
+}
+
+/// The identity bytes of a stored body, if they can be had (gzip and deflate are undone).
+fn decoded(o: &Object, stored: &[u8]) -> Option<Vec<u8>> {
+    match o.content_encoding.as_deref().map(str::to_ascii_lowercase) {
+        None => Some(stored.to_vec()),
+        Some(e) if e == "identity" => Some(stored.to_vec()),
+        Some(e) if e == "gzip" || e == "x-gzip" => {
+            let mut out = Vec::new();
+            flate2::read::MultiGzDecoder::new(stored)
+                .read_to_end(&mut out)
+                .ok()
+                .map(|_| out)
+        }
+        Some(e) if e == "deflate" => {
+            let mut out = Vec::new();
+            if flate2::read::ZlibDecoder::new(stored)
+                .read_to_end(&mut out)
+                .is_ok()
+            {
+                return Some(out);
+            }
+            out.clear();
+            flate2::read::DeflateDecoder::new(stored)
+                .read_to_end(&mut out)
+                .ok()
+                .map(|_| out)
+        }
+        _ => None,
+    }
+}
+
+fn textual(ct: &str) -> bool {
+    let ct = ct.to_ascii_lowercase();
+    ct.starts_with("text/")
+        || [
+            "json",
+            "javascript",
+            "ecmascript",
+            "xml",
+            "css",
+            "html",
+            "svg",
+        ]
+        .iter()
+        .any(|k| ct.contains(k))
+}
+
+/// Times of one object in the export's model, ms from the page start.
+#[derive(Clone, Copy, Default)]
+struct Times {
+    start: f64,
+    dns: f64,
+    connect: f64,
+    wait: f64,
+    receive: f64,
+}
+
+impl Times {
+    fn first_byte(&self) -> f64 {
+        self.start + self.dns + self.connect + self.wait
+    }
+    fn end(&self) -> f64 {
+        self.first_byte() + self.receive
+    }
+}
+
+/// Builds the HAR 1.2 document of an archive.
+pub fn to_har(a: &Archive) -> Value {
+    let mut pages = Vec::new();
+    let mut entries: Vec<(f64, Value)> = Vec::new();
+    for (pi, page) in a.pages.iter().enumerate() {
+        let t0 = MODEL_EPOCH_MS + pi as f64 * 60_000.0;
+        let page_id = format!("page_{}", pi + 1);
+        let in_page: HashSet<usize> = page.objects.iter().copied().collect();
+        // Model times, parents before children (discovery order, then repeat until fixed).
+        let mut times: HashMap<usize, Times> = HashMap::new();
+        let mut hosts: HashSet<String> = HashSet::new();
+        let mut pending: Vec<usize> = page.objects.clone();
+        if !pending.contains(&page.root) {
+            pending.insert(0, page.root);
+        }
+        while !pending.is_empty() {
+            let before = pending.len();
+            pending.retain(|&id| {
+                let o = &a.objects[id];
+                let parent = o.discovery.parent().filter(|p| in_page.contains(p));
+                let start = match (o.discovery.clone(), parent) {
+                    (_, None) => 0.0,
+                    (Discovery::Parsed { parent, offset }, Some(_)) => {
+                        let Some(p) = times.get(&parent) else {
+                            return true;
+                        };
+                        let po = &a.objects[parent];
+                        if po.kind == ObjectType::Document && po.body.size() > 0 {
+                            // The HTML parser finds it as the body streams in.
+                            let frac = (offset as f64 / po.body.size() as f64).min(1.0);
+                            p.first_byte() + p.receive * frac
+                        } else {
+                            p.end()
+                        }
+                    }
+                    (Discovery::Computed { parent, after_ms }, Some(_)) => {
+                        let Some(p) = times.get(&parent) else {
+                            return true;
+                        };
+                        p.end() + f64::from(after_ms)
+                    }
+                    (Discovery::Root, Some(_)) => 0.0,
+                };
+                let host = crate::model::split_url(&o.url)
+                    .map_or(String::new(), |(s, h, _)| format!("{s}://{h}"));
+                let new_host = hosts.insert(host);
+                let size = o.body.size() as f64;
+                times.insert(
+                    id,
+                    Times {
+                        start,
+                        dns: if new_host { 1.0 } else { 0.0 },
+                        connect: if new_host { MODEL_RTT_MS } else { 0.0 },
+                        wait: MODEL_RTT_MS + f64::from(o.think_ms),
+                        receive: (size / MODEL_BYTES_PER_MS * 1000.0).round() / 1000.0,
+                    },
+                );
+                false
+            });
+            if pending.len() == before {
+                // A parent outside the page or a cycle: start the rest with the root.
+                for &id in &pending {
+                    times.insert(
+                        id,
+                        Times {
+                            wait: MODEL_RTT_MS,
+                            ..Default::default()
+                        },
+                    );
+                }
+                pending.clear();
+            }
+        }
+        let root_end = times.get(&page.root).map_or(0.0, Times::end);
+        let on_load = times.values().map(Times::end).fold(0.0, f64::max);
+        let root_url = a.objects.get(page.root).map_or("", |o| o.url.as_str());
+        pages.push(json!({
+            "startedDateTime": crate::har::format_date(t0),
+            "id": page_id,
+            "title": root_url,
+            "pageTimings": {"onContentLoad": round3(root_end), "onLoad": round3(on_load)},
+            "comment": format!("speedy archive page {}", page.name),
+        }));
+        for &id in &page.objects {
+            let o = &a.objects[id];
+            let t = times.get(&id).copied().unwrap_or_default();
+            entries.push((t0 + t.start, entry(a, o, &page_id, t0, &t)));
+        }
+    }
+    // Entries sorted by start time (stable: same-time entries keep page order).
+    entries.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+    json!({
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "speedy", "version": env!("CARGO_PKG_VERSION")},
+            "pages": pages,
+            "entries": entries.into_iter().map(|(_, e)| e).collect::<Vec<_>>(),
+            "comment": format!("exported from a speedy archive ({}); timings follow the model of docs/archive.md", a.source),
+        }
+    })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
+    let stored = match o.body {
+        BodySource::Stored { .. } => a.bodies.get(&o.id).map(|b| b.to_vec()),
+        BodySource::Synthetic { .. } => None,
+    };
+    let wire = o.body.size();
+    let mut content = json!({"size": wire, "mimeType": o.content_type});
+    let mut encoded_flag = false;
+    if let Some(bytes) = &stored {
+        match decoded(o, bytes) {
+            Some(plain) => {
+                content["size"] = json!(plain.len());
+                if o.content_encoding.is_some() {
+                    content["compression"] = json!(plain.len() as i64 - wire as i64);
+                }
+                match String::from_utf8(plain) {
+                    Ok(s) if textual(&o.content_type) => content["text"] = json!(s),
+                    Ok(s) => {
+                        content["text"] =
+                            json!(base64::engine::general_purpose::STANDARD.encode(s.as_bytes()));
+                        content["encoding"] = json!("base64");
+                    }
+                    Err(e) => {
+                        content["text"] =
+                            json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
+                        content["encoding"] = json!("base64");
+                    }
+                }
+            }
+            None => {
+                // An encoding speedy cannot undo: the stored bytes, flagged as encoded.
+                content["text"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+                content["encoding"] = json!("base64");
+                encoded_flag = true;
+            }
+        }
+    }
+    let mut discovery = json!({"kind": "root"});
+    let mut initiator = json!({"type": "other"});
+    match o.discovery {
+        Discovery::Root => {}
+        Discovery::Parsed { parent, offset } => {
+            let pu = &a.objects[parent].url;
+            discovery = json!({"kind": "parsed", "parent": pu, "offset": offset});
+            let line = a
+                .bodies
+                .get(&parent)
+                .map(|b| {
+                    b[..offset.min(b.len())]
+                        .iter()
+                        .filter(|&&c| c == b'\n')
+                        .count()
+                })
+                .unwrap_or(0);
+            initiator = json!({"type": "parser", "url": pu, "lineNumber": line});
+        }
+        Discovery::Computed { parent, after_ms } => {
+            let pu = &a.objects[parent].url;
+            discovery = json!({"kind": "computed", "parent": pu, "after_ms": after_ms});
+            initiator = json!({"type": "script", "stack": {"callFrames": [
+                {"functionName": "", "scriptId": "0", "url": pu, "lineNumber": 0, "columnNumber": 0}
+            ]}});
+        }
+    }
+    let location = o
+        .response_headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("location"))
+        .map_or("", |(_, v)| v.as_str());
+    let time = t.dns + t.connect + t.wait + t.receive;
+    let mut speedy =
+        json!({"type": type_name(o.kind), "think_ms": o.think_ms, "discovery": discovery});
+    if encoded_flag {
+        speedy["encoded"] = json!(true);
+    }
+    json!({
+        "pageref": page_id,
+        "startedDateTime": crate::har::format_date(t0 + t.start),
+        "time": round3(time),
+        "request": {
+            "method": o.method,
+            "url": o.url,
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": nv(&o.request_headers),
+            "queryString": query_string(&o.url),
+            "headersSize": -1,
+            "bodySize": if o.method == "GET" || o.method == "HEAD" { 0 } else { -1 },
+        },
+        "response": {
+            "status": o.status,
+            "statusText": reason(o.status),
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": nv(&o.response_headers),
+            "content": content,
+            "redirectURL": location,
+            "headersSize": -1,
+            "bodySize": wire,
+        },
+        "cache": {},
+        "timings": {
+            "blocked": 0,
+            "dns": if t.dns > 0.0 { json!(t.dns) } else { json!(-1) },
+            "connect": if t.connect > 0.0 { json!(t.connect) } else { json!(-1) },
+            "ssl": -1,
+            "send": 0,
+            "wait": round3(t.wait),
+            "receive": round3(t.receive),
+        },
+        "_initiator": initiator,
+        "_resourceType": type_name(o.kind),
+        "_speedy": speedy,
+    })
+}
+
+/// Loads the archive in `dir` and writes it as HAR 1.2 to `out`.
+pub fn export_har(dir: &Path, out: &Path) -> Result<Value, crate::model::ArchiveError> {
+    let a = Archive::load(dir)?;
+    let har = to_har(&a);
+    let text =
+        serde_json::to_vec_pretty(&har).map_err(|e| crate::model::ArchiveError::Invalid {
+            path: out.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    std::fs::write(out, text).map_err(|err| crate::model::ArchiveError::Io {
+        path: out.to_path_buf(),
+        err,
+    })?;
+    Ok(har)
+}

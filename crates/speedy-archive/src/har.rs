@@ -1,0 +1,806 @@
+//! Reading HAR 1.1/1.2 files (Chrome DevTools, chrome-har, WebPageTest, speedy's own
+//! export) into plain records, and the date helpers HAR and WARC share.
+//!
+//! The reader walks the JSON by hand so that every error names the entry and field it is
+//! about (`entries[12].response.content.text: invalid base64 ...`) and so that the common
+//! liberties of real exporters are tolerated: numbers given as strings, `-1` or missing
+//! optional fields, `_initiator` as an object (DevTools) or as a URL string (WebPageTest,
+//! chrome-har, with `_initiator_type`, `_initiator_line` and `_initiator_detail`).
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+/// A HAR file, parsed.
+#[derive(Clone, Debug, Default)]
+pub struct HarLog {
+    /// `log.version` (`1.1`, `1.2`, …; empty when absent).
+    pub version: String,
+    /// `log.creator.name`.
+    pub creator: String,
+    /// `log.pages` (may be empty: pages are optional).
+    pub pages: Vec<HarPage>,
+    /// `log.entries`, in file order.
+    pub entries: Vec<HarEntry>,
+}
+
+/// One `log.pages[i]`.
+#[derive(Clone, Debug, Default)]
+pub struct HarPage {
+    /// Index in `log.pages`.
+    pub index: usize,
+    /// `id` (what entries' `pageref` names).
+    pub id: String,
+    /// `title`.
+    pub title: String,
+    /// `startedDateTime`, ms since the Unix epoch.
+    pub started_ms: Option<f64>,
+    /// `pageTimings.onContentLoad`, ms after `startedDateTime`.
+    pub on_content_load: Option<f64>,
+    /// `pageTimings.onLoad`, ms after `startedDateTime`.
+    pub on_load: Option<f64>,
+}
+
+/// HAR timings of one entry, ms; `None` where the HAR says -1 or nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HarTimings {
+    /// Queued for a connection.
+    pub blocked: Option<f64>,
+    /// DNS resolution.
+    pub dns: Option<f64>,
+    /// TCP connect (includes `ssl`).
+    pub connect: Option<f64>,
+    /// TLS handshake.
+    pub ssl: Option<f64>,
+    /// Sending the request.
+    pub send: Option<f64>,
+    /// Request sent → first response byte.
+    pub wait: Option<f64>,
+    /// Receiving the response.
+    pub receive: Option<f64>,
+}
+
+impl HarTimings {
+    /// ms from the entry's start to its first response byte.
+    pub fn to_first_byte(&self) -> f64 {
+        [self.blocked, self.dns, self.connect, self.send, self.wait]
+            .iter()
+            .map(|t| t.unwrap_or(0.0).max(0.0))
+            .sum()
+    }
+
+    /// ms from the entry's start to its last response byte.
+    pub fn total(&self) -> f64 {
+        self.to_first_byte() + self.receive.unwrap_or(0.0).max(0.0)
+    }
+}
+
+/// Who discovered a request, as the HAR tells.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitiatorKind {
+    /// The HTML or CSS parser of `url`.
+    Parser,
+    /// A script of `url` (the top call frame that has a URL).
+    Script,
+    /// Anything else (`other`, `preload`, `preflight`, …): the HAR does not say. `unknown`
+    /// when the HAR names an initiator URL but not its type.
+    Other(String),
+}
+
+/// An entry's `_initiator`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HarInitiator {
+    /// Parser, script, or other.
+    pub kind: InitiatorKind,
+    /// Candidate initiator URLs, best first (the parser's document, or each call frame's
+    /// script from the top of the stack, then the async parents).
+    pub urls: Vec<String>,
+    /// 0-based line in the first URL where the reference is, when known.
+    pub line: Option<u64>,
+}
+
+/// speedy's own `_speedy` entry extension (written by `speedy corpus export-har`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpeedyExt {
+    /// `type`: the archive object type.
+    pub kind: Option<String>,
+    /// `think_ms`.
+    pub think_ms: Option<u32>,
+    /// `discovery.kind`: `root`, `parsed` or `computed`.
+    pub discovery: Option<String>,
+    /// `discovery.parent`: the parent's URL.
+    pub parent: Option<String>,
+    /// `discovery.offset`.
+    pub offset: Option<usize>,
+    /// `discovery.after_ms`.
+    pub after_ms: Option<u32>,
+    /// `encoded`: `content.text` holds the stored (content-encoded) bytes in base64.
+    pub encoded: bool,
+}
+
+/// One `log.entries[i]`, reduced to what an archive needs.
+#[derive(Clone, Debug, Default)]
+pub struct HarEntry {
+    /// Index in `log.entries`.
+    pub index: usize,
+    /// `pageref`.
+    pub pageref: Option<String>,
+    /// `startedDateTime`, ms since the Unix epoch.
+    pub started_ms: f64,
+    /// `time`, ms (the sum of the timings when absent).
+    pub time: f64,
+    /// `request.method`.
+    pub method: String,
+    /// `request.url`.
+    pub url: String,
+    /// `request.headers`, names as written.
+    pub request_headers: Vec<(String, String)>,
+    /// `response.status` (0: no response, e.g. blocked or aborted).
+    pub status: u16,
+    /// `response.headers`, names as written.
+    pub response_headers: Vec<(String, String)>,
+    /// `response.content.mimeType`.
+    pub mime: String,
+    /// `response.content.text`, decoded from base64 when `encoding` says so.
+    pub body: Option<Vec<u8>>,
+    /// `response.content.size` (decoded size), when given (≥ 0).
+    pub content_size: Option<u64>,
+    /// `response.bodySize` (bytes on the wire, after content encoding), when ≥ 0.
+    pub body_size: Option<u64>,
+    /// `response.headersSize`, when ≥ 0.
+    pub headers_size: Option<u64>,
+    /// Chrome's `response._transferSize` (headers + body on the wire), when ≥ 0.
+    pub transfer_size: Option<u64>,
+    /// `response.redirectURL` (empty when none).
+    pub redirect_url: String,
+    /// `timings`.
+    pub timings: HarTimings,
+    /// `_initiator` (and WebPageTest's `_initiator_*` fields).
+    pub initiator: Option<HarInitiator>,
+    /// `_resourceType` (Chrome: document, stylesheet, script, image, font, xhr, fetch, …).
+    pub resource_type: Option<String>,
+    /// `_speedy`.
+    pub speedy: Option<SpeedyExt>,
+}
+
+/// Where in the HAR a problem is (`entries[3].response.status`) and what it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HarError {
+    /// JSON path of the offending value.
+    pub entry: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl HarError {
+    fn new(entry: impl Into<String>, reason: impl Into<String>) -> HarError {
+        HarError {
+            entry: entry.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for HarError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.entry.is_empty() {
+            write!(f, "{}", self.reason)
+        } else {
+            write!(f, "{}: {}", self.entry, self.reason)
+        }
+    }
+}
+
+type R<T> = Result<T, HarError>;
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn obj<'a>(v: &'a Value, path: &str) -> R<&'a Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| HarError::new(path, format!("expected an object, found {}", kind_of(v))))
+}
+
+fn req<'a>(o: &'a Map<String, Value>, key: &str, path: &str) -> R<&'a Value> {
+    match o.get(key) {
+        Some(Value::Null) | None => Err(HarError::new(path, format!("missing \"{key}\""))),
+        Some(v) => Ok(v),
+    }
+}
+
+fn string(v: &Value, path: &str) -> R<String> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        _ => Err(HarError::new(
+            path,
+            format!("expected a string, found {}", kind_of(v)),
+        )),
+    }
+}
+
+fn opt_string(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<String>> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => string(v, &format!("{path}.{key}")).map(Some),
+    }
+}
+
+/// A number, also accepted as a numeric string (some exporters write `"time": "12.5"`).
+fn number(v: &Value, path: &str) -> R<f64> {
+    let n = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(x) if x.is_finite() => Ok(x),
+        _ => Err(HarError::new(
+            path,
+            format!("expected a number, found {}", show(v)),
+        )),
+    }
+}
+
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn opt_number(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<f64>> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => number(v, &format!("{path}.{key}")).map(Some),
+    }
+}
+
+/// A size or timing where negative means "not known".
+fn opt_size(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<u64>> {
+    Ok(opt_number(o, key, path)?.and_then(|x| (x >= 0.0).then_some(x.round() as u64)))
+}
+
+fn headers(v: Option<&Value>, path: &str) -> R<Vec<(String, String)>> {
+    let Some(v) = v else { return Ok(Vec::new()) };
+    if v.is_null() {
+        return Ok(Vec::new());
+    }
+    let arr = v.as_array().ok_or_else(|| {
+        HarError::new(
+            path,
+            format!("expected an array of headers, found {}", kind_of(v)),
+        )
+    })?;
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, h) in arr.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        let o = obj(h, &p)?;
+        let name = string(req(o, "name", &p)?, &format!("{p}.name"))?;
+        let value = match o.get("value") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(v) => {
+                return Err(HarError::new(
+                    format!("{p}.value"),
+                    format!("expected a string, found {}", kind_of(v)),
+                ))
+            }
+        };
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// Parses a HAR file.
+pub fn parse(data: &[u8]) -> Result<HarLog, HarError> {
+    // Some tools write a UTF-8 byte-order mark.
+    let data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
+    let root: Value = serde_json::from_slice(data).map_err(|e| {
+        HarError::new(
+            "",
+            format!("not JSON (line {}, column {}): {}", e.line(), e.column(), e),
+        )
+    })?;
+    let top = obj(&root, "(top level)")?;
+    let log = obj(req(top, "log", "(top level)")?, "log")?;
+    let mut out = HarLog {
+        version: opt_string(log, "version", "log")?.unwrap_or_default(),
+        ..Default::default()
+    };
+    if let Some(c) = log.get("creator").filter(|c| !c.is_null()) {
+        out.creator =
+            opt_string(obj(c, "log.creator")?, "name", "log.creator")?.unwrap_or_default();
+    }
+    if let Some(pages) = log.get("pages").filter(|p| !p.is_null()) {
+        let arr = pages.as_array().ok_or_else(|| {
+            HarError::new(
+                "log.pages",
+                format!("expected an array, found {}", kind_of(pages)),
+            )
+        })?;
+        for (i, p) in arr.iter().enumerate() {
+            out.pages.push(parse_page(i, p)?);
+        }
+    }
+    let entries = req(log, "entries", "log")?;
+    let arr = entries.as_array().ok_or_else(|| {
+        HarError::new(
+            "log.entries",
+            format!("expected an array, found {}", kind_of(entries)),
+        )
+    })?;
+    for (i, e) in arr.iter().enumerate() {
+        out.entries.push(parse_entry(i, e)?);
+    }
+    Ok(out)
+}
+
+fn parse_page(i: usize, v: &Value) -> R<HarPage> {
+    let path = format!("pages[{i}]");
+    let o = obj(v, &path)?;
+    let id = match o.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        None | Some(Value::Null) => return Err(HarError::new(&path, "missing \"id\"")),
+        Some(v) => {
+            return Err(HarError::new(
+                format!("{path}.id"),
+                format!("expected a string, found {}", kind_of(v)),
+            ))
+        }
+    };
+    let started_ms = match opt_string(o, "startedDateTime", &path)? {
+        Some(s) if !s.is_empty() => Some(parse_date(&s).ok_or_else(|| {
+            HarError::new(
+                format!("{path}.startedDateTime"),
+                format!("not an ISO 8601 date: {s:?}"),
+            )
+        })?),
+        _ => None,
+    };
+    let (mut on_content_load, mut on_load) = (None, None);
+    if let Some(t) = o.get("pageTimings").filter(|t| !t.is_null()) {
+        let tp = format!("{path}.pageTimings");
+        let t = obj(t, &tp)?;
+        on_content_load = opt_number(t, "onContentLoad", &tp)?.filter(|x| *x >= 0.0);
+        on_load = opt_number(t, "onLoad", &tp)?.filter(|x| *x >= 0.0);
+    }
+    Ok(HarPage {
+        index: i,
+        id,
+        title: opt_string(o, "title", &path)?.unwrap_or_default(),
+        started_ms,
+        on_content_load,
+        on_load,
+    })
+}
+
+fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
+    let path = format!("entries[{i}]");
+    let o = obj(v, &path)?;
+    let started = string(
+        req(o, "startedDateTime", &path)?,
+        &format!("{path}.startedDateTime"),
+    )?;
+    let started_ms = parse_date(&started).ok_or_else(|| {
+        HarError::new(
+            format!("{path}.startedDateTime"),
+            format!("not an ISO 8601 date: {started:?}"),
+        )
+    })?;
+    let pageref = match o.get("pageref") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(v) => {
+            return Err(HarError::new(
+                format!("{path}.pageref"),
+                format!("expected a string, found {}", kind_of(v)),
+            ))
+        }
+    };
+
+    let rp = format!("{path}.request");
+    let rq = obj(req(o, "request", &path)?, &rp)?;
+    let method = string(req(rq, "method", &rp)?, &format!("{rp}.method"))?;
+    let url = string(req(rq, "url", &rp)?, &format!("{rp}.url"))?;
+    let request_headers = headers(rq.get("headers"), &format!("{rp}.headers"))?;
+
+    let sp = format!("{path}.response");
+    let rs = obj(req(o, "response", &path)?, &sp)?;
+    let status = number(req(rs, "status", &sp)?, &format!("{sp}.status"))?;
+    if !(0.0..=999.0).contains(&status) {
+        return Err(HarError::new(
+            format!("{sp}.status"),
+            format!("{status} is not an HTTP status"),
+        ));
+    }
+    let response_headers = headers(rs.get("headers"), &format!("{sp}.headers"))?;
+    let cp = format!("{sp}.content");
+    let (mut mime, mut body, mut content_size) = (String::new(), None, None);
+    let mut encoding_note = None;
+    match rs.get("content") {
+        None | Some(Value::Null) => {}
+        Some(c) => {
+            let c = obj(c, &cp)?;
+            mime = opt_string(c, "mimeType", &cp)?.unwrap_or_default();
+            content_size = opt_size(c, "size", &cp)?;
+            let encoding = opt_string(c, "encoding", &cp)?;
+            if let Some(text) = opt_string(c, "text", &cp)? {
+                body = Some(match encoding.as_deref() {
+                    Some(e) if e.eq_ignore_ascii_case("base64") => {
+                        decode_base64(&text).map_err(|err| {
+                            HarError::new(format!("{cp}.text"), format!("invalid base64 ({err})"))
+                        })?
+                    }
+                    None | Some("") => text.into_bytes(),
+                    Some(other) => {
+                        encoding_note = Some(other.to_string());
+                        text.into_bytes()
+                    }
+                });
+            }
+        }
+    }
+    if let Some(e) = encoding_note {
+        return Err(HarError::new(
+            format!("{cp}.encoding"),
+            format!("unknown encoding {e:?} (HAR allows base64 or none)"),
+        ));
+    }
+    let redirect_url = opt_string(rs, "redirectURL", &sp)?.unwrap_or_default();
+
+    let mut timings = HarTimings::default();
+    if let Some(t) = o.get("timings").filter(|t| !t.is_null()) {
+        let tp = format!("{path}.timings");
+        let t = obj(t, &tp)?;
+        let g = |k: &str| -> R<Option<f64>> { Ok(opt_number(t, k, &tp)?.filter(|x| *x >= 0.0)) };
+        timings = HarTimings {
+            blocked: g("blocked")?,
+            dns: g("dns")?,
+            connect: g("connect")?,
+            ssl: g("ssl")?,
+            send: g("send")?,
+            wait: g("wait")?,
+            receive: g("receive")?,
+        };
+    }
+    let time = opt_number(o, "time", &path)?
+        .filter(|x| *x >= 0.0)
+        .unwrap_or_else(|| timings.total());
+
+    Ok(HarEntry {
+        index: i,
+        pageref,
+        started_ms,
+        time,
+        method,
+        url,
+        request_headers,
+        status: status as u16,
+        response_headers,
+        mime,
+        body,
+        content_size,
+        body_size: opt_size(rs, "bodySize", &sp)?,
+        headers_size: opt_size(rs, "headersSize", &sp)?,
+        transfer_size: opt_size(rs, "_transferSize", &sp)?,
+        redirect_url,
+        timings,
+        initiator: parse_initiator(o, &path)?,
+        resource_type: opt_string(o, "_resourceType", &path)?.map(|s| s.to_ascii_lowercase()),
+        speedy: match o.get("_speedy") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(parse_speedy(v, &format!("{path}._speedy"))?),
+        },
+    })
+}
+
+fn decode_base64(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    let clean: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(clean.as_bytes())
+        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(clean.as_bytes()))
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(clean.as_bytes()))
+}
+
+fn initiator_kind(t: &str) -> InitiatorKind {
+    match t.to_ascii_lowercase().as_str() {
+        "parser" => InitiatorKind::Parser,
+        "script" => InitiatorKind::Script,
+        other => InitiatorKind::Other(other.to_string()),
+    }
+}
+
+/// Reads a DevTools `Initiator` object (`{type, url, lineNumber, stack}`).
+fn initiator_object(o: &Map<String, Value>, path: &str) -> R<HarInitiator> {
+    let kind = initiator_kind(&opt_string(o, "type", path)?.unwrap_or_default());
+    let mut urls = Vec::new();
+    let mut line = opt_number(o, "lineNumber", path)?.map(|x| x.max(0.0) as u64);
+    if let Some(u) = opt_string(o, "url", path)?.filter(|u| !u.is_empty()) {
+        urls.push(u);
+    }
+    // Walk the stack: top frame first, then the async parents.
+    let mut stack = o.get("stack");
+    let mut sp = format!("{path}.stack");
+    while let Some(s) = stack.filter(|s| !s.is_null()) {
+        let so = obj(s, &sp)?;
+        if let Some(frames) = so.get("callFrames").and_then(Value::as_array) {
+            for (k, f) in frames.iter().enumerate() {
+                let fp = format!("{sp}.callFrames[{k}]");
+                let fo = obj(f, &fp)?;
+                if let Some(u) = opt_string(fo, "url", &fp)?.filter(|u| !u.is_empty()) {
+                    if urls.is_empty() {
+                        line = opt_number(fo, "lineNumber", &fp)?.map(|x| x.max(0.0) as u64);
+                    }
+                    if !urls.contains(&u) {
+                        urls.push(u);
+                    }
+                }
+            }
+        }
+        stack = so.get("parent");
+        sp.push_str(".parent");
+    }
+    Ok(HarInitiator { kind, urls, line })
+}
+
+fn parse_initiator(o: &Map<String, Value>, path: &str) -> R<Option<HarInitiator>> {
+    let ip = format!("{path}._initiator");
+    match o.get("_initiator") {
+        Some(Value::Object(io)) => return initiator_object(io, &ip).map(Some),
+        Some(Value::String(u)) if !u.is_empty() => {
+            // WebPageTest / chrome-har: a URL, with the details beside it.
+            let mut init = match o.get("_initiator_detail") {
+                Some(Value::String(d)) => match serde_json::from_str::<Value>(d) {
+                    Ok(Value::Object(m)) => {
+                        initiator_object(&m, &format!("{path}._initiator_detail"))?
+                    }
+                    _ => {
+                        return Err(HarError::new(
+                            format!("{path}._initiator_detail"),
+                            "not a JSON object",
+                        ))
+                    }
+                },
+                _ => HarInitiator {
+                    kind: InitiatorKind::Other("unknown".into()),
+                    urls: Vec::new(),
+                    line: None,
+                },
+            };
+            if let Some(t) = opt_string(o, "_initiator_type", path)? {
+                init.kind = initiator_kind(&t);
+            }
+            if let Some(l) = opt_number(o, "_initiator_line", path)? {
+                // Written 1-based by WebPageTest and chrome-har.
+                init.line = Some((l.max(1.0) - 1.0) as u64);
+            }
+            init.urls.retain(|x| x != u);
+            init.urls.insert(0, u.clone());
+            return Ok(Some(init));
+        }
+        Some(Value::String(_)) | None | Some(Value::Null) => {}
+        Some(v) => {
+            return Err(HarError::new(
+                ip,
+                format!("expected an object or a URL, found {}", kind_of(v)),
+            ))
+        }
+    }
+    if let Some(Value::String(d)) = o.get("_initiator_detail") {
+        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(d) {
+            return initiator_object(&m, &format!("{path}._initiator_detail")).map(Some);
+        }
+    }
+    if let Some(t) = opt_string(o, "_initiator_type", path)? {
+        return Ok(Some(HarInitiator {
+            kind: initiator_kind(&t),
+            urls: Vec::new(),
+            line: None,
+        }));
+    }
+    Ok(None)
+}
+
+fn parse_speedy(v: &Value, path: &str) -> R<SpeedyExt> {
+    let o = obj(v, path)?;
+    let mut ext = SpeedyExt {
+        kind: opt_string(o, "type", path)?,
+        think_ms: opt_number(o, "think_ms", path)?.map(|x| x.max(0.0) as u32),
+        discovery: None,
+        parent: None,
+        offset: None,
+        after_ms: None,
+        encoded: matches!(o.get("encoded"), Some(Value::Bool(true))),
+    };
+    if let Some(d) = o.get("discovery").filter(|d| !d.is_null()) {
+        let dp = format!("{path}.discovery");
+        let d = obj(d, &dp)?;
+        let kind = string(req(d, "kind", &dp)?, &format!("{dp}.kind"))?;
+        if !matches!(kind.as_str(), "root" | "parsed" | "computed") {
+            return Err(HarError::new(
+                format!("{dp}.kind"),
+                format!("{kind:?} is not root, parsed or computed"),
+            ));
+        }
+        if kind != "root" {
+            ext.parent = Some(string(req(d, "parent", &dp)?, &format!("{dp}.parent"))?);
+        }
+        ext.offset = opt_number(d, "offset", &dp)?.map(|x| x.max(0.0) as usize);
+        ext.after_ms = opt_number(d, "after_ms", &dp)?.map(|x| x.max(0.0) as u32);
+        ext.discovery = Some(kind);
+    }
+    Ok(ext)
+}
+
+/// Days from 1970-01-01 to the civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Parses an ISO 8601 date-time (`2024-05-01T10:00:00.123+02:00`, `…Z`, or without a
+/// zone, taken as UTC) into ms since the Unix epoch.
+pub fn parse_date(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        if t.bytes().all(|c| c.is_ascii_digit()) && !t.is_empty() {
+            t.parse().ok()
+        } else {
+            None
+        }
+    };
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut frac = 0.0;
+    if i < b.len() && (b[i] == b'.' || b[i] == b',') {
+        let start = i + 1;
+        i = start;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        frac = format!("0.{}", &s[start..i]).parse::<f64>().ok()?;
+    }
+    let offset_min = if i == b.len() {
+        0
+    } else if &s[i..] == "Z" || &s[i..] == "z" {
+        0
+    } else {
+        let sign = match b[i] {
+            b'+' => 1,
+            b'-' => -1,
+            _ => return None,
+        };
+        let rest = &s[i + 1..];
+        let (hh, mm) = match rest.len() {
+            5 if rest.as_bytes()[2] == b':' => (&rest[..2], &rest[3..]),
+            4 => (&rest[..2], &rest[2..]),
+            2 => (rest, "00"),
+            _ => return None,
+        };
+        let hh: i64 = hh.parse().ok()?;
+        let mm: i64 = mm.parse().ok()?;
+        sign * (hh * 60 + mm)
+    };
+    let days = days_from_civil(y, mo, d);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+    Some(secs as f64 * 1000.0 + frac * 1000.0)
+}
+
+/// Formats ms since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn format_date(ms: f64) -> String {
+    let total = ms.round() as i64;
+    let (secs, milli) = (total.div_euclid(1000), total.rem_euclid(1000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_parse_and_format() {
+        assert_eq!(parse_date("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(parse_date("1970-01-01T00:00:01.5Z"), Some(1500.0));
+        assert_eq!(
+            parse_date("2013-03-05T10:00:00.000+01:00"),
+            parse_date("2013-03-05T09:00:00Z")
+        );
+        assert_eq!(
+            parse_date("2013-03-05T10:00:00-0130"),
+            parse_date("2013-03-05T11:30:00Z")
+        );
+        let t = parse_date("2024-02-29T23:59:59.123Z").unwrap();
+        assert_eq!(format_date(t), "2024-02-29T23:59:59.123Z");
+        assert_eq!(format_date(0.0), "1970-01-01T00:00:00.000Z");
+        for bad in [
+            "",
+            "yesterday",
+            "2024-13-01T00:00:00Z",
+            "2024-01-01T00:00:00+x",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_entry_and_field() {
+        let har = br#"{"log":{"version":"1.2","entries":[
+            {"startedDateTime":"2024-01-01T00:00:00Z","time":1,
+             "request":{"method":"GET","url":"http://a/","headers":[]},
+             "response":{"status":200,"headers":[],"content":{"size":1,"mimeType":"text/html","text":"x"}},
+             "timings":{"send":0,"wait":1,"receive":0}},
+            {"startedDateTime":"2024-01-01T00:00:00Z","time":1,
+             "request":{"method":"GET","url":"http://a/b","headers":[]},
+             "response":{"status":200,"headers":[],"content":{"size":1,"mimeType":"image/gif","text":"!!!","encoding":"base64"}},
+             "timings":{"send":0,"wait":1,"receive":0}}]}}"#;
+        let e = parse(har).unwrap_err();
+        assert_eq!(e.entry, "entries[1].response.content.text");
+        assert!(e.reason.contains("base64"), "{e}");
+    }
+
+    #[test]
+    fn reads_webpagetest_style_initiators() {
+        let har = br#"{"log":{"entries":[
+            {"startedDateTime":"2024-01-01T00:00:00Z",
+             "request":{"method":"GET","url":"http://a/x.js"},
+             "response":{"status":200},
+             "_initiator":"http://a/","_initiator_line":"7","_initiator_type":"parser"}]}}"#;
+        let log = parse(har).unwrap();
+        let i = log.entries[0].initiator.clone().unwrap();
+        assert_eq!(i.kind, InitiatorKind::Parser);
+        assert_eq!(i.urls, vec!["http://a/".to_string()]);
+        assert_eq!(i.line, Some(6));
+    }
+}
