@@ -1,0 +1,866 @@
+//! Statistics over the results file: per-cell summaries with bootstrap confidence
+//! intervals, and speedups against the HTTP/1.1 baseline.
+//!
+//! # Definitions
+//!
+//! * **Load time** is a row's `on_load_ms`. Loads without an onLoad (negative or not a
+//!   finite number, the loader's mark for a load that timed out) are left out of every
+//!   statistic and listed in [`Stats::excluded`].
+//! * **Page cell** = page × network × variant: the loads of that page on that network
+//!   with that variant (one per run). [`Summary`] gives n, mean, median, quartiles and
+//!   the 95% percentile-bootstrap confidence interval of the mean ([`RESAMPLES`]
+//!   resamples of the runs with replacement).
+//! * **Network cell** = network × variant over all pages: the loads of every page pooled.
+//!   Its mean is the mean over all those loads, and its confidence interval comes from a
+//!   *stratified* bootstrap: each resample draws, for every page, as many loads as that
+//!   page has, from that page's loads, so the mix of pages stays the one that was run.
+//! * **Baseline** of a variant on a network: the variant of that network whose rows say
+//!   `baseline: true` and that has the same `tls` as the variant; if there is none with
+//!   the same `tls`, the first baseline variant of the network.
+//! * **Speedup of a page** = baseline mean onLoad / variant mean onLoad on that page
+//!   (`> 1` is faster than the baseline, `2.0` means half the load time). The **percent
+//!   reduction** is `100 × (1 − 1/speedup)` = `100 × (baseline − variant) / baseline`.
+//!   Its confidence interval resamples the baseline's runs and the variant's runs
+//!   independently and takes the percentiles of the ratio of the resampled means.
+//! * **Overall speedup** of a variant on a network = geometric mean, over the pages that
+//!   have both baseline and variant loads, of the per-page speedups (every page counts
+//!   the same, whatever its load time). Its confidence interval is a two-level bootstrap:
+//!   each resample draws the pages with replacement, then the runs of each drawn page
+//!   with replacement, and takes the geometric mean of the resampled per-page speedups.
+//!   The interval therefore covers both page-to-page and run-to-run variation.
+//!
+//! Every bootstrap is seeded from the names of its cell ([`seed_for`]) with the tiny
+//! [`Rng`] below, so a report is identical from one build to the next, whatever the
+//! order of the rows in the file.
+
+use crate::results::{Row, SweepPoint};
+use std::collections::BTreeMap;
+
+/// Bootstrap resamples per confidence interval.
+pub const RESAMPLES: usize = 2000;
+/// Confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+/// Base seed mixed into every cell's seed.
+pub const SEED: u64 = 0x5EED_5BD1_2012_0001;
+
+/// SplitMix64: a small, fast, well-mixed 64-bit generator (Steele, Lea, Flood 2014).
+/// Deterministic for a seed; no global state.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    state: u64,
+}
+
+impl Rng {
+    /// A generator starting from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng { state: seed }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index in `0..n` (`n > 0`), by multiply-shift (bias below 2⁻⁵⁰ for the
+    /// sizes used here).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// A seed derived from names (FNV-1a over the parts, separated) mixed with [`SEED`].
+pub fn seed_for(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain(std::iter::once(0xff)) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h ^ SEED
+}
+
+/// Arithmetic mean; `None` when empty.
+pub fn mean(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+}
+
+/// Median (mean of the two middle values for an even count); `None` when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    quantile(xs, 0.5)
+}
+
+/// Quantile `q` in `[0, 1]` by linear interpolation between order statistics
+/// (Hyndman & Fan type 7, the default of R and NumPy); `None` when empty.
+pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut s = xs.to_vec();
+    s.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&s, q))
+}
+
+/// [`quantile`] of already sorted, non-empty data.
+fn quantile_sorted(s: &[f64], q: f64) -> f64 {
+    let h = (s.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    s[lo] + (h - lo as f64) * (s[hi] - s[lo])
+}
+
+/// Geometric mean of positive values; `None` when empty or when a value is not positive.
+pub fn geometric_mean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|&x| x <= 0.0 || !x.is_finite()) {
+        return None;
+    }
+    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
+/// Sample standard deviation (n − 1); 0 for fewer than two values.
+pub fn std_dev(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let m = xs.iter().sum::<f64>() / xs.len() as f64;
+    (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() - 1) as f64).sqrt()
+}
+
+/// A confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ci {
+    /// Lower bound.
+    pub low: f64,
+    /// Upper bound.
+    pub high: f64,
+}
+
+impl Ci {
+    /// Whether `x` lies in the interval (bounds included).
+    pub fn contains(&self, x: f64) -> bool {
+        self.low <= x && x <= self.high
+    }
+}
+
+/// Percentile bootstrap: evaluates `stat` on [`RESAMPLES`] resamples (it draws its own
+/// resample from the generator it is given) and returns the (1−[`LEVEL`])/2 and
+/// (1+[`LEVEL`])/2 quantiles of the values. Non-finite values are skipped; if none is
+/// left the interval is `NaN..NaN`.
+pub fn bootstrap<F: FnMut(&mut Rng) -> f64>(seed: u64, mut stat: F) -> Ci {
+    let mut rng = Rng::new(seed);
+    let mut vals: Vec<f64> = (0..RESAMPLES)
+        .map(|_| stat(&mut rng))
+        .filter(|v| v.is_finite())
+        .collect();
+    if vals.is_empty() {
+        return Ci {
+            low: f64::NAN,
+            high: f64::NAN,
+        };
+    }
+    vals.sort_by(f64::total_cmp);
+    let a = (1.0 - LEVEL) / 2.0;
+    Ci {
+        low: quantile_sorted(&vals, a),
+        high: quantile_sorted(&vals, 1.0 - a),
+    }
+}
+
+/// Mean of a resample (with replacement, same size) of `xs` (non-empty).
+fn resampled_mean(xs: &[f64], rng: &mut Rng) -> f64 {
+    let mut s = 0.0;
+    for _ in 0..xs.len() {
+        s += xs[rng.below(xs.len())];
+    }
+    s / xs.len() as f64
+}
+
+/// 95% percentile-bootstrap confidence interval of the mean; `None` when empty.
+/// A single value gives the degenerate interval `[x, x]`.
+pub fn bootstrap_mean_ci(xs: &[f64], seed: u64) -> Option<Ci> {
+    if xs.is_empty() {
+        return None;
+    }
+    Some(bootstrap(seed, |rng| resampled_mean(xs, rng)))
+}
+
+/// Summary of one sample (load times in ms).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Number of values.
+    pub n: usize,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub median: f64,
+    /// 95% bootstrap confidence interval of the mean.
+    pub ci: Ci,
+    /// Sample standard deviation.
+    pub sd: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// First quartile.
+    pub q1: f64,
+    /// Third quartile.
+    pub q3: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// Summarizes a sample; `None` when empty. The CI is [`bootstrap_mean_ci`] with `seed`.
+pub fn summarize(xs: &[f64], seed: u64) -> Option<Summary> {
+    let ci = bootstrap_mean_ci(xs, seed)?;
+    Some(describe(xs, ci))
+}
+
+/// Summarizes the pooled values of several groups (pages); the CI comes from a
+/// stratified bootstrap (every group resampled within itself). `None` when all are empty.
+pub fn summarize_pooled(groups: &[Vec<f64>], seed: u64) -> Option<Summary> {
+    let groups: Vec<&Vec<f64>> = groups.iter().filter(|g| !g.is_empty()).collect();
+    let all: Vec<f64> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+    if all.is_empty() {
+        return None;
+    }
+    let ci = bootstrap(seed, |rng| {
+        let mut s = 0.0;
+        for g in &groups {
+            for _ in 0..g.len() {
+                s += g[rng.below(g.len())];
+            }
+        }
+        s / all.len() as f64
+    });
+    Some(describe(&all, ci))
+}
+
+fn describe(xs: &[f64], ci: Ci) -> Summary {
+    let mut s = xs.to_vec();
+    s.sort_by(f64::total_cmp);
+    Summary {
+        n: s.len(),
+        mean: s.iter().sum::<f64>() / s.len() as f64,
+        median: quantile_sorted(&s, 0.5),
+        ci,
+        sd: std_dev(&s),
+        min: s[0],
+        q1: quantile_sorted(&s, 0.25),
+        q3: quantile_sorted(&s, 0.75),
+        max: s[s.len() - 1],
+    }
+}
+
+/// A speedup against the baseline (see the module documentation for the definitions).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Speedup {
+    /// Baseline mean / variant mean (per page), or their geometric mean over pages.
+    pub speedup: f64,
+    /// `100 × (1 − 1/speedup)`: how much shorter the load time is, in percent.
+    pub reduction_pct: f64,
+    /// 95% bootstrap confidence interval of the speedup.
+    pub ci: Ci,
+    /// Pages the speedup is computed over (1 for a page's speedup).
+    pub pages: usize,
+}
+
+/// Percent reduction of load time for a speedup.
+pub fn reduction_pct(speedup: f64) -> f64 {
+    100.0 * (1.0 - 1.0 / speedup)
+}
+
+/// Speedup of a variant on one page: `mean(baseline) / mean(variant)`, with its
+/// bootstrap CI (both samples resampled independently). `None` when a sample is empty
+/// or the variant's mean is not positive.
+pub fn page_speedup(baseline: &[f64], variant: &[f64], seed: u64) -> Option<Speedup> {
+    let b = mean(baseline)?;
+    let v = mean(variant)?;
+    if v <= 0.0 || b <= 0.0 {
+        return None;
+    }
+    let ci = bootstrap(seed, |rng| {
+        resampled_mean(baseline, rng) / resampled_mean(variant, rng)
+    });
+    Some(Speedup {
+        speedup: b / v,
+        reduction_pct: reduction_pct(b / v),
+        ci,
+        pages: 1,
+    })
+}
+
+/// Overall speedup over pages: geometric mean of the per-page speedups, with the
+/// two-level bootstrap CI (pages, then runs). `pairs` holds, per page, the baseline's
+/// and the variant's load times; pages where either is empty or a mean is not positive
+/// are left out. `None` when no page is left.
+pub fn overall_speedup(pairs: &[(Vec<f64>, Vec<f64>)], seed: u64) -> Option<Speedup> {
+    let pairs: Vec<&(Vec<f64>, Vec<f64>)> = pairs
+        .iter()
+        .filter(|(b, v)| {
+            matches!((mean(b), mean(v)), (Some(mb), Some(mv)) if mb > 0.0 && mv > 0.0)
+        })
+        .collect();
+    let ratios: Vec<f64> = pairs
+        .iter()
+        .map(|(b, v)| mean(b).unwrap() / mean(v).unwrap())
+        .collect();
+    let g = geometric_mean(&ratios)?;
+    let ci = bootstrap(seed, |rng| {
+        let mut log_sum = 0.0;
+        for _ in 0..pairs.len() {
+            let (b, v) = pairs[rng.below(pairs.len())];
+            log_sum += (resampled_mean(b, rng) / resampled_mean(v, rng)).ln();
+        }
+        (log_sum / pairs.len() as f64).exp()
+    });
+    Some(Speedup {
+        speedup: g,
+        reduction_pct: reduction_pct(g),
+        ci,
+        pages: pairs.len(),
+    })
+}
+
+/// A variant as the rows describe it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantInfo {
+    /// Variant name.
+    pub name: String,
+    /// Marked as a baseline.
+    pub baseline: bool,
+    /// Wire protocol.
+    pub protocol: String,
+    /// Over TLS.
+    pub tls: bool,
+}
+
+/// A network as the rows describe it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkInfo {
+    /// Network name.
+    pub name: String,
+    /// Human description.
+    pub desc: String,
+    /// The sweep point, when the network belongs to a sweep.
+    pub sweep: Option<SweepPoint>,
+}
+
+/// Statistics of one page × network × variant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageCell {
+    /// Page.
+    pub page: String,
+    /// Network.
+    pub network: String,
+    /// Variant.
+    pub variant: String,
+    /// onLoad summary over the runs.
+    pub summary: Summary,
+    /// Speedup against the baseline on this page (`None` for the baseline itself or
+    /// when the baseline has no loads of the page).
+    pub speedup: Option<Speedup>,
+}
+
+/// Statistics of one network × variant over all pages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkCell {
+    /// Network.
+    pub network: String,
+    /// Variant.
+    pub variant: String,
+    /// Pages with at least one load.
+    pub pages: usize,
+    /// Runs per page (the largest count of loads of one page).
+    pub runs: usize,
+    /// onLoad summary, pooled over pages (stratified bootstrap CI).
+    pub summary: Summary,
+    /// onContentLoad summary, pooled the same way (`None` if no load has one).
+    pub content_load: Option<Summary>,
+    /// The baseline variant the speedup is against (`None` for a baseline).
+    pub baseline: Option<String>,
+    /// Overall speedup (geometric mean over pages).
+    pub speedup: Option<Speedup>,
+}
+
+/// A load left out of the statistics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Excluded {
+    /// Page.
+    pub page: String,
+    /// Network.
+    pub network: String,
+    /// Variant.
+    pub variant: String,
+    /// Run.
+    pub run: u32,
+    /// Why.
+    pub reason: String,
+}
+
+/// One sweep: the networks of one sweep name, ordered by the swept value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// Sweep name.
+    pub name: String,
+    /// `loss` or `rtt_ms`.
+    pub param: String,
+    /// (value, network name), ascending value.
+    pub points: Vec<(f64, String)>,
+}
+
+/// All statistics of a results file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Variants: baselines first, then in order of first appearance.
+    pub variants: Vec<VariantInfo>,
+    /// Networks: in order of first appearance, sweep points after the others
+    /// (by sweep name, then value).
+    pub networks: Vec<NetworkInfo>,
+    /// Pages in order of first appearance.
+    pub pages: Vec<String>,
+    /// Page cells (only those with loads).
+    pub page_cells: Vec<PageCell>,
+    /// Network cells (only those with loads).
+    pub network_cells: Vec<NetworkCell>,
+    /// Loads left out (no onLoad).
+    pub excluded: Vec<Excluded>,
+}
+
+/// Whether a row has a usable onLoad.
+pub fn has_on_load(r: &Row) -> bool {
+    r.on_load_ms.is_finite() && r.on_load_ms >= 0.0
+}
+
+type Key3 = (String, String, String);
+
+impl Stats {
+    /// Computes every statistic from the rows.
+    pub fn compute(rows: &[Row]) -> Stats {
+        let mut st = Stats::default();
+        let mut variants: Vec<VariantInfo> = Vec::new();
+        for r in rows {
+            if !st.pages.contains(&r.page) {
+                st.pages.push(r.page.clone());
+            }
+            if !st.networks.iter().any(|n| n.name == r.network) {
+                st.networks.push(NetworkInfo {
+                    name: r.network.clone(),
+                    desc: r.network_desc.clone(),
+                    sweep: r.sweep.clone(),
+                });
+            }
+            if !variants.iter().any(|v| v.name == r.variant) {
+                variants.push(VariantInfo {
+                    name: r.variant.clone(),
+                    baseline: r.baseline,
+                    protocol: r.protocol.clone(),
+                    tls: r.tls,
+                });
+            }
+        }
+        // Stable sorts keep first-appearance order within each class.
+        variants.sort_by_key(|v| !v.baseline);
+        st.variants = variants;
+        st.networks.sort_by(|a, b| match (&a.sweep, &b.sweep) {
+            (None, None) => std::cmp::Ordering::Equal,
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => x
+                .sweep
+                .cmp(&y.sweep)
+                .then(x.value.total_cmp(&y.value)),
+        });
+
+        // Load times per page cell, ordered by run so the order of the file does not matter.
+        let mut cells: BTreeMap<Key3, Vec<(u32, f64, f64)>> = BTreeMap::new();
+        for r in rows {
+            if !has_on_load(r) {
+                st.excluded.push(Excluded {
+                    page: r.page.clone(),
+                    network: r.network.clone(),
+                    variant: r.variant.clone(),
+                    run: r.run,
+                    reason: format!("no onLoad (on_load_ms = {})", r.on_load_ms),
+                });
+                continue;
+            }
+            cells
+                .entry((r.page.clone(), r.network.clone(), r.variant.clone()))
+                .or_default()
+                .push((r.run, r.on_load_ms, r.on_content_load_ms));
+        }
+        let mut times: BTreeMap<Key3, Vec<f64>> = BTreeMap::new();
+        let mut content: BTreeMap<Key3, Vec<f64>> = BTreeMap::new();
+        for (k, mut v) in cells {
+            v.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+            times.insert(k.clone(), v.iter().map(|x| x.1).collect());
+            content.insert(
+                k,
+                v.iter()
+                    .map(|x| x.2)
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .collect(),
+            );
+        }
+        let key = |p: &str, n: &str, v: &str| (p.to_string(), n.to_string(), v.to_string());
+
+        for net in &st.networks {
+            for var in &st.variants {
+                let baseline = if var.baseline {
+                    None
+                } else {
+                    st.baseline_among(&net.name, var, &times)
+                };
+                let mut groups = Vec::new();
+                let mut cgroups = Vec::new();
+                let mut pairs = Vec::new();
+                // Bootstrap groups in page-name order, whatever the order of the file.
+                let mut by_name: Vec<&String> = st.pages.iter().collect();
+                by_name.sort();
+                for page in by_name {
+                    let Some(xs) = times.get(&key(page, &net.name, &var.name)) else {
+                        continue;
+                    };
+                    let base = baseline
+                        .as_ref()
+                        .and_then(|b| times.get(&key(page, &net.name, b)));
+                    let speedup = base.and_then(|b| {
+                        page_speedup(
+                            b,
+                            xs,
+                            seed_for(&["page-speedup", page, &net.name, &var.name]),
+                        )
+                    });
+                    if let Some(b) = base {
+                        pairs.push((b.clone(), xs.clone()));
+                    }
+                    st.page_cells.push(PageCell {
+                        page: page.clone(),
+                        network: net.name.clone(),
+                        variant: var.name.clone(),
+                        summary: summarize(xs, seed_for(&["page", page, &net.name, &var.name]))
+                            .expect("cells are non-empty"),
+                        speedup,
+                    });
+                    groups.push(xs.clone());
+                    cgroups.push(content[&key(page, &net.name, &var.name)].clone());
+                }
+                let Some(summary) =
+                    summarize_pooled(&groups, seed_for(&["network", &net.name, &var.name]))
+                else {
+                    continue;
+                };
+                st.network_cells.push(NetworkCell {
+                    network: net.name.clone(),
+                    variant: var.name.clone(),
+                    pages: groups.len(),
+                    runs: groups.iter().map(Vec::len).max().unwrap_or(0),
+                    summary,
+                    content_load: summarize_pooled(
+                        &cgroups,
+                        seed_for(&["content", &net.name, &var.name]),
+                    ),
+                    speedup: baseline.as_ref().and_then(|_| {
+                        overall_speedup(&pairs, seed_for(&["speedup", &net.name, &var.name]))
+                    }),
+                    baseline,
+                });
+            }
+        }
+        st
+    }
+
+    /// The baseline a variant is compared against on a network (see the module doc).
+    fn baseline_among(
+        &self,
+        network: &str,
+        var: &VariantInfo,
+        times: &BTreeMap<Key3, Vec<f64>>,
+    ) -> Option<String> {
+        let present: Vec<&VariantInfo> = self
+            .variants
+            .iter()
+            .filter(|v| {
+                v.baseline
+                    && self.pages.iter().any(|p| {
+                        times.contains_key(&(p.clone(), network.to_string(), v.name.clone()))
+                    })
+            })
+            .collect();
+        present
+            .iter()
+            .find(|v| v.tls == var.tls)
+            .or(present.first())
+            .map(|v| v.name.clone())
+    }
+
+    /// The page cell of `page` × `network` × `variant`.
+    pub fn page_cell(&self, page: &str, network: &str, variant: &str) -> Option<&PageCell> {
+        self.page_cells
+            .iter()
+            .find(|c| c.page == page && c.network == network && c.variant == variant)
+    }
+
+    /// The network cell of `network` × `variant`.
+    pub fn network_cell(&self, network: &str, variant: &str) -> Option<&NetworkCell> {
+        self.network_cells
+            .iter()
+            .find(|c| c.network == network && c.variant == variant)
+    }
+
+    /// The variant named `name`.
+    pub fn variant(&self, name: &str) -> Option<&VariantInfo> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
+    /// The sweeps, in order of name, each with its points by ascending value.
+    pub fn sweeps(&self) -> Vec<Sweep> {
+        let mut out: Vec<Sweep> = Vec::new();
+        for n in &self.networks {
+            let Some(sp) = &n.sweep else { continue };
+            match out.iter_mut().find(|s| s.name == sp.sweep) {
+                Some(s) => s.points.push((sp.value, n.name.clone())),
+                None => out.push(Sweep {
+                    name: sp.sweep.clone(),
+                    param: sp.param.clone(),
+                    points: vec![(sp.value, n.name.clone())],
+                }),
+            }
+        }
+        for s in &mut out {
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * (1.0 + a.abs().max(b.abs()))
+    }
+
+    #[test]
+    fn median_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn quantiles_type7() {
+        let xs = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&xs, 0.25), Some(2.0));
+        assert_eq!(quantile(&xs, 0.75), Some(4.0));
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.25), Some(1.75));
+        assert_eq!(quantile(&xs, 0.0), Some(1.0));
+        assert_eq!(quantile(&xs, 1.0), Some(5.0));
+    }
+
+    #[test]
+    fn mean_sd_geomean() {
+        assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
+        assert_eq!(mean(&[]), None);
+        assert!(close(std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 2.138089935299395));
+        assert!(close(geometric_mean(&[2.0, 8.0]).unwrap(), 4.0));
+        assert_eq!(geometric_mean(&[1.0, 0.0]), None);
+    }
+
+    #[test]
+    fn rng_is_deterministic_and_uniform_enough() {
+        let a: Vec<u64> = {
+            let mut r = Rng::new(42);
+            (0..5).map(|_| r.next_u64()).collect()
+        };
+        let b: Vec<u64> = {
+            let mut r = Rng::new(42);
+            (0..5).map(|_| r.next_u64()).collect()
+        };
+        assert_eq!(a, b);
+        // Known first output of SplitMix64 for seed 0.
+        assert_eq!(Rng::new(0).next_u64(), 0xE220_A839_7B1D_CDAF);
+        let mut r = Rng::new(7);
+        let mut counts = [0usize; 10];
+        for _ in 0..100_000 {
+            counts[r.below(10)] += 1;
+        }
+        for c in counts {
+            assert!((9_500..10_500).contains(&c), "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn bootstrap_ci_contains_mean_and_is_deterministic() {
+        let xs = [980.0, 1010.0, 1200.0, 950.0, 1105.0, 1020.0, 990.0, 1500.0];
+        let m = mean(&xs).unwrap();
+        let a = bootstrap_mean_ci(&xs, 1).unwrap();
+        let b = bootstrap_mean_ci(&xs, 1).unwrap();
+        let c = bootstrap_mean_ci(&xs, 2).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.contains(m), "{a:?} vs {m}");
+        assert!(a.low >= 950.0 && a.high <= 1500.0);
+        assert!(a.high - a.low > 10.0);
+        // Constant data: the interval is the value.
+        let k = bootstrap_mean_ci(&[5.0; 6], 3).unwrap();
+        assert_eq!((k.low, k.high), (5.0, 5.0));
+        assert_eq!(bootstrap_mean_ci(&[], 3), None);
+    }
+
+    #[test]
+    fn bootstrap_ci_of_normal_sample_is_close_to_t_interval() {
+        // 1..=20: mean 10.5, sd 5.916; normal-theory half width ≈ 1.96·5.916/√20 ≈ 2.59.
+        let xs: Vec<f64> = (1..=20).map(f64::from).collect();
+        let ci = bootstrap_mean_ci(&xs, 9).unwrap();
+        let half = (ci.high - ci.low) / 2.0;
+        assert!((2.2..2.9).contains(&half), "{ci:?}");
+        assert!((ci.low + ci.high) / 2.0 > 10.0 && (ci.low + ci.high) / 2.0 < 11.0);
+    }
+
+    #[test]
+    fn summary_fields() {
+        let s = summarize(&[4.0, 1.0, 3.0, 2.0], 5).unwrap();
+        assert_eq!((s.n, s.mean, s.median, s.min, s.max), (4, 2.5, 2.5, 1.0, 4.0));
+        assert_eq!((s.q1, s.q3), (1.75, 3.25));
+        let p = summarize_pooled(&[vec![1.0, 2.0], vec![], vec![3.0, 4.0]], 5).unwrap();
+        assert_eq!((p.n, p.mean, p.median), (4, 2.5, 2.5));
+        assert!(p.ci.contains(2.5));
+        assert_eq!(summarize_pooled(&[vec![], vec![]], 5), None);
+    }
+
+    #[test]
+    fn speedup_of_identical_data_is_one() {
+        let xs = vec![1000.0, 1100.0, 900.0, 1050.0];
+        let s = page_speedup(&xs, &xs, 11).unwrap();
+        assert_eq!(s.speedup, 1.0);
+        assert_eq!(s.reduction_pct, 0.0);
+        assert!(s.ci.contains(1.0));
+        let o = overall_speedup(&[(xs.clone(), xs.clone()), (xs.clone(), xs)], 11).unwrap();
+        assert!(close(o.speedup, 1.0));
+        assert_eq!(o.pages, 2);
+        assert!(o.ci.contains(1.0));
+    }
+
+    #[test]
+    fn speedup_known_answers() {
+        // Twice as fast: speedup 2, 50% shorter.
+        let s = page_speedup(&[2000.0, 2000.0], &[1000.0, 1000.0], 1).unwrap();
+        assert_eq!((s.speedup, s.reduction_pct), (2.0, 50.0));
+        assert_eq!((s.ci.low, s.ci.high), (2.0, 2.0));
+        // Pages with speedups 2 and 8: geometric mean 4, 75% shorter.
+        let o = overall_speedup(
+            &[
+                (vec![200.0], vec![100.0]),
+                (vec![800.0], vec![100.0]),
+                (vec![], vec![100.0]),
+            ],
+            1,
+        )
+        .unwrap();
+        assert!(close(o.speedup, 4.0));
+        assert!(close(o.reduction_pct, 75.0));
+        assert_eq!(o.pages, 2);
+        assert!(o.ci.low >= 2.0 - 1e-9 && o.ci.high <= 8.0 + 1e-9);
+        assert!(o.ci.contains(4.0));
+        assert_eq!(overall_speedup(&[(vec![], vec![1.0])], 1), None);
+        assert_eq!(page_speedup(&[], &[1.0], 1), None);
+    }
+
+    fn row(page: &str, net: &str, var: &str, base: bool, tls: bool, run: u32, ms: f64) -> Row {
+        Row {
+            experiment: "t".into(),
+            page: page.into(),
+            network: net.into(),
+            network_desc: format!("{net} desc"),
+            sweep: None,
+            variant: var.into(),
+            baseline: base,
+            protocol: if base { "http/1.1" } else { "spdy/3.1" }.into(),
+            tls,
+            run,
+            on_load_ms: ms,
+            on_content_load_ms: ms / 2.0,
+            objects: 10,
+            failed_objects: 0,
+            bytes_down: 0,
+            bytes_up: 0,
+            packets_down: 0,
+            packets_up: 0,
+            link_drops: 0,
+            header_bytes_sent_raw: 0,
+            header_bytes_sent_compressed: 0,
+            header_bytes_received_raw: 0,
+            header_bytes_received_compressed: 0,
+            connections: 1,
+            tcp_retransmissions: 0,
+            har: String::new(),
+        }
+    }
+
+    #[test]
+    fn compute_cells_baselines_and_order() {
+        let mut rows = vec![];
+        for run in 0..3 {
+            let j = run as f64;
+            rows.push(row("a", "dsl", "spdy", false, false, run, 500.0 + j));
+            rows.push(row("a", "dsl", "http1", true, false, run, 1000.0 + j));
+            rows.push(row("b", "dsl", "spdy", false, false, run, 400.0 + j));
+            rows.push(row("b", "dsl", "http1", true, false, run, 1600.0 + j));
+            rows.push(row("a", "dsl", "http1-tls", true, true, run, 1200.0));
+            rows.push(row("a", "dsl", "spdy-tls", false, true, run, 600.0));
+        }
+        rows.push(row("b", "dsl", "spdy", false, false, 3, -1.0));
+        let st = Stats::compute(&rows);
+        let names: Vec<&str> = st.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["http1", "http1-tls", "spdy", "spdy-tls"]);
+        assert_eq!(st.pages, ["a", "b"]);
+        assert_eq!(st.excluded.len(), 1);
+        let c = st.page_cell("a", "dsl", "spdy").unwrap();
+        assert_eq!((c.summary.n, c.summary.mean, c.summary.median), (3, 501.0, 501.0));
+        assert!(close(c.speedup.as_ref().unwrap().speedup, 1001.0 / 501.0));
+        assert!(st.page_cell("a", "dsl", "http1").unwrap().speedup.is_none());
+        let n = st.network_cell("dsl", "spdy").unwrap();
+        assert_eq!((n.pages, n.runs, n.summary.n), (2, 3, 6));
+        assert_eq!(n.summary.mean, 451.0);
+        assert_eq!(n.baseline.as_deref(), Some("http1"));
+        let expect = ((1001.0 / 501.0) * (1601.0 / 401.0) as f64).sqrt();
+        assert!(close(n.speedup.as_ref().unwrap().speedup, expect));
+        assert!(n.content_load.as_ref().unwrap().mean > 0.0);
+        // TLS variants compare with the TLS baseline.
+        let t = st.network_cell("dsl", "spdy-tls").unwrap();
+        assert_eq!(t.baseline.as_deref(), Some("http1-tls"));
+        assert_eq!(t.speedup.as_ref().unwrap().speedup, 2.0);
+        // Row order does not change anything.
+        let mut rev = rows.clone();
+        rev.reverse();
+        let st2 = Stats::compute(&rev);
+        assert_eq!(st2.network_cell("dsl", "spdy"), st.network_cell("dsl", "spdy"));
+    }
+
+    #[test]
+    fn sweeps_are_grouped_and_sorted() {
+        let mut rows = vec![];
+        for (net, v) in [("l2", 0.02), ("l0", 0.0), ("l1", 0.01)] {
+            let mut r = row("a", net, "http1", true, false, 0, 100.0);
+            r.sweep = Some(SweepPoint {
+                sweep: "loss".into(),
+                param: "loss".into(),
+                value: v,
+            });
+            rows.push(r);
+        }
+        rows.push(row("a", "cable", "http1", true, false, 0, 100.0));
+        let st = Stats::compute(&rows);
+        let nets: Vec<&str> = st.networks.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(nets, ["cable", "l0", "l1", "l2"]);
+        let sw = st.sweeps();
+        assert_eq!(sw.len(), 1);
+        let pts: Vec<&str> = sw[0].points.iter().map(|p| p.1.as_str()).collect();
+        assert_eq!(pts, ["l0", "l1", "l2"]);
+    }
+}
