@@ -6,5 +6,4 @@
 
 pub mod experiment;
 pub mod results;
-pub mod runner;
 pub mod stats;
