@@ -198,20 +198,23 @@ impl Rec {
             || ct.contains("ecmascript")
             || (!ct.contains("html") && self.kind == ObjectType::Script)
     }
-    /// A type whose body can reference other objects.
-    fn refers(&self) -> bool {
-        self.is_html() || self.is_css() || self.is_js()
-    }
     /// Parsers find references in it (as opposed to scripts).
     fn parsed(&self) -> bool {
         self.is_html() || self.is_css()
     }
 }
 
+/// Lower-case names; exact repeats of a name and value dropped (Chrome's exports list
+/// some request headers twice, once from each of two DevTools events).
 fn lower_headers(h: &[(String, String)]) -> Vec<(String, String)> {
-    h.iter()
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.clone()))
-        .collect()
+    let mut out: Vec<(String, String)> = Vec::with_capacity(h.len());
+    for (n, v) in h {
+        let pair = (n.trim().to_ascii_lowercase(), v.clone());
+        if !out.contains(&pair) {
+            out.push(pair);
+        }
+    }
+    out
 }
 
 fn header<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {

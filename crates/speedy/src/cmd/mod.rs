@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod corpus;
 pub mod fetch;
 pub mod link;
 pub mod load;
@@ -27,6 +28,8 @@ enum Command {
     Link(link::LinkArgs),
     /// Load a page like a browser (HTTP/1.1, SPDY or HTTP/2) and write HAR.
     Load(load::LoadArgs),
+    /// Make page archives (synthetic, or imported from HAR and WARC) and export them as HAR.
+    Corpus(corpus::CorpusArgs),
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -58,6 +61,7 @@ impl Cli {
             Command::Fetch(a) => report(runtime().block_on(fetch::run(a)), "fetch"),
             Command::Link(a) => link::run(a),
             Command::Load(a) => report(runtime().block_on(load::run(a)), "load"),
+            Command::Corpus(a) => corpus::run(a),
         }
     }
 }

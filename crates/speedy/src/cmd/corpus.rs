@@ -1,0 +1,156 @@
+//! `speedy corpus`: make page archives (synthetic, or imported from HAR and WARC) and
+//! export them as HAR. The archive format is documented in `docs/archive.md`.
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use speedy_archive::import::{import_file, Imported};
+use speedy_archive::synth::{synthesize, SynthOptions};
+use speedy_archive::Archive;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `speedy corpus`.
+#[derive(Args, Debug)]
+pub struct CorpusArgs {
+    #[command(subcommand)]
+    command: CorpusCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum CorpusCommand {
+    /// Generate synthetic pages calibrated to the lab's page statistics.
+    Synth(SynthArgs),
+    /// Import a HAR (1.1/1.2) or WARC (plain or gzip) file as an archive.
+    Import(ImportArgs),
+    /// Write an archive as HAR 1.2.
+    ExportHar(ExportArgs),
+}
+
+/// Arguments of `speedy corpus synth`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  speedy corpus synth --out ./corpus --pages 25 --seed 1")]
+struct SynthArgs {
+    /// Archive directory to write (archive.json and bodies/).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Number of pages.
+    #[arg(long, default_value_t = 25, value_name = "N")]
+    pages: usize,
+    /// Seed: the same seed gives the same corpus, byte for byte.
+    #[arg(long, default_value_t = 1, value_name = "S")]
+    seed: u64,
+}
+
+/// Arguments of `speedy corpus import`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "The format is told by the content: WARC (gzip or not) or HAR (JSON). Parents and \
+discovery come from _initiator, else from references in the recorded bodies, else from the \
+recorded timings (docs/archive.md).\n\nExample:\n  speedy corpus import page.har --out ./archive"
+)]
+struct ImportArgs {
+    /// HAR or WARC file.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Archive directory to write.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Do not print the import's warnings (skipped or repaired entries).
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Arguments of `speedy corpus export-har`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  speedy corpus export-har ./archive --out archive.har")]
+struct ExportArgs {
+    /// Archive directory.
+    #[arg(value_name = "ARCHIVE_DIR")]
+    dir: PathBuf,
+    /// HAR file to write.
+    #[arg(long, value_name = "FILE.har")]
+    out: PathBuf,
+}
+
+/// `N pages, M objects, B bytes, D domains`.
+pub fn summary(a: &Archive) -> String {
+    let bytes: usize = a.objects.iter().map(|o| o.body.size()).sum();
+    let domains: HashSet<&str> = a
+        .objects
+        .iter()
+        .filter_map(|o| speedy_archive::model::split_url(&o.url).map(|(_, h, _)| h))
+        .collect();
+    format!(
+        "{} pages, {} objects, {} bytes, {} domains",
+        a.pages.len(),
+        a.objects.len(),
+        bytes,
+        domains.len()
+    )
+}
+
+fn save(a: &Archive, out: &Path) -> Result<()> {
+    a.save(out)
+        .with_context(|| format!("writing the archive to {}", out.display()))
+}
+
+fn synth(a: SynthArgs) -> Result<()> {
+    let archive = synthesize(SynthOptions {
+        pages: a.pages,
+        seed: a.seed,
+    });
+    save(&archive, &a.out)?;
+    println!("{}: {}", a.out.display(), summary(&archive));
+    Ok(())
+}
+
+fn import(a: ImportArgs) -> Result<()> {
+    let Imported {
+        archive,
+        warnings,
+        sources,
+    } = import_file(&a.file)?;
+    save(&archive, &a.out)?;
+    if !a.quiet {
+        for w in &warnings {
+            eprintln!("speedy corpus import: {}: {w}", a.file.display());
+        }
+    }
+    let how: Vec<String> = sources.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    println!(
+        "{}: {} (discovery from: {})",
+        a.out.display(),
+        summary(&archive),
+        if how.is_empty() {
+            "roots only".to_string()
+        } else {
+            how.join(", ")
+        }
+    );
+    Ok(())
+}
+
+fn export(a: ExportArgs) -> Result<()> {
+    let har = speedy_archive::export::export_har(&a.dir, &a.out)?;
+    let entries = har["log"]["entries"].as_array().map_or(0, Vec::len);
+    let pages = har["log"]["pages"].as_array().map_or(0, Vec::len);
+    println!("{}: HAR 1.2, {pages} pages, {entries} entries", a.out.display());
+    Ok(())
+}
+
+/// Runs `speedy corpus …`; errors name the file (and the entry) and exit with 2.
+pub fn run(a: CorpusArgs) -> ExitCode {
+    let (name, r) = match a.command {
+        CorpusCommand::Synth(x) => ("synth", synth(x)),
+        CorpusCommand::Import(x) => ("import", import(x)),
+        CorpusCommand::ExportHar(x) => ("export-har", export(x)),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("speedy corpus {name}: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
