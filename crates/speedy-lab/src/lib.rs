@@ -6,4 +6,5 @@
 
 pub mod experiment;
 pub mod results;
+pub mod runner;
 pub mod stats;

@@ -1,0 +1,678 @@
+//! The runner: builds the topology with the link emulator, starts the replay server in
+//! the server namespace (one address per origin), runs the loader in the client
+//! namespace, alternates variants run by run, keeps every HAR and appends one
+//! [`Row`] per load to `results.jsonl`. An interrupted experiment resumes where it
+//! stopped: loads already in the results file are skipped.
+//!
+//! Lanes run loads in parallel, each on its own namespace pair and link (independent
+//! links, so lanes change no result beyond CPU contention); shards split the load list
+//! (`i/n` takes every n-th load starting at i) for batch schedulers, merged afterwards
+//! with [`merge`].
+
+use crate::experiment::{Experiment, Network, Pages, Variant};
+use crate::results::{append_row, read_rows, Row, SweepPoint};
+use linkem::{Side, Topology, TopologyConfig};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How to run an experiment.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Output directory (results.jsonl, hars/, corpus/, lab-ca/, report.html).
+    pub out: PathBuf,
+    /// Parallel lanes.
+    pub lanes: usize,
+    /// Shard `(i, n)`: run loads whose index % n == i.
+    pub shard: (usize, usize),
+    /// The `speedy` program (server and loader run as processes).
+    pub speedy: PathBuf,
+}
+
+/// A page to load.
+#[derive(Clone, Debug)]
+pub struct PageInfo {
+    /// Page name.
+    pub name: String,
+    /// Root URL.
+    pub url: String,
+    /// Hosts of the page's objects.
+    pub hosts: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Job {
+    index: usize,
+    network: usize,
+    page: usize,
+    variant: usize,
+    run: u32,
+}
+
+fn key(page: &str, network: &str, variant: &str, run: u32) -> String {
+    format!("{page}\u{1}{network}\u{1}{variant}\u{1}{run}")
+}
+
+/// Makes (or finds) the archive and lists the pages to load.
+pub fn prepare_pages(exp: &Experiment, out: &Path) -> Result<(PathBuf, Vec<PageInfo>), String> {
+    let (dir, archive) = match &exp.pages {
+        Pages::Synth(n) => {
+            let dir = out.join("corpus");
+            let archive = if dir.join("archive.json").exists() {
+                speedy_archive::Archive::load(&dir).map_err(|e| e.to_string())?
+            } else {
+                let a = speedy_archive::synth::synthesize(speedy_archive::synth::SynthOptions {
+                    pages: *n,
+                    seed: exp.seed,
+                });
+                a.save(&dir).map_err(|e| e.to_string())?;
+                a
+            };
+            (dir, archive)
+        }
+        Pages::Archive(dir, _) => (
+            dir.clone(),
+            speedy_archive::Archive::load(dir).map_err(|e| e.to_string())?,
+        ),
+    };
+    let select = match &exp.pages {
+        Pages::Archive(_, Some(sel)) => Some(sel.clone()),
+        _ => None,
+    };
+    let mut pages = Vec::new();
+    for p in &archive.pages {
+        if select.as_ref().is_some_and(|s| !s.contains(&p.name)) {
+            continue;
+        }
+        let mut hosts: Vec<String> = Vec::new();
+        for &o in &p.objects {
+            if let Some((_, h, _)) = speedy_archive::model::split_url(&archive.objects[o].url) {
+                let h = h.split(':').next().unwrap_or(h).to_ascii_lowercase();
+                if !hosts.contains(&h) {
+                    hosts.push(h);
+                }
+            }
+        }
+        pages.push(PageInfo {
+            name: p.name.clone(),
+            url: archive.objects[p.root].url.clone(),
+            hosts,
+        });
+    }
+    if let Some(sel) = &select {
+        for s in sel {
+            if !pages.iter().any(|p| &p.name == s) {
+                return Err(format!("pages.select: no page {s:?} in {}", dir.display()));
+            }
+        }
+    }
+    if pages.is_empty() {
+        return Err(format!("{}: no pages to load", dir.display()));
+    }
+    Ok((dir, pages))
+}
+
+fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
+    let nv = exp.variants.len();
+    let mut out = Vec::new();
+    for network in 0..exp.networks.len() {
+        for run in 0..exp.runs {
+            for page in 0..pages {
+                // Alternate the order of variants run by run.
+                for k in 0..nv {
+                    let variant = (k + run as usize) % nv;
+                    out.push(Job {
+                        index: out.len(),
+                        network,
+                        page,
+                        variant,
+                        run,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs (or resumes) an experiment; prints progress with an ETA on stderr.
+pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    let (archive_dir, pages) = prepare_pages(exp, &opts.out)?;
+    let results = opts.out.join(if opts.shard.1 > 1 {
+        format!("results-shard{}of{}.jsonl", opts.shard.0, opts.shard.1)
+    } else {
+        "results.jsonl".into()
+    });
+    let done: HashSet<String> = if results.exists() {
+        read_rows(&results)?
+            .iter()
+            .map(|r| key(&r.page, &r.network, &r.variant, r.run))
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let all = jobs(exp, pages.len());
+    let todo: Vec<Job> = all
+        .into_iter()
+        .filter(|j| j.index % opts.shard.1 == opts.shard.0)
+        .filter(|j| {
+            !done.contains(&key(
+                &pages[j.page].name,
+                &exp.networks[j.network].name,
+                &exp.variants[j.variant].name,
+                j.run,
+            ))
+        })
+        .collect();
+    let total = todo.len();
+    eprintln!(
+        "speedy lab {}: {} pages × {} networks × {} variants × {} runs; {} loads to run{}",
+        exp.name,
+        pages.len(),
+        exp.networks.len(),
+        exp.variants.len(),
+        exp.runs,
+        total,
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} already done, resuming)", done.len())
+        }
+    );
+    let progress = Arc::new(Mutex::new((0usize, Instant::now())));
+    let ca_dir = opts.out.join("lab-ca");
+    for (ni, net) in exp.networks.iter().enumerate() {
+        let queue: Vec<Job> = todo.iter().filter(|j| j.network == ni).cloned().collect();
+        if queue.is_empty() {
+            continue;
+        }
+        let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(queue)));
+        let lanes = opts.lanes.max(1);
+        let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+        std::thread::scope(|s| {
+            for lane in 0..lanes {
+                let (queue, errors, progress) = (queue.clone(), errors.clone(), progress.clone());
+                let (pages, archive_dir, results, ca_dir) =
+                    (&pages, &archive_dir, &results, &ca_dir);
+                s.spawn(move || {
+                    let r = run_lane(
+                        exp,
+                        opts,
+                        net,
+                        lane,
+                        pages,
+                        archive_dir,
+                        ca_dir,
+                        results,
+                        &queue,
+                        &progress,
+                        total,
+                    );
+                    if let Err(e) = r {
+                        errors
+                            .lock()
+                            .expect("lock")
+                            .push(format!("lane {lane} on {}: {e}", net.name));
+                    }
+                });
+            }
+        });
+        let errs = errors.lock().expect("lock");
+        if !errs.is_empty() {
+            return Err(errs.join("\n"));
+        }
+    }
+    Ok(results)
+}
+
+struct Servers {
+    children: Vec<Child>,
+    /// (push, hint) → host → address.
+    resolve: HashMap<(String, bool), Vec<(String, String)>>,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn start_servers(
+    exp: &Experiment,
+    opts: &RunOptions,
+    topo: &Topology,
+    archive: &Path,
+    ca_dir: &Path,
+) -> Result<Servers, String> {
+    let ips: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
+    let mut servers = Servers {
+        children: Vec::new(),
+        resolve: HashMap::new(),
+    };
+    let mut configs: Vec<(String, bool)> = exp
+        .variants
+        .iter()
+        .map(|v| (v.push.clone(), v.hint))
+        .collect();
+    configs.dedup();
+    configs.sort();
+    configs.dedup();
+    for (i, (push, hint)) in configs.iter().enumerate() {
+        let port = 8443 + i;
+        let mut cmd = topo.command(Side::Server, &opts.speedy);
+        cmd.args(["serve", "--archive"]).arg(archive);
+        cmd.args([
+            "--listen",
+            &format!("0.0.0.0:{port}"),
+            "--bind-origins",
+            &ips.join(","),
+            "--push",
+            push,
+            "--ca-dir",
+        ])
+        .arg(ca_dir);
+        if *hint {
+            cmd.arg("--hint");
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", opts.speedy.display()))?;
+        let mut out = BufReader::new(child.stdout.take().expect("piped"));
+        // First line: `listening on ADDR (...; N origins)`, then one `origin HOST ADDR` each.
+        let mut line = String::new();
+        out.read_line(&mut line).map_err(|e| e.to_string())?;
+        let n: usize = line
+            .strip_prefix("listening on ")
+            .and_then(|l| l.rsplit(", ").next())
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("the replay server did not start: {line:?}"))?;
+        let mut map = Vec::new();
+        for _ in 0..n {
+            line.clear();
+            out.read_line(&mut line).map_err(|e| e.to_string())?;
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            match parts.as_slice() {
+                ["origin", host, addr] => map.push((host.to_string(), addr.to_string())),
+                _ => return Err(format!("unexpected replay server line {line:?}")),
+            }
+        }
+        servers.children.push(child);
+        servers.resolve.insert((push.clone(), *hint), map);
+    }
+    Ok(servers)
+}
+
+fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, String> {
+    let o = topo
+        .command(side, prog)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{prog}: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "{prog} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Applies a variant's TCP knobs inside both namespaces (never on the host).
+fn apply_tcp_knobs(topo: &Topology, v: &Variant) -> Result<(), String> {
+    for side in [Side::Client, Side::Server] {
+        let mut set = vec![format!(
+            "net.ipv4.tcp_no_metrics_save={}",
+            v.no_metrics_save as u8
+        )];
+        set.push(format!(
+            "net.ipv4.tcp_congestion_control={}",
+            v.cc.as_deref().unwrap_or("cubic")
+        ));
+        set.push(format!(
+            "net.ipv4.tcp_slow_start_after_idle={}",
+            v.slow_start_after_idle.unwrap_or(true) as u8
+        ));
+        for s in &set {
+            sh(topo, side, "sysctl", &["-q", "-w", s])?;
+        }
+    }
+    let routes = sh(topo, Side::Server, "ip", &["route", "show"])?;
+    for r in routes.lines().filter(|l| !l.trim().is_empty()) {
+        let mut words: Vec<&str> = r.split_whitespace().collect();
+        if let Some(i) = words.iter().position(|w| *w == "initcwnd") {
+            words.drain(i..(i + 2).min(words.len()));
+        }
+        let mut args = vec!["route", "change"];
+        args.extend(words.iter());
+        let w = v.initcwnd.unwrap_or(10).to_string();
+        args.extend(["initcwnd", w.as_str()]);
+        sh(topo, Side::Server, "ip", &args)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_lane(
+    exp: &Experiment,
+    opts: &RunOptions,
+    net: &Network,
+    lane: usize,
+    pages: &[PageInfo],
+    archive: &Path,
+    ca_dir: &Path,
+    results: &Path,
+    queue: &Mutex<std::collections::VecDeque<Job>>,
+    progress: &Mutex<(usize, Instant)>,
+    total: usize,
+) -> Result<(), String> {
+    let max_hosts = pages
+        .iter()
+        .map(|p| p.hosts.len())
+        .max()
+        .unwrap_or(1)
+        .clamp(1, 32);
+    let mut topo = Topology::create(&TopologyConfig {
+        server_addrs: max_hosts,
+        ..Default::default()
+    })
+    .map_err(|e| format!("creating namespaces: {e}"))?;
+    let mut link = net.link.clone();
+    link.seed = exp.seed.wrapping_add(lane as u64 * 7919);
+    topo.start_link(&link)
+        .map_err(|e| format!("starting the link: {e}"))?;
+    // Make sure the CA exists before servers of several lanes race to create it.
+    speedy_archive_ca_guard(ca_dir);
+    let servers = start_servers(exp, opts, &topo, archive, ca_dir)?;
+    let mut last_har: HashMap<String, PathBuf> = HashMap::new();
+    loop {
+        let Some(job) = queue.lock().expect("lock").pop_front() else {
+            break;
+        };
+        let (page, variant) = (&pages[job.page], &exp.variants[job.variant]);
+        apply_tcp_knobs(&topo, variant)?;
+        let rel = format!(
+            "hars/{}/{}/{}-run{}.har",
+            sanitize(&net.name),
+            variant.name,
+            page.name,
+            job.run
+        );
+        let har = opts.out.join(&rel);
+        std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
+        let resolve = &servers.resolve[&(variant.push.clone(), variant.hint)];
+        let before = topo.counters();
+        let t0 = Instant::now();
+        let status = load(
+            &topo,
+            opts,
+            exp,
+            page,
+            variant,
+            archive,
+            ca_dir,
+            resolve,
+            &har,
+            last_har.get(&page.name),
+        )?;
+        let after = topo.counters();
+        let row = row_from_har(
+            exp, net, variant, page, job.run, &har, &rel, &before, &after,
+        )
+        .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
+        append_row(results, &row)?;
+        last_har.insert(page.name.clone(), har.clone());
+        let mut p = progress.lock().expect("lock");
+        p.0 += 1;
+        let elapsed = p.1.elapsed().as_secs_f64();
+        let eta = elapsed / p.0 as f64 * (total - p.0) as f64;
+        eprintln!(
+            "[{}/{}] {} | {} | {} | run {}: onLoad {:.0} ms ({:.1} s){} ETA {}",
+            p.0,
+            total,
+            net.name,
+            page.name,
+            variant.name,
+            job.run,
+            row.on_load_ms,
+            t0.elapsed().as_secs_f64(),
+            if row.failed_objects > 0 {
+                format!(", {} failed objects", row.failed_objects)
+            } else {
+                String::new()
+            },
+            fmt_eta(eta)
+        );
+        drop(p);
+        if !exp.think_time.is_zero() {
+            std::thread::sleep(exp.think_time);
+        }
+    }
+    drop(servers);
+    topo.stop_link();
+    Ok(())
+}
+
+fn speedy_archive_ca_guard(ca_dir: &Path) {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _g = LOCK.lock();
+    let _ = std::fs::create_dir_all(ca_dir);
+}
+
+fn fmt_eta(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn load(
+    topo: &Topology,
+    opts: &RunOptions,
+    exp: &Experiment,
+    page: &PageInfo,
+    v: &Variant,
+    archive: &Path,
+    ca_dir: &Path,
+    resolve: &[(String, String)],
+    har: &Path,
+    earlier: Option<&PathBuf>,
+) -> Result<String, String> {
+    let mut cmd = topo.command(Side::Client, &opts.speedy);
+    cmd.arg("load").arg(&page.url).arg("--archive").arg(archive);
+    cmd.args(["--protocol", &v.protocol]);
+    cmd.arg(if v.tls { "--tls" } else { "--plain" });
+    if v.single_domain {
+        cmd.args(["--spdy-domains", "single"]);
+    }
+    if v.hint {
+        cmd.arg("--hint");
+    }
+    if v.prefetch {
+        if let Some(e) = earlier {
+            cmd.arg("--prefetch").arg(e);
+        }
+    }
+    for (h, a) in resolve {
+        cmd.arg("--resolve").arg(format!("{h}={a}"));
+    }
+    cmd.arg("--ca").arg(ca_dir.join("ca.pem"));
+    cmd.arg("--har").arg(har);
+    cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting the loader: {e}"))?;
+    let deadline = Instant::now() + exp.timeout + Duration::from_secs(15);
+    loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            if !har.exists() {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return Err(format!("the loader wrote no HAR ({st}): {}", err.trim()));
+            }
+            return Ok(st.to_string());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "the loader did not finish {} within {:?}",
+                page.url, exp.timeout
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row_from_har(
+    exp: &Experiment,
+    net: &Network,
+    v: &Variant,
+    page: &PageInfo,
+    run: u32,
+    har: &Path,
+    rel: &str,
+    before: &linkem::Counters,
+    after: &linkem::Counters,
+) -> Result<Row, String> {
+    let text = std::fs::read_to_string(har).map_err(|e| e.to_string())?;
+    let h: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let p = &h["log"]["pages"][0];
+    let t = &p["_totals"];
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    let drops =
+        |c: &linkem::Counters| c.up.drops.iter().sum::<u64>() + c.down.drops.iter().sum::<u64>();
+    Ok(Row {
+        experiment: exp.name.clone(),
+        page: page.name.clone(),
+        network: net.name.clone(),
+        network_desc: net.desc.clone(),
+        sweep: net.sweep.as_ref().map(|(s, p, v)| SweepPoint {
+            sweep: s.clone(),
+            param: p.clone(),
+            value: *v,
+        }),
+        variant: v.name.clone(),
+        baseline: v.baseline,
+        protocol: p["_protocol"].as_str().unwrap_or(&v.protocol).to_string(),
+        tls: v.tls,
+        run,
+        on_load_ms: num(&p["pageTimings"]["onLoad"]),
+        on_content_load_ms: num(&p["pageTimings"]["onContentLoad"]),
+        objects: num(&t["requests"]) as u32,
+        failed_objects: num(&t["failed"]) as u32,
+        bytes_down: after.down.bytes_out - before.down.bytes_out,
+        bytes_up: after.up.bytes_out - before.up.bytes_out,
+        packets_down: after.down.packets_out - before.down.packets_out,
+        packets_up: after.up.packets_out - before.up.packets_out,
+        link_drops: drops(after) - drops(before),
+        header_bytes_sent_raw: num(&t["header_bytes_sent_raw"]) as u64,
+        header_bytes_sent_compressed: num(&t["header_bytes_sent"]) as u64,
+        header_bytes_received_raw: num(&t["header_bytes_received_raw"]) as u64,
+        header_bytes_received_compressed: num(&t["header_bytes_received"]) as u64,
+        connections: num(&t["connections"]) as u32,
+        tcp_retransmissions: num(&t["retransmits"]) as u64,
+        har: rel.to_string(),
+    })
+}
+
+/// Merges shard results (and their HARs, which stay where they are when the shards
+/// share an output directory) into `out/results.jsonl`; returns the row count.
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut seen = HashSet::new();
+    let mut rows = Vec::new();
+    for dir in inputs {
+        let files: Vec<PathBuf> = if dir.is_file() {
+            vec![dir.clone()]
+        } else {
+            std::fs::read_dir(dir)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("results") && n.ends_with(".jsonl"))
+                })
+                .collect()
+        };
+        for f in files {
+            let base = f.parent().unwrap_or(Path::new("."));
+            for mut r in read_rows(&f)? {
+                if seen.insert(key(&r.page, &r.network, &r.variant, r.run)) {
+                    let src = base.join(&r.har);
+                    let dst = out.join(&r.har);
+                    if src != dst && src.exists() {
+                        std::fs::create_dir_all(dst.parent().expect("parent"))
+                            .map_err(|e| e.to_string())?;
+                        std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+                    }
+                    r.har = r.har.clone();
+                    rows.push(r);
+                }
+            }
+        }
+    }
+    let res = out.join("results.jsonl");
+    let _ = std::fs::remove_file(&res);
+    for r in &rows {
+        append_row(&res, r)?;
+    }
+    Ok(rows.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alternates_variants_run_by_run() {
+        let exp = crate::experiment::parse(
+            crate::experiment::built_in("quick").unwrap().toml,
+            "q",
+            Path::new("."),
+        )
+        .unwrap();
+        let js = jobs(&exp, 2);
+        assert_eq!(js.len(), exp.loads(2));
+        let first: Vec<usize> = js
+            .iter()
+            .filter(|j| j.page == 0)
+            .map(|j| j.variant)
+            .collect();
+        assert_eq!(
+            &first[..4],
+            &[0, 1, 1, 0],
+            "run 0 starts with variant 0, run 1 with variant 1"
+        );
+    }
+}
