@@ -182,7 +182,7 @@ pub fn to_har(a: &Archive) -> Value {
                         if po.kind == ObjectType::Document && po.body.size() > 0 {
                             // The HTML parser finds it as the body streams in.
                             let frac = (offset as f64 / po.body.size() as f64).min(1.0);
-                            p.first_byte() + p.receive * frac
+                            (p.first_byte() + p.receive * frac).round()
                         } else {
                             p.end()
                         }
@@ -206,7 +206,7 @@ pub fn to_har(a: &Archive) -> Value {
                         dns: if new_host { 1.0 } else { 0.0 },
                         connect: if new_host { MODEL_RTT_MS } else { 0.0 },
                         wait: MODEL_RTT_MS + f64::from(o.think_ms),
-                        receive: (size / MODEL_BYTES_PER_MS * 1000.0).round() / 1000.0,
+                        receive: (size / MODEL_BYTES_PER_MS).ceil(),
                     },
                 );
                 false
@@ -265,7 +265,6 @@ fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
     };
     let wire = o.body.size();
     let mut content = json!({"size": wire, "mimeType": o.content_type});
-    let mut encoded_flag = false;
     if let Some(bytes) = &stored {
         match decoded(o, bytes) {
             Some(plain) => {
@@ -287,12 +286,9 @@ fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
                     }
                 }
             }
-            None => {
-                // An encoding speedy cannot undo: the stored bytes, flagged as encoded.
-                content["text"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
-                content["encoding"] = json!("base64");
-                encoded_flag = true;
-            }
+            // An encoding speedy cannot undo: no text (HAR text is decoded); the stored
+            // bytes are in `_speedy.encoded_body`.
+            None => {}
         }
     }
     let mut discovery = json!({"kind": "root"});
@@ -330,8 +326,8 @@ fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
     let time = t.dns + t.connect + t.wait + t.receive;
     let mut speedy =
         json!({"type": type_name(o.kind), "think_ms": o.think_ms, "discovery": discovery});
-    if encoded_flag {
-        speedy["encoded"] = json!(true);
+    if let (Some(bytes), Some(_)) = (&stored, &o.content_encoding) {
+        speedy["encoded_body"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
     }
     json!({
         "pageref": page_id,

@@ -113,8 +113,9 @@ pub struct SpeedyExt {
     pub offset: Option<usize>,
     /// `discovery.after_ms`.
     pub after_ms: Option<u32>,
-    /// `encoded`: `content.text` holds the stored (content-encoded) bytes in base64.
-    pub encoded: bool,
+    /// `encoded_body`: the stored content-encoded bytes (base64 in the file), so that a
+    /// round trip keeps them exactly; `content.text` holds them decoded, as HAR wants.
+    pub encoded_body: Option<Vec<u8>>,
 }
 
 /// One `log.entries[i]`, reduced to what an archive needs.
@@ -305,12 +306,8 @@ fn headers(v: Option<&Value>, path: &str) -> R<Vec<(String, String)>> {
 pub fn parse(data: &[u8]) -> Result<HarLog, HarError> {
     // Some tools write a UTF-8 byte-order mark.
     let data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
-    let root: Value = serde_json::from_slice(data).map_err(|e| {
-        HarError::new(
-            "",
-            format!("not JSON (line {}, column {}): {}", e.line(), e.column(), e),
-        )
-    })?;
+    let root: Value =
+        serde_json::from_slice(data).map_err(|e| HarError::new("", format!("not JSON: {e}")))?;
     let top = obj(&root, "(top level)")?;
     let log = obj(req(top, "log", "(top level)")?, "log")?;
     let mut out = HarLog {
@@ -622,7 +619,15 @@ fn parse_speedy(v: &Value, path: &str) -> R<SpeedyExt> {
         parent: None,
         offset: None,
         after_ms: None,
-        encoded: matches!(o.get("encoded"), Some(Value::Bool(true))),
+        encoded_body: match opt_string(o, "encoded_body", path)? {
+            Some(b) => Some(decode_base64(&b).map_err(|e| {
+                HarError::new(
+                    format!("{path}.encoded_body"),
+                    format!("invalid base64 ({e})"),
+                )
+            })?),
+            None => None,
+        },
     };
     if let Some(d) = o.get("discovery").filter(|d| !d.is_null()) {
         let dp = format!("{path}.discovery");

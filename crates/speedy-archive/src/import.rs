@@ -1107,9 +1107,12 @@ fn infer(
     }
     // 5. The recorded timings.
     if let Some(d) = r.start {
-        let streaming = (0..i).rev().find(|&j| {
+        // Requested while a document streamed in: its parser (the earliest such document).
+        let streaming = (0..i).find(|&j| {
             let p = &recs[j];
-            p.is_html() && matches!((p.first_byte, p.end), (Some(fb), Some(e)) if fb <= d && d < e)
+            p.is_html()
+                && can_reference(p, r)
+                && matches!((p.first_byte, p.end), (Some(fb), Some(e)) if fb <= d && d < e)
         });
         if let Some(j) = streaming {
             return (parsed(j, None), "timings");
@@ -1169,9 +1172,9 @@ fn can_reference(parent: &Rec, child: &Rec) -> bool {
     let (html, css, js) = (parent.is_html(), parent.is_css(), parent.is_js());
     match child.kind {
         ObjectType::Document | ObjectType::Script => html || js,
-        ObjectType::Xhr => js || html,
-        ObjectType::Stylesheet | ObjectType::Font => html || css || js,
-        ObjectType::Image | ObjectType::Other => html || css || js,
+        ObjectType::Xhr => js,
+        ObjectType::Font | ObjectType::Other => css || js,
+        ObjectType::Stylesheet | ObjectType::Image => html || css || js,
     }
 }
 
@@ -1396,14 +1399,25 @@ fn rec_from_har(e: &HarEntry, warnings: &mut Vec<String>) -> Rec {
     let no_body = e.method.eq_ignore_ascii_case("HEAD")
         || matches!(e.status, 204 | 304)
         || (100..200).contains(&e.status);
-    let body = if no_body { None } else { e.body.clone() };
-    let given_encoded = e.speedy.as_ref().is_some_and(|s| s.encoded);
+    let encoded_body = e.speedy.as_ref().and_then(|s| s.encoded_body.clone());
+    let given_encoded = encoded_body.is_some() && content_encoding(&e.response_headers).is_some();
+    let body = if no_body {
+        None
+    } else if given_encoded {
+        encoded_body
+    } else {
+        e.body.clone()
+    };
     let (wire, decoded) = if no_body {
         (Some(0), Some(0))
     } else {
         (wire, e.content_size.map(|x| x as usize))
     };
     settle_body(&mut r, body, given_encoded, wire, decoded, warnings);
+    if r.decoded.is_none() && r.stored.is_some() {
+        // An encoding speedy cannot undo: the HAR's decoded text still shows references.
+        r.decoded = e.body.clone().map(Bytes::from);
+    }
     r
 }
 
