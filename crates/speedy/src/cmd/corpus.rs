@@ -135,7 +135,10 @@ fn export(a: ExportArgs) -> Result<()> {
     let har = speedy_archive::export::export_har(&a.dir, &a.out)?;
     let entries = har["log"]["entries"].as_array().map_or(0, Vec::len);
     let pages = har["log"]["pages"].as_array().map_or(0, Vec::len);
-    println!("{}: HAR 1.2, {pages} pages, {entries} entries", a.out.display());
+    println!(
+        "{}: HAR 1.2, {pages} pages, {entries} entries",
+        a.out.display()
+    );
     Ok(())
 }
 
