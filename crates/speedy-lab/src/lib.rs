@@ -8,3 +8,4 @@ pub mod experiment;
 pub mod results;
 pub mod runner;
 pub mod stats;
+pub mod report;

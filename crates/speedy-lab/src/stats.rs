@@ -298,9 +298,7 @@ pub fn page_speedup(baseline: &[f64], variant: &[f64], seed: u64) -> Option<Spee
 pub fn overall_speedup(pairs: &[(Vec<f64>, Vec<f64>)], seed: u64) -> Option<Speedup> {
     let pairs: Vec<&(Vec<f64>, Vec<f64>)> = pairs
         .iter()
-        .filter(|(b, v)| {
-            matches!((mean(b), mean(v)), (Some(mb), Some(mv)) if mb > 0.0 && mv > 0.0)
-        })
+        .filter(|(b, v)| matches!((mean(b), mean(v)), (Some(mb), Some(mv)) if mb > 0.0 && mv > 0.0))
         .collect();
     let ratios: Vec<f64> = pairs
         .iter()
@@ -467,10 +465,7 @@ impl Stats {
             (None, None) => std::cmp::Ordering::Equal,
             (None, Some(_)) => std::cmp::Ordering::Less,
             (Some(_), None) => std::cmp::Ordering::Greater,
-            (Some(x), Some(y)) => x
-                .sweep
-                .cmp(&y.sweep)
-                .then(x.value.total_cmp(&y.value)),
+            (Some(x), Some(y)) => x.sweep.cmp(&y.sweep).then(x.value.total_cmp(&y.value)),
         });
 
         // Load times per page cell, ordered by run so the order of the file does not matter.
@@ -666,7 +661,10 @@ mod tests {
     fn mean_sd_geomean() {
         assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
         assert_eq!(mean(&[]), None);
-        assert!(close(std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 2.138089935299395));
+        assert!(close(
+            std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
+            2.138089935299395
+        ));
         assert!(close(geometric_mean(&[2.0, 8.0]).unwrap(), 4.0));
         assert_eq!(geometric_mean(&[1.0, 0.0]), None);
     }
@@ -725,7 +723,10 @@ mod tests {
     #[test]
     fn summary_fields() {
         let s = summarize(&[4.0, 1.0, 3.0, 2.0], 5).unwrap();
-        assert_eq!((s.n, s.mean, s.median, s.min, s.max), (4, 2.5, 2.5, 1.0, 4.0));
+        assert_eq!(
+            (s.n, s.mean, s.median, s.min, s.max),
+            (4, 2.5, 2.5, 1.0, 4.0)
+        );
         assert_eq!((s.q1, s.q3), (1.75, 3.25));
         let p = summarize_pooled(&[vec![1.0, 2.0], vec![], vec![3.0, 4.0]], 5).unwrap();
         assert_eq!((p.n, p.mean, p.median), (4, 2.5, 2.5));
@@ -772,34 +773,18 @@ mod tests {
     }
 
     fn row(page: &str, net: &str, var: &str, base: bool, tls: bool, run: u32, ms: f64) -> Row {
-        Row {
-            experiment: "t".into(),
-            page: page.into(),
-            network: net.into(),
-            network_desc: format!("{net} desc"),
-            sweep: None,
-            variant: var.into(),
-            baseline: base,
-            protocol: if base { "http/1.1" } else { "spdy/3.1" }.into(),
-            tls,
-            run,
-            on_load_ms: ms,
-            on_content_load_ms: ms / 2.0,
-            objects: 10,
-            failed_objects: 0,
-            bytes_down: 0,
-            bytes_up: 0,
-            packets_down: 0,
-            packets_up: 0,
-            link_drops: 0,
-            header_bytes_sent_raw: 0,
-            header_bytes_sent_compressed: 0,
-            header_bytes_received_raw: 0,
-            header_bytes_received_compressed: 0,
-            connections: 1,
-            tcp_retransmissions: 0,
-            har: String::new(),
-        }
+        // Through JSON so that fields added to the schema with defaults need no change here.
+        serde_json::from_value(serde_json::json!({
+            "experiment": "t", "page": page, "network": net, "network_desc": format!("{net} desc"),
+            "variant": var, "baseline": base,
+            "protocol": if base { "http/1.1" } else { "spdy/3.1" }, "tls": tls, "run": run,
+            "on_load_ms": ms, "on_content_load_ms": ms / 2.0, "objects": 10, "failed_objects": 0,
+            "bytes_down": 0, "bytes_up": 0, "packets_down": 0, "packets_up": 0, "link_drops": 0,
+            "header_bytes_sent_raw": 0, "header_bytes_sent_compressed": 0,
+            "header_bytes_received_raw": 0, "header_bytes_received_compressed": 0,
+            "connections": 1, "tcp_retransmissions": 0, "har": ""
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -821,7 +806,10 @@ mod tests {
         assert_eq!(st.pages, ["a", "b"]);
         assert_eq!(st.excluded.len(), 1);
         let c = st.page_cell("a", "dsl", "spdy").unwrap();
-        assert_eq!((c.summary.n, c.summary.mean, c.summary.median), (3, 501.0, 501.0));
+        assert_eq!(
+            (c.summary.n, c.summary.mean, c.summary.median),
+            (3, 501.0, 501.0)
+        );
         assert!(close(c.speedup.as_ref().unwrap().speedup, 1001.0 / 501.0));
         assert!(st.page_cell("a", "dsl", "http1").unwrap().speedup.is_none());
         let n = st.network_cell("dsl", "spdy").unwrap();
@@ -839,7 +827,10 @@ mod tests {
         let mut rev = rows.clone();
         rev.reverse();
         let st2 = Stats::compute(&rev);
-        assert_eq!(st2.network_cell("dsl", "spdy"), st.network_cell("dsl", "spdy"));
+        assert_eq!(
+            st2.network_cell("dsl", "spdy"),
+            st.network_cell("dsl", "spdy")
+        );
     }
 
     #[test]

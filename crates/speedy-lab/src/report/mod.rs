@@ -1,0 +1,288 @@
+//! The report: one self-contained `report.html` (inline CSS, inline SVG drawn here, no
+//! script, nothing fetched) from a results file and the HARs it points to.
+//!
+//! Sections: summary (mean onLoad ± 95% CI and speedup per network × variant), speedup
+//! per page, the per-page scatter of the baseline against each other variant, box plots
+//! per page, CDFs, sweeps (tables and lines against loss or RTT), the split of object
+//! time into HAR phases, packets and bytes per load, header compression, one waterfall
+//! per page and variant, what the lab cannot model, and notes (unreadable HARs, loads
+//! without onLoad, failed objects). Statistics are those of [`crate::stats`].
+//!
+//! Per-page and per-protocol charts are drawn for the *main* networks: those that are
+//! not points of a sweep (all networks when every network is a sweep point).
+
+mod charts;
+mod dist;
+mod har;
+mod html;
+mod sections;
+mod svg;
+mod transport;
+mod waterfall;
+
+pub use har::{parse as parse_har, read as read_har, Load as HarLoad, Object as HarObject};
+
+use crate::results::{read_rows, Row};
+use crate::stats::Stats;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Options of the report.
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// Title (default: "speedy lab: <experiment>").
+    pub title: Option<String>,
+    /// A warning shown in a red box under the title (e.g. for layout fixtures).
+    pub banner: Option<String>,
+    /// Network whose loads get waterfalls (default: the first main network).
+    pub waterfall_network: Option<String>,
+    /// Most objects drawn in one waterfall.
+    pub max_waterfall_objects: usize,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            title: None,
+            banner: None,
+            waterfall_network: None,
+            max_waterfall_objects: 120,
+        }
+    }
+}
+
+/// Reads `results` (and the HARs it names, relative to its directory) and writes the
+/// report to `out_html`.
+pub fn write_report(results: &Path, out_html: &Path) -> Result<(), String> {
+    write_report_with(results, out_html, &ReportOptions::default())
+}
+
+/// [`write_report`] with options.
+pub fn write_report_with(
+    results: &Path,
+    out_html: &Path,
+    opts: &ReportOptions,
+) -> Result<(), String> {
+    let rows = read_rows(results)?;
+    let dir = results
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let html = render(&rows, dir, opts);
+    std::fs::write(out_html, html).map_err(|e| format!("{}: {e}", out_html.display()))
+}
+
+/// Renders the report of `rows` to a string; HAR paths are relative to `har_dir`.
+/// Never fails: missing data becomes a notice in the report.
+pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
+    let mut cx = Ctx::new(rows, har_dir, opts);
+    let mut body = String::new();
+    let mut toc = Vec::new();
+    let parts: Vec<(&str, &str, fn(&mut Ctx) -> String)> = vec![
+        ("summary", "Summary", sections::summary),
+        ("pages", "Speedup per page", sections::per_page),
+        ("scatter", "Baseline vs variants", sections::scatter),
+        ("boxes", "Distribution per page", sections::boxes),
+        ("cdf", "CDFs", sections::cdfs),
+        ("sweeps", "Sweeps", sections::sweeps),
+        ("phases", "Object time", transport::phases),
+        ("traffic", "Packets and bytes", transport::traffic),
+        ("headers", "Header compression", transport::headers),
+        ("waterfalls", "Waterfalls", transport::waterfalls),
+        ("limits", "What the lab cannot model", transport::limits),
+    ];
+    for (id, name, f) in parts {
+        toc.push((id.to_string(), name.to_string()));
+        body.push_str(&html::h2(id, name));
+        body.push_str(&f(&mut cx));
+    }
+    toc.push(("notes".into(), "Notes".into()));
+    body.push_str(&html::h2("notes", "Notes"));
+    body.push_str(&transport::notes(&cx));
+    let experiments: BTreeSet<&str> = rows.iter().map(|r| r.experiment.as_str()).collect();
+    let exp = experiments.into_iter().collect::<Vec<_>>().join(", ");
+    let title = opts.title.clone().unwrap_or_else(|| {
+        format!(
+            "speedy lab: {}",
+            if exp.is_empty() { "(no rows)" } else { &exp }
+        )
+    });
+    let sub = format!(
+        "{} loads · {} pages · {} networks · {} variants · statistics: mean with 95% percentile-bootstrap CI ({} resamples, fixed seed)",
+        rows.len(),
+        cx.stats.pages.len(),
+        cx.stats.networks.len(),
+        cx.stats.variants.len(),
+        crate::stats::RESAMPLES
+    );
+    html::page(&title, &sub, opts.banner.as_deref(), &toc, &body)
+}
+
+/// What every section works from.
+pub(crate) struct Ctx<'a> {
+    pub rows: &'a [Row],
+    pub stats: Stats,
+    pub main_networks: Vec<String>,
+    pub har_dir: PathBuf,
+    pub opts: &'a ReportOptions,
+    /// HAR path → why it could not be read.
+    pub har_errors: BTreeMap<String, String>,
+    /// Further notes for the notes section.
+    pub notes: Vec<String>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(rows: &'a [Row], har_dir: &Path, opts: &'a ReportOptions) -> Ctx<'a> {
+        let stats = Stats::compute(rows);
+        let mut main: Vec<String> = stats
+            .networks
+            .iter()
+            .filter(|n| n.sweep.is_none())
+            .map(|n| n.name.clone())
+            .collect();
+        if main.is_empty() {
+            main = stats.networks.iter().map(|n| n.name.clone()).collect();
+        }
+        Ctx {
+            rows,
+            stats,
+            main_networks: main,
+            har_dir: har_dir.to_path_buf(),
+            opts,
+            har_errors: BTreeMap::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Drawing style of a variant (by its position in the variant list).
+    pub fn style(&self, variant: &str) -> svg::Style {
+        let i = self
+            .stats
+            .variants
+            .iter()
+            .position(|v| v.name == variant)
+            .unwrap_or(0);
+        svg::style(i)
+    }
+
+    /// `spdy (SPDY/3.1, TLS)`.
+    pub fn variant_label(&self, variant: &str) -> String {
+        match self.stats.variant(variant) {
+            Some(v) => format!(
+                "{} ({}, {})",
+                v.name,
+                proto_name(&v.protocol),
+                if v.tls { "TLS" } else { "TCP" }
+            ),
+            None => variant.to_string(),
+        }
+    }
+
+    /// A chart series for a variant.
+    pub fn series(&self, variant: &str) -> charts::Series {
+        charts::Series {
+            name: self.variant_label(variant),
+            style: self.style(variant),
+        }
+    }
+
+    /// Rows of the given networks (and variants, when given).
+    pub fn rows_of(&self, networks: &[String], variants: Option<&[String]>) -> Vec<&'a Row> {
+        self.rows
+            .iter()
+            .filter(|r| networks.contains(&r.network))
+            .filter(|r| variants.map_or(true, |v| v.contains(&r.variant)))
+            .collect()
+    }
+
+    /// What was run, for a caption: networks with their descriptions, pages, variants
+    /// with protocol and TCP/TLS, runs per cell; then `extra`.
+    pub fn caption(&self, networks: &[String], variants: Option<&[String]>, extra: &str) -> String {
+        let rows = self.rows_of(networks, variants);
+        let mut nets: Vec<String> = Vec::new();
+        for n in &self.stats.networks {
+            if networks.contains(&n.name) {
+                nets.push(format!("{} ({})", n.name, n.desc));
+            }
+        }
+        let pages: BTreeSet<&str> = rows.iter().map(|r| r.page.as_str()).collect();
+        let mut vars: Vec<String> = Vec::new();
+        for v in &self.stats.variants {
+            if rows.iter().any(|r| r.variant == v.name) {
+                vars.push(format!(
+                    "{} = {} over {}{}",
+                    v.name,
+                    proto_name(&v.protocol),
+                    if v.tls { "TLS" } else { "TCP" },
+                    if v.baseline { ", baseline" } else { "" }
+                ));
+            }
+        }
+        let mut per_cell: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
+        for r in &rows {
+            *per_cell
+                .entry((r.page.as_str(), r.network.as_str(), r.variant.as_str()))
+                .or_default() += 1;
+        }
+        let lo = per_cell.values().min().copied().unwrap_or(0);
+        let hi = per_cell.values().max().copied().unwrap_or(0);
+        let runs = if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}–{hi}")
+        };
+        let mut s = format!(
+            "{}: {}. {} page{}, {} run{} per page and variant ({} loads). Variants: {}.",
+            if nets.len() == 1 {
+                "Network"
+            } else {
+                "Networks"
+            },
+            nets.join("; "),
+            pages.len(),
+            if pages.len() == 1 { "" } else { "s" },
+            runs,
+            if hi == 1 { "" } else { "s" },
+            rows.len(),
+            vars.join("; ")
+        );
+        if !extra.is_empty() {
+            s.push(' ');
+            s.push_str(extra);
+        }
+        s
+    }
+
+    /// Reads the HAR of a row; failures are remembered for the notes section.
+    pub fn har(&mut self, row: &Row) -> Option<har::Load> {
+        if row.har.is_empty() {
+            self.har_errors
+                .entry(format!(
+                    "(none) {} / {} / {} / run {}",
+                    row.page, row.network, row.variant, row.run
+                ))
+                .or_insert_with(|| "the row names no HAR".into());
+            return None;
+        }
+        if self.har_errors.contains_key(&row.har) {
+            return None;
+        }
+        match har::read(&self.har_dir.join(&row.har)) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                self.har_errors.insert(row.har.clone(), e);
+                None
+            }
+        }
+    }
+}
+
+/// `HTTP/1.1`, `SPDY/3.1`, `HTTP/2` from the row's protocol string.
+pub(crate) fn proto_name(p: &str) -> String {
+    match p.to_ascii_lowercase().as_str() {
+        "h2" | "http/2" | "http/2.0" => "HTTP/2".into(),
+        "http/1.1" => "HTTP/1.1".into(),
+        other if other.starts_with("spdy") => other.to_ascii_uppercase(),
+        _ => p.to_string(),
+    }
+}

@@ -1,0 +1,186 @@
+//! The waterfall of one load: one bar per object from its start offset, phases
+//! coloured, URL labels, onContentLoad and onLoad lines.
+
+use super::charts::{truncate, WIDTH};
+use super::har::Load;
+use super::svg::{self, legend, ticks, Anchor, Scale, Style, Svg, PHASE_COLOURS, PHASE_NAMES};
+
+const MR: f64 = 24.0;
+const LABEL_W: f64 = 300.0;
+/// Colour of the onContentLoad line.
+pub const DCL_COLOUR: &str = "#009E73";
+/// Colour of the onLoad line.
+pub const LOAD_COLOUR: &str = "#D55E00";
+
+/// Draws a waterfall. `x_max` fixes the time axis (ms) so that the waterfalls of one
+/// page share a scale; at most `max_objects` rows are drawn (the rest is counted).
+pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> String {
+    let mut s = Svg::new(WIDTH, 100.0, label);
+    let mut entries: Vec<(String, Style, bool)> = PHASE_NAMES
+        .iter()
+        .zip(PHASE_COLOURS)
+        .map(|(n, c)| {
+            (
+                n.to_string(),
+                Style {
+                    colour: c,
+                    ..svg::style(0)
+                },
+                true,
+            )
+        })
+        .collect();
+    entries.push((
+        "onContentLoad".into(),
+        Style {
+            colour: DCL_COLOUR,
+            dash: "4 3",
+            ..svg::style(0)
+        },
+        true,
+    ));
+    entries.push((
+        "onLoad".into(),
+        Style {
+            colour: LOAD_COLOUR,
+            dash: "4 3",
+            ..svg::style(0)
+        },
+        true,
+    ));
+    let top = legend(&mut s, 10.0, 16.0, WIDTH - MR, &entries) + 22.0;
+    let shown = load.objects.len().min(max_objects);
+    let rh = 15.0;
+    let y1 = top + rh * shown.max(1) as f64;
+    let tk = ticks(0.0, x_max.max(1.0), 8);
+    let xs = Scale::new(0.0, *tk.last().unwrap(), LABEL_W, WIDTH - MR - 40.0);
+    for &t in &tk {
+        let x = xs.at(t);
+        s.line(x, top - 4.0, x, y1, "#E8E8E8", 1.0, "");
+        s.text(
+            x,
+            top - 8.0,
+            &svg::num(t),
+            Anchor::Middle,
+            10.0,
+            r##"fill="#333""##,
+        );
+    }
+    s.text(
+        LABEL_W - 8.0,
+        top - 8.0,
+        "ms from navigation start →",
+        Anchor::End,
+        10.0,
+        r##"fill="#333""##,
+    );
+    for (i, o) in load.objects.iter().take(shown).enumerate() {
+        let y = top + rh * i as f64;
+        if i % 2 == 1 {
+            s.rect_attrs(0.0, y, WIDTH - MR, rh, r##"fill="#F6F6F6""##);
+        }
+        let short = o
+            .url
+            .trim_start_matches("https://")
+            .trim_start_matches("http://");
+        let mut lab = String::new();
+        if o.pushed {
+            lab.push_str("⇡ ");
+        }
+        lab.push_str(&truncate(short, 44));
+        let mut tip = format!(
+            "{} · status {} · start {} ms · ",
+            o.url,
+            o.status,
+            svg::ms(o.start)
+        );
+        for (k, n) in PHASE_NAMES.iter().enumerate() {
+            tip.push_str(&format!("{n} {} ms, ", svg::ms(o.phases[k])));
+        }
+        if let Some(p) = &o.priority {
+            tip.push_str(&format!("priority {p}"));
+        }
+        if o.pushed {
+            tip.push_str(" · pushed");
+        }
+        if let Some(e) = &o.error {
+            tip.push_str(&format!(" · error: {e}"));
+        }
+        let colour = if o.failed() { "#B03000" } else { "#222" };
+        if o.failed() {
+            let st = if o.status == 0 {
+                "failed".to_string()
+            } else {
+                o.status.to_string()
+            };
+            lab = format!("{} [{st}]", truncate(&lab, 36));
+        }
+        s.text_titled(
+            8.0,
+            y + 11.0,
+            &lab,
+            &tip,
+            10.5,
+            &format!(r#"fill="{colour}""#),
+        );
+        let mut acc = o.start;
+        for (k, p) in o.phases.iter().enumerate() {
+            if *p > 0.0 {
+                let x0 = xs.at(acc);
+                s.rect(
+                    x0,
+                    y + 3.0,
+                    (xs.at(acc + p) - x0).max(0.6),
+                    rh - 6.0,
+                    PHASE_COLOURS[k],
+                    Some(&tip),
+                );
+            }
+            acc += p;
+        }
+        if o.phases.iter().all(|p| *p <= 0.0) {
+            s.rect(xs.at(o.start), y + 3.0, 1.5, rh - 6.0, "#555", Some(&tip));
+        }
+    }
+    if load.objects.is_empty() {
+        s.text(
+            LABEL_W,
+            top + 11.0,
+            "(no entries in the HAR)",
+            Anchor::Start,
+            11.0,
+            r##"fill="#555""##,
+        );
+    }
+    for (v, c, name) in [
+        (load.on_content_load, DCL_COLOUR, "onContentLoad"),
+        (load.on_load, LOAD_COLOUR, "onLoad"),
+    ] {
+        if let Some(v) = v {
+            let x = xs.at(v);
+            s.line(x, top - 2.0, x, y1, c, 1.6, "4 3");
+            s.text_titled(
+                x + 3.0,
+                y1 + 12.0,
+                &format!("{} ms", svg::ms(v)),
+                &format!("{name} {} ms", svg::ms(v)),
+                10.0,
+                &format!(r#"fill="{c}""#),
+            );
+        }
+    }
+    let mut h = y1 + 20.0;
+    if load.objects.len() > shown {
+        s.text(
+            8.0,
+            y1 + 16.0,
+            &format!("… {} more objects not drawn", load.objects.len() - shown),
+            Anchor::Start,
+            11.0,
+            r##"fill="#555""##,
+        );
+        h += 6.0;
+    }
+    s.set_height(h);
+    s.finish()
+}
