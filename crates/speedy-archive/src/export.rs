@@ -233,7 +233,7 @@ pub fn to_har(a: &Archive) -> Value {
             "id": page_id,
             "title": root_url,
             "pageTimings": {"onContentLoad": round3(root_end), "onLoad": round3(on_load)},
-            "comment": format!("speedy archive page {}", page.name),
+            "_speedy": {"name": page.name},
         }));
         for &id in &page.objects {
             let o = &a.objects[id];
@@ -265,30 +265,25 @@ fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
     };
     let wire = o.body.size();
     let mut content = json!({"size": wire, "mimeType": o.content_type});
-    if let Some(bytes) = &stored {
-        match decoded(o, bytes) {
-            Some(plain) => {
-                content["size"] = json!(plain.len());
-                if o.content_encoding.is_some() {
-                    content["compression"] = json!(plain.len() as i64 - wire as i64);
-                }
-                match String::from_utf8(plain) {
-                    Ok(s) if textual(&o.content_type) => content["text"] = json!(s),
-                    Ok(s) => {
-                        content["text"] =
-                            json!(base64::engine::general_purpose::STANDARD.encode(s.as_bytes()));
-                        content["encoding"] = json!("base64");
-                    }
-                    Err(e) => {
-                        content["text"] =
-                            json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
-                        content["encoding"] = json!("base64");
-                    }
-                }
+    // With an encoding speedy cannot undo there is no text (HAR text is decoded); the
+    // stored bytes are in `_speedy.encoded_body` either way.
+    if let Some(plain) = stored.as_deref().and_then(|bytes| decoded(o, bytes)) {
+        content["size"] = json!(plain.len());
+        if o.content_encoding.is_some() {
+            content["compression"] = json!(plain.len() as i64 - wire as i64);
+        }
+        match String::from_utf8(plain) {
+            Ok(s) if textual(&o.content_type) => content["text"] = json!(s),
+            Ok(s) => {
+                content["text"] =
+                    json!(base64::engine::general_purpose::STANDARD.encode(s.as_bytes()));
+                content["encoding"] = json!("base64");
             }
-            // An encoding speedy cannot undo: no text (HAR text is decoded); the stored
-            // bytes are in `_speedy.encoded_body`.
-            None => {}
+            Err(e) => {
+                content["text"] =
+                    json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
+                content["encoding"] = json!("base64");
+            }
         }
     }
     let mut discovery = json!({"kind": "root"});

@@ -38,6 +38,8 @@ pub struct HarPage {
     pub on_content_load: Option<f64>,
     /// `pageTimings.onLoad`, ms after `startedDateTime`.
     pub on_load: Option<f64>,
+    /// `_speedy.name`: the archive page name (written by `speedy corpus export-har`).
+    pub speedy_name: Option<String>,
 }
 
 /// HAR timings of one entry, ms; `None` where the HAR says -1 or nothing.
@@ -372,8 +374,13 @@ fn parse_page(i: usize, v: &Value) -> R<HarPage> {
         on_content_load = opt_number(t, "onContentLoad", &tp)?.filter(|x| *x >= 0.0);
         on_load = opt_number(t, "onLoad", &tp)?.filter(|x| *x >= 0.0);
     }
+    let speedy_name = match o.get("_speedy") {
+        Some(Value::Object(x)) => opt_string(x, "name", &format!("{path}._speedy"))?,
+        _ => None,
+    };
     Ok(HarPage {
         index: i,
+        speedy_name,
         id,
         title: opt_string(o, "title", &path)?.unwrap_or_default(),
         started_ms,
@@ -710,9 +717,7 @@ pub fn parse_date(s: &str) -> Option<f64> {
         }
         frac = format!("0.{}", &s[start..i]).parse::<f64>().ok()?;
     }
-    let offset_min = if i == b.len() {
-        0
-    } else if &s[i..] == "Z" || &s[i..] == "z" {
+    let offset_min = if i == b.len() || &s[i..] == "Z" || &s[i..] == "z" {
         0
     } else {
         let sign = match b[i] {

@@ -1091,8 +1091,8 @@ fn infer(
     }
     // 4. A reference in an earlier body: a parser's first, else a script's.
     let mut script_ref = None;
-    for j in 0..i {
-        for x in &refs[j] {
+    for (j, found) in refs.iter().enumerate().take(i) {
+        for x in found {
             if x.url == me {
                 match x.offset {
                     Some(offset) => return (Discovery::Parsed { parent: j, offset }, "body"),
@@ -1201,6 +1201,7 @@ fn object_type(r: &Rec, resource_type: Option<&str>) -> ObjectType {
 fn build_page(
     a: &mut Archive,
     index: usize,
+    name: Option<&str>,
     mut recs: Vec<Rec>,
     warnings: &mut Vec<String>,
     sources: &mut std::collections::BTreeMap<&'static str, usize>,
@@ -1318,7 +1319,7 @@ fn build_page(
         ids.push(a.add_object(o, r.stored.clone()));
     }
     Some(Page {
-        name: page_name(index, &a.objects[base].url),
+        name: name.map_or_else(|| page_name(index, &a.objects[base].url), str::to_string),
         root: base,
         objects: ids,
     })
@@ -1480,7 +1481,7 @@ pub fn import_har(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
         };
         recs.push((page, rec_from_har(e, &mut warnings)));
     }
-    let groups: Vec<Vec<Rec>> = if log.pages.is_empty() {
+    let groups: Vec<(Option<String>, Vec<Rec>)> = if log.pages.is_empty() {
         let mut all: Vec<Rec> = recs.into_iter().map(|(_, r)| r).collect();
         all.sort_by(|x, y| {
             x.start
@@ -1488,6 +1489,9 @@ pub fn import_har(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         split_pages(all, true)
+            .into_iter()
+            .map(|g| (None, g))
+            .collect()
     } else {
         let mut g: Vec<Vec<Rec>> = vec![Vec::new(); log.pages.len()];
         for (p, r) in recs {
@@ -1501,12 +1505,18 @@ pub fn import_har(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
                 ));
             }
         }
-        g
+        log.pages
+            .iter()
+            .map(|p| p.speedy_name.clone())
+            .zip(g)
+            .collect()
     };
-    for g in groups.into_iter().filter(|g| !g.is_empty()) {
+    for (name, g) in groups.into_iter().filter(|g| !g.1.is_empty()) {
         let first = g[0].label.clone();
         let idx = a.pages.len();
-        match build_page(&mut a, idx, g, &mut warnings, &mut sources) {
+        // A recorded name is kept unless another page has it already.
+        let name = name.filter(|n| !n.is_empty() && a.page(n).is_none());
+        match build_page(&mut a, idx, name.as_deref(), g, &mut warnings, &mut sources) {
             Some(p) => a.pages.push(p),
             None => warnings.push(format!(
                 "{first}: page without a document or redirect; skipped"
@@ -1731,7 +1741,7 @@ pub fn import_warc(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
     for g in split_pages(recs, false) {
         let first = g[0].label.clone();
         let idx = a.pages.len();
-        match build_page(&mut a, idx, g, &mut warnings, &mut sources) {
+        match build_page(&mut a, idx, None, g, &mut warnings, &mut sources) {
             Some(p) => a.pages.push(p),
             None => warnings.push(format!("{first}: responses before any document; skipped")),
         }

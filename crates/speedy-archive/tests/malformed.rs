@@ -48,7 +48,8 @@ fn import_value(v: &serde_json::Value) -> Result<speedy_archive::import::Importe
 
 #[test]
 fn broken_fields_of_a_real_har_are_named() {
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Breaker = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(Breaker, &str)> = vec![
         (
             Box::new(|h| {
                 h["log"]["entries"][12]["response"]["content"]["text"] = "%%%not base64".into()

@@ -84,6 +84,7 @@ fn synthetic_corpus_survives_export_and_import_exactly() {
     }
     for (pa, pb) in a.pages.iter().zip(&b.pages) {
         assert_eq!(a.objects[pa.root].url, b.objects[pb.root].url);
+        assert_eq!(pa.name, pb.name);
     }
 }
 
