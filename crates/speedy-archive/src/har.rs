@@ -726,6 +726,9 @@ pub fn parse_date(s: &str) -> Option<f64> {
             _ => return None,
         };
         let rest = &s[i + 1..];
+        if !rest.is_ascii() {
+            return None;
+        }
         let (hh, mm) = match rest.len() {
             5 if rest.as_bytes()[2] == b':' => (&rest[..2], &rest[3..]),
             4 => (&rest[..2], &rest[2..]),
