@@ -161,10 +161,10 @@ fn simulate(page: usize, v: usize, n: &Net, rng: &mut Rng) -> (Vec<Obj>, f64, f6
         } else {
             (-1.0, -1.0)
         };
-        let share = if spdy { 3.5 } else { 2.5 };
-        let receive = size / (n.down / share) * (0.8 + 0.4 * uniform(rng)) + rto(rng);
-        let wait =
-            rtt + 4.0 + 30.0 * uniform(rng) + if spdy { i as f64 * 0.4 } else { 0.0 } + rto(rng);
+        // Fresh HTTP/1.1 connections start in slow start: their objects arrive slower.
+        let slow_start = if fresh && !spdy && i > 0 { 1.6 } else { 1.0 };
+        let receive = size / (n.down / 2.5) * slow_start * (0.8 + 0.4 * uniform(rng)) + rto(rng);
+        let wait = rtt + 4.0 + 30.0 * uniform(rng) + rto(rng);
         let send = 0.3 + 0.7 * uniform(rng);
         let t = [blocked, dns, connect, ssl, send, wait, receive];
         let total = blocked + dns.max(0.0) + connect.max(0.0) + send + wait + receive;

@@ -816,7 +816,7 @@ mod tests {
         assert_eq!((n.pages, n.runs, n.summary.n), (2, 3, 6));
         assert_eq!(n.summary.mean, 451.0);
         assert_eq!(n.baseline.as_deref(), Some("http1"));
-        let expect = ((1001.0 / 501.0) * (1601.0 / 401.0) as f64).sqrt();
+        let expect = f64::sqrt((1001.0 / 501.0) * (1601.0 / 401.0));
         assert!(close(n.speedup.as_ref().unwrap().speedup, expect));
         assert!(n.content_load.as_ref().unwrap().mean > 0.0);
         // TLS variants compare with the TLS baseline.

@@ -4,7 +4,7 @@
 use super::svg::{self, esc, legend, ticks, x_axis, y_axis, y_title, Anchor, Scale, Style, Svg};
 
 /// Width of every chart, in px.
-pub const WIDTH: f64 = 880.0;
+pub const WIDTH: f64 = 1000.0;
 const ML: f64 = 78.0;
 const MR: f64 = 24.0;
 
@@ -259,14 +259,12 @@ pub fn lines(
     s.finish()
 }
 
+/// A scatter series: its style and its points (x, y, tooltip).
+pub type ScatterSeries = (Series, Vec<(f64, f64, String)>);
+
 /// A square scatter with the diagonal `y = x` (and `y = x/2`, "2× faster"); points are
 /// (x, y, tooltip) per series.
-pub fn scatter(
-    label: &str,
-    series: &[(Series, Vec<(f64, f64, String)>)],
-    x_title: &str,
-    y_title_s: &str,
-) -> String {
+pub fn scatter(label: &str, series: &[ScatterSeries], x_title: &str, y_title_s: &str) -> String {
     let side = 460.0;
     let mut s = Svg::new(WIDTH, 100.0, label);
     let (x0, y0) = (ML, 20.0);
@@ -302,22 +300,19 @@ pub fn scatter(
         1.0,
         "5 4",
     );
-    s.text(
-        xs.at(top) - 4.0,
-        ys.at(top) + 16.0,
-        "same time (y = x)",
-        Anchor::End,
-        11.0,
-        r##"fill="#444""##,
-    );
-    s.text(
-        xs.at(top) - 4.0,
-        ys.at(top / 2.0) + 16.0,
-        "2× faster",
-        Anchor::End,
-        11.0,
-        r##"fill="#777""##,
-    );
+    // Labels along their lines, just above them, near the top right.
+    for (frac, slope, text, colour) in [
+        (0.93, 1.0, "same time (y = x)", "#444"),
+        (0.97, 0.5, "2× faster (y = x/2)", "#777"),
+    ] {
+        let (lx, ly) = (xs.at(top * frac), ys.at(top * frac * slope));
+        let angle = -f64::atan(slope).to_degrees();
+        s.raw(&format!(
+            r#"<text x="{lx:.1}" y="{:.1}" text-anchor="end" font-size="11" fill="{colour}" transform="rotate({angle:.1} {lx:.1} {ly:.1})">{}</text>"#,
+            ly - 5.0,
+            esc(text)
+        ));
+    }
     y_title(&mut s, 16.0, (y0 + y1) / 2.0, y_title_s);
     s.text(
         (x0 + x1) / 2.0,

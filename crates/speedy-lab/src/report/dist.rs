@@ -6,15 +6,35 @@ use crate::stats::quantile;
 
 const MR: f64 = 24.0;
 
+/// Ticks for a time axis: from 0, unless every value is far from 0 (smallest above 40%
+/// of the largest), then from a tick under the smallest value so the spread is visible.
+fn axis_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let start = if lo > 0.4 * hi {
+        let t = ticks(0.0, hi, 8);
+        let step = t.get(1).copied().unwrap_or(1.0);
+        (lo / step).floor() * step
+    } else {
+        0.0
+    };
+    ticks(start, (hi * 1.02).max(start + 1e-9), 6)
+}
+
+/// A group of box plots: its label (the page) and, per box, the series index and values.
+pub type BoxGroup = (String, Vec<(usize, Vec<f64>)>);
+
+/// The axis title, saying so when the axis does not start at 0.
+fn axis_title(t: &str, start: f64) -> String {
+    if start > 0.0 {
+        format!("{t} — axis starts at {}", svg::num(start))
+    } else {
+        t.to_string()
+    }
+}
+
 /// Horizontal box plots: one group per page, one box per series inside it. Boxes span
 /// the quartiles, the thick line is the median, whiskers reach the minimum and maximum,
 /// every load is a dot. `groups` = (page, [(series index, load times)]).
-pub fn box_plots(
-    label: &str,
-    series: &[Series],
-    groups: &[(String, Vec<(usize, Vec<f64>)>)],
-    x_title: &str,
-) -> String {
+pub fn box_plots(label: &str, series: &[Series], groups: &[BoxGroup], x_title: &str) -> String {
     let mut s = Svg::new(WIDTH, 100.0, label);
     let entries: Vec<(String, Style, bool)> = series
         .iter()
@@ -31,13 +51,16 @@ pub fn box_plots(
     let top = legend(&mut s, lw, 18.0, WIDTH - MR, &entries) + 14.0;
     let rh = 13.0;
     let gap = 12.0;
-    let hi = groups
-        .iter()
-        .flat_map(|g| g.1.iter())
-        .flat_map(|b| b.1.iter())
-        .fold(0.0f64, |a, &b| a.max(b));
-    let tk = ticks(0.0, (hi * 1.04).max(1e-9), 6);
-    let xs = Scale::new(0.0, *tk.last().unwrap(), lw, WIDTH - MR - 6.0);
+    let all = || {
+        groups
+            .iter()
+            .flat_map(|g| g.1.iter())
+            .flat_map(|b| b.1.iter())
+    };
+    let hi = all().fold(0.0f64, |a, &b| a.max(b));
+    let lo = all().fold(f64::INFINITY, |a, &b| a.min(b));
+    let tk = axis_ticks(lo, hi);
+    let xs = Scale::new(tk[0], *tk.last().unwrap(), lw, WIDTH - MR - 6.0);
     let total_rows: usize = groups.iter().map(|g| g.1.len()).sum();
     let y1 = top + rh * total_rows as f64 + gap * groups.len() as f64;
     x_axis(&mut s, &xs, &tk, top - 4.0, y1, &|v| svg::num(v));
@@ -102,7 +125,7 @@ pub fn box_plots(
             );
             for v in vals {
                 s.raw(&format!(
-                    r##"<circle cx="{:.1}" cy="{cy:.1}" r="1.6" fill="#222" fill-opacity="0.55"/>"##,
+                    r##"<circle cx="{:.1}" cy="{cy:.1}" r="2.1" fill="#222" fill-opacity="0.6"/>"##,
                     xs.at(*v)
                 ));
             }
@@ -112,7 +135,7 @@ pub fn box_plots(
     s.text(
         (lw + WIDTH - MR) / 2.0,
         y1 + 36.0,
-        x_title,
+        &axis_title(x_title, tk[0]),
         Anchor::Middle,
         12.0,
         r##"fill="#222""##,
@@ -135,8 +158,12 @@ pub fn cdfs(label: &str, series: &[(Series, Vec<f64>)], x_title: &str) -> String
         .iter()
         .flat_map(|x| x.1.iter())
         .fold(0.0f64, |a, &b| a.max(b));
-    let tk = ticks(0.0, (hi * 1.04).max(1e-9), 6);
-    let xs = Scale::new(0.0, *tk.last().unwrap(), ml, WIDTH - MR);
+    let lo = series
+        .iter()
+        .flat_map(|x| x.1.iter())
+        .fold(f64::INFINITY, |a, &b| a.min(b));
+    let tk = axis_ticks(lo, hi);
+    let xs = Scale::new(tk[0], *tk.last().unwrap(), ml, WIDTH - MR);
     let ys = Scale::new(0.0, 100.0, y1, y0);
     let yt: Vec<f64> = (0..=4).map(|i| i as f64 * 25.0).collect();
     svg::y_axis(&mut s, &ys, &yt, ml, WIDTH - MR, &|v| format!("{v:.0}%"));
@@ -145,7 +172,7 @@ pub fn cdfs(label: &str, series: &[(Series, Vec<f64>)], x_title: &str) -> String
     s.text(
         (ml + WIDTH - MR) / 2.0,
         y1 + 36.0,
-        x_title,
+        &axis_title(x_title, tk[0]),
         Anchor::Middle,
         12.0,
         r##"fill="#222""##,

@@ -8,7 +8,7 @@ const CSS: &str = r#"
 :root { color-scheme: light; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
   color: #1d1d1d; background: #fff; margin: 0; line-height: 1.45; font-size: 15px; }
-main { max-width: 960px; margin: 0 auto; padding: 24px 28px 60px; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 60px; }
 h1 { font-size: 26px; margin: 8px 0 4px; }
 h2 { font-size: 20px; margin: 40px 0 8px; padding-top: 10px; border-top: 2px solid #e4e4e4; }
 h3 { font-size: 16px; margin: 24px 0 6px; }
@@ -21,6 +21,7 @@ th, td { padding: 4px 9px; border-bottom: 1px solid #e6e6e6; text-align: right;
   vertical-align: top; }
 th { background: #f3f4f5; font-weight: 600; border-bottom: 2px solid #d5d5d5; }
 td.l, th.l { text-align: left; }
+td.l { white-space: nowrap; }
 tr.grp td { border-top: 2px solid #d5d5d5; }
 td .ci { color: #666; font-size: 12px; white-space: nowrap; }
 td.good { color: #00603f; font-weight: 600; }
@@ -29,7 +30,7 @@ td.bad { color: #a03000; font-weight: 600; }
   margin-right: 6px; vertical-align: -1px; }
 figure { margin: 14px 0 22px; }
 figure svg { max-width: 100%; height: auto; display: block; }
-figcaption, p.cap { color: #444; font-size: 13px; margin: 4px 0 0; max-width: 880px; }
+figcaption, p.cap { color: #444; font-size: 13px; margin: 4px 0 0; max-width: 1000px; }
 p.nodata { color: #7a4a00; background: #fff7e6; border: 1px solid #f0d9a8;
   padding: 8px 12px; border-radius: 4px; font-size: 14px; }
 details { margin: 8px 0; }
@@ -51,7 +52,7 @@ pub fn page(
 ) -> String {
     let mut nav = String::new();
     for (id, name) in toc {
-        nav.push_str(&format!(r##"<a href="#{}">{}</a>"##, esc(id), esc(name)));
+        nav.push_str(&format!(r##"<a href="#{}">{}</a> "##, esc(id), esc(name)));
     }
     let banner = banner
         .map(|b| format!(r#"<p class="fixture">{}</p>"#, esc(b)))

@@ -78,7 +78,7 @@ pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
     let mut cx = Ctx::new(rows, har_dir, opts);
     let mut body = String::new();
     let mut toc = Vec::new();
-    let parts: Vec<(&str, &str, fn(&mut Ctx) -> String)> = vec![
+    let parts: Vec<Section> = vec![
         ("summary", "Summary", sections::summary),
         ("pages", "Speedup per page", sections::per_page),
         ("scatter", "Baseline vs variants", sections::scatter),
@@ -117,6 +117,9 @@ pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
     );
     html::page(&title, &sub, opts.banner.as_deref(), &toc, &body)
 }
+
+/// A section: anchor, title, and the function writing it.
+type Section = (&'static str, &'static str, fn(&mut Ctx) -> String);
 
 /// What every section works from.
 pub(crate) struct Ctx<'a> {
@@ -191,7 +194,10 @@ impl<'a> Ctx<'a> {
         self.rows
             .iter()
             .filter(|r| networks.contains(&r.network))
-            .filter(|r| variants.map_or(true, |v| v.contains(&r.variant)))
+            .filter(|r| match variants {
+                None => true,
+                Some(v) => v.contains(&r.variant),
+            })
             .collect()
     }
 

@@ -203,7 +203,7 @@ pub fn per_page(cx: &mut Ctx) -> String {
             "<details{open}><summary>{}</summary>{}{}</details>",
             svg::esc(&format!("{net}: {} pages", cx.stats.pages.len())),
             table(&hdr, &rows),
-            html::p(&cx.caption(&[net.clone()], None, "Mean onLoad per page with its 95% bootstrap CI; speedup against the baseline with its CI."))
+            html::p(&cx.caption(std::slice::from_ref(&net), None, "Mean onLoad per page with its 95% bootstrap CI; speedup against the baseline with its CI."))
         ));
     }
     if out.is_empty() {
@@ -269,7 +269,10 @@ pub fn scatter(cx: &mut Ctx) -> String {
              Points under the solid diagonal loaded faster than with the baseline; TLS variants are compared with the TLS baseline when there is one.",
             bases.join(", ")
         );
-        out.push_str(&figure(&chart, &cx.caption(&[net.clone()], None, &extra)));
+        out.push_str(&figure(
+            &chart,
+            &cx.caption(std::slice::from_ref(&net), None, &extra),
+        ));
     }
     out
 }
@@ -319,7 +322,10 @@ pub fn boxes(cx: &mut Ctx) -> String {
         );
         let extra =
             "Box: quartiles; thick line: median; whiskers: minimum and maximum; dots: every load.";
-        out.push_str(&figure(&chart, &cx.caption(&[net.clone()], None, extra)));
+        out.push_str(&figure(
+            &chart,
+            &cx.caption(std::slice::from_ref(&net), None, extra),
+        ));
     }
     if out.is_empty() {
         return charts::no_data("no main network");
@@ -352,7 +358,10 @@ pub fn cdfs(cx: &mut Ctx) -> String {
         }
         let chart = dist::cdfs(&format!("CDF of onLoad, {net}"), &series, "onLoad (ms)");
         let extra = "Every load of every page is one step; further left is faster. The marker sits at the median.";
-        out.push_str(&figure(&chart, &cx.caption(&[net.clone()], None, extra)));
+        out.push_str(&figure(
+            &chart,
+            &cx.caption(std::slice::from_ref(&net), None, extra),
+        ));
     }
     if out.is_empty() {
         return charts::no_data("no main network");

@@ -241,6 +241,7 @@ impl Svg {
     }
 
     /// A line segment.
+    #[allow(clippy::too_many_arguments)]
     pub fn line(
         &mut self,
         x1: f64,

@@ -7,7 +7,7 @@ use super::svg::{self, PHASE_COLOURS, PHASE_NAMES};
 use super::waterfall::waterfall;
 use super::Ctx;
 use crate::results::Row;
-use crate::stats::{has_on_load, median, seed_for, summarize};
+use crate::stats::{has_on_load, median, seed_for, summarize_pooled};
 
 /// Per network: mean time per object in each HAR phase, per variant.
 pub fn phases(cx: &mut Ctx) -> String {
@@ -84,7 +84,10 @@ pub fn phases(cx: &mut Ctx) -> String {
              (HAR 1.2 phases; not-applicable −1 counts as 0; connect includes DNS and the TLS handshake). \
              Objects overlap in time, so these are not shares of the page load time."
         );
-        out.push_str(&figure(&chart, &cx.caption(&[net.clone()], None, &extra)));
+        out.push_str(&figure(
+            &chart,
+            &cx.caption(std::slice::from_ref(&net), None, &extra),
+        ));
         let mut header: Vec<(&str, bool)> =
             vec![("Variant", true), ("HARs", false), ("Objects", false)];
         header.extend(PHASE_NAMES.iter().map(|n| (*n, false)));
@@ -134,17 +137,21 @@ pub fn traffic(cx: &mut Ctx) -> String {
             let pu = mean_of(&rs, |r| r.packets_up as f64);
             let bd = mean_of(&rs, |r| r.bytes_down as f64 / 1000.0);
             let bu = mean_of(&rs, |r| r.bytes_up as f64 / 1000.0);
-            let tot_p: Vec<f64> = rs
-                .iter()
-                .map(|r| (r.packets_down + r.packets_up) as f64)
-                .collect();
-            let tot_b: Vec<f64> = rs
-                .iter()
-                .map(|r| (r.bytes_down + r.bytes_up) as f64 / 1000.0)
-                .collect();
-            let cp =
-                summarize(&tot_p, seed_for(&["packets", net, v])).map(|s| (s.ci.low, s.ci.high));
-            let cb = summarize(&tot_b, seed_for(&["bytes", net, v])).map(|s| (s.ci.low, s.ci.high));
+            // Totals per load grouped by page: the CI resamples loads within each page.
+            let mut pages: Vec<&String> = cx.stats.pages.iter().collect();
+            pages.sort();
+            let by_page = |f: &dyn Fn(&Row) -> f64| -> Vec<Vec<f64>> {
+                pages
+                    .iter()
+                    .map(|p| rs.iter().filter(|r| &&r.page == p).map(|r| f(r)).collect())
+                    .collect()
+            };
+            let tot_p = by_page(&|r| (r.packets_down + r.packets_up) as f64);
+            let tot_b = by_page(&|r| (r.bytes_down + r.bytes_up) as f64 / 1000.0);
+            let ci = |g: &[Vec<f64>], what: &str| {
+                summarize_pooled(g, seed_for(&[what, net, v])).map(|s| (s.ci.low, s.ci.high))
+            };
+            let (cp, cb) = (ci(&tot_p, "packets"), ci(&tot_b, "bytes"));
             pk_g.push(Some(Bar {
                 value: pd,
                 ci: cp,
@@ -216,7 +223,7 @@ pub fn traffic(cx: &mut Ctx) -> String {
         "down (server → client)".to_string(),
         "up (client → server)".to_string(),
     ));
-    let extra = "Solid: server → client; light: client → server. Error bars: 95% bootstrap CI of the mean total per load.";
+    let extra = "Solid: server → client; light: client → server. Error bars: 95% bootstrap CI of the mean total per load (loads resampled within each page).";
     let cap = cx.caption(&nets, None, extra);
     for (what, values, unit) in [
         ("Packets", pk, "packets per load"),

@@ -152,20 +152,27 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
             r##"fill="#555""##,
         );
     }
-    for (v, c, name) in [
-        (load.on_content_load, DCL_COLOUR, "onContentLoad"),
-        (load.on_load, LOAD_COLOUR, "onLoad"),
+    // onContentLoad labelled left of its line, onLoad right of its line: they never collide.
+    for (v, c, name, dx, anchor) in [
+        (
+            load.on_content_load,
+            DCL_COLOUR,
+            "onContentLoad",
+            -3.0,
+            "end",
+        ),
+        (load.on_load, LOAD_COLOUR, "onLoad", 3.0, "start"),
     ] {
         if let Some(v) = v {
             let x = xs.at(v);
             s.line(x, top - 2.0, x, y1, c, 1.6, "4 3");
             s.text_titled(
-                x + 3.0,
+                x + dx,
                 y1 + 12.0,
-                &format!("{} ms", svg::ms(v)),
+                &format!("{name} {} ms", svg::ms(v)),
                 &format!("{name} {} ms", svg::ms(v)),
                 10.0,
-                &format!(r#"fill="{c}""#),
+                &format!(r#"fill="{c}" text-anchor="{anchor}""#),
             );
         }
     }
