@@ -91,6 +91,7 @@ pub fn bars(c: &Bars) -> String {
     let gw = (WIDTH - ML - MR) / ng;
     let ns = c.series.len().max(1) as f64;
     let bw = (gw * 0.82 / ns).min(60.0);
+    let mut two_lines = false;
     for (gi, g) in c.groups.iter().enumerate() {
         let gx = ML + gw * gi as f64;
         let start = gx + (gw - bw * ns) / 2.0;
@@ -144,18 +145,26 @@ pub fn bars(c: &Bars) -> String {
                 );
             }
         }
-        let max_chars = (gw / 6.8).max(4.0) as usize;
-        s.text(
-            gx + gw / 2.0,
-            y1 + 18.0,
-            &truncate(g, max_chars),
-            Anchor::Middle,
-            12.0,
-            r##"fill="#222""##,
-        );
+        let max_chars = (gw / 6.4).max(4.0) as usize;
+        // A long label "name (details)" goes on two lines.
+        let lines: Vec<&str> = match g.split_once(" (") {
+            Some((a, _)) if g.chars().count() > max_chars => vec![a, &g[a.len() + 1..]],
+            _ => vec![g.as_str()],
+        };
+        for (k, line) in lines.iter().enumerate() {
+            s.text(
+                gx + gw / 2.0,
+                y1 + 18.0 + 14.0 * k as f64,
+                &truncate(line, max_chars),
+                Anchor::Middle,
+                12.0,
+                r##"fill="#222""##,
+            );
+        }
+        two_lines |= lines.len() > 1;
     }
     s.line(ML, y1, WIDTH - MR, y1, "#555", 1.0, "");
-    s.set_height(y1 + 32.0);
+    s.set_height(y1 + if two_lines { 46.0 } else { 32.0 });
     s.finish()
 }
 

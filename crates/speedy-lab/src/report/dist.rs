@@ -48,7 +48,7 @@ pub fn box_plots(label: &str, series: &[Series], groups: &[BoxGroup], x_title: &
         .clamp(6, 28) as f64
         * 6.6
         + 16.0;
-    let top = legend(&mut s, lw, 18.0, WIDTH - MR, &entries) + 14.0;
+    let top = legend(&mut s, lw, 18.0, WIDTH - MR, &entries) + 22.0;
     let rh = 13.0;
     let gap = 12.0;
     let all = || {
@@ -64,6 +64,19 @@ pub fn box_plots(label: &str, series: &[Series], groups: &[BoxGroup], x_title: &
     let total_rows: usize = groups.iter().map(|g| g.1.len()).sum();
     let y1 = top + rh * total_rows as f64 + gap * groups.len() as f64;
     x_axis(&mut s, &xs, &tk, top - 4.0, y1, &|v| svg::num(v));
+    if total_rows > 30 {
+        // A tall chart gets its tick labels at the top too.
+        for &t in &tk {
+            s.text(
+                xs.at(t),
+                top - 8.0,
+                &svg::num(t),
+                Anchor::Middle,
+                11.0,
+                r##"fill="#333""##,
+            );
+        }
+    }
     let mut y = top;
     for (gi, (page, boxes)) in groups.iter().enumerate() {
         let gh = rh * boxes.len() as f64;

@@ -3,10 +3,12 @@
 
 use std::fmt::Write;
 
-/// Colours for variants, in order (Okabe & Ito's colour-blind-safe palette, black first
-/// for the baseline, the hard-to-see yellow left out, a grey added).
-pub const VARIANT_COLOURS: [&str; 8] = [
+/// Colours for variants, in order: Okabe & Ito's colour-blind-safe palette (black first
+/// for the baseline, the hard-to-see yellow left out, a grey added), then six of Paul
+/// Tol's muted colours for experiments with many variants.
+pub const VARIANT_COLOURS: [&str; 14] = [
     "#000000", "#E69F00", "#0072B2", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#7F7F7F",
+    "#882255", "#332288", "#44AA99", "#999933", "#88CCEE", "#DDCC77",
 ];
 
 /// Dash patterns cycled once the colours run out (and used to tell lines apart).

@@ -115,11 +115,13 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
             };
             lab = format!("{} [{st}]", truncate(&lab, 36));
         }
-        s.text_titled(
+        // One tooltip for the whole row (label and bars) keeps the file small.
+        s.raw(&format!("<g><title>{}</title>", svg::esc(&tip)));
+        s.text(
             8.0,
             y + 11.0,
             &lab,
-            &tip,
+            Anchor::Start,
             10.5,
             &format!(r#"fill="{colour}""#),
         );
@@ -127,20 +129,15 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
         for (k, p) in o.phases.iter().enumerate() {
             if *p > 0.0 {
                 let x0 = xs.at(acc);
-                s.rect(
-                    x0,
-                    y + 3.0,
-                    (xs.at(acc + p) - x0).max(0.6),
-                    rh - 6.0,
-                    PHASE_COLOURS[k],
-                    Some(&tip),
-                );
+                let w = (xs.at(acc + p) - x0).max(0.6);
+                s.rect(x0, y + 3.0, w, rh - 6.0, PHASE_COLOURS[k], None);
             }
             acc += p;
         }
         if o.phases.iter().all(|p| *p <= 0.0) {
-            s.rect(xs.at(o.start), y + 3.0, 1.5, rh - 6.0, "#555", Some(&tip));
+            s.rect(xs.at(o.start), y + 3.0, 1.5, rh - 6.0, "#555", None);
         }
+        s.raw("</g>");
     }
     if load.objects.is_empty() {
         s.text(
