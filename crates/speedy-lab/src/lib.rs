@@ -5,7 +5,7 @@
 //! [`results::Row`] per load (`results.jsonl`) → statistics → `report.html`.
 
 pub mod experiment;
+pub mod report;
 pub mod results;
 pub mod runner;
 pub mod stats;
-pub mod report;
