@@ -68,6 +68,9 @@ pub struct Row {
     pub header_bytes_received_compressed: u64,
     /// TCP connections opened.
     pub connections: u32,
+    /// TCP congestion control in the namespaces (`cubic`, `bbr`, `reno`).
+    #[serde(default)]
+    pub tcp_cc: String,
     /// TCP retransmissions summed over the connections (TCP_INFO).
     pub tcp_retransmissions: u64,
     /// The HAR of this load, relative to the results file's directory.

@@ -331,20 +331,26 @@ fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, 
 /// Applies a variant's TCP knobs inside both namespaces (never on the host).
 fn apply_tcp_knobs(topo: &Topology, v: &Variant) -> Result<(), String> {
     for side in [Side::Client, Side::Server] {
-        let mut set = vec![format!(
-            "net.ipv4.tcp_no_metrics_save={}",
-            v.no_metrics_save as u8
-        )];
-        set.push(format!(
-            "net.ipv4.tcp_congestion_control={}",
-            v.cc.as_deref().unwrap_or("cubic")
-        ));
-        set.push(format!(
-            "net.ipv4.tcp_slow_start_after_idle={}",
-            v.slow_start_after_idle.unwrap_or(true) as u8
-        ));
+        let set = [
+            format!("net.ipv4.tcp_no_metrics_save={}", v.no_metrics_save as u8),
+            format!(
+                "net.ipv4.tcp_slow_start_after_idle={}",
+                v.slow_start_after_idle.unwrap_or(true) as u8
+            ),
+        ];
         for s in &set {
             sh(topo, side, "sysctl", &["-q", "-w", s])?;
+        }
+        // Without `cc` the namespaces keep the kernel's default (recorded in each row).
+        if let Some(cc) = &v.cc {
+            sh(topo, side, "sysctl", &["-q", "-w", &format!("net.ipv4.tcp_congestion_control={cc}")]).map_err(|e| {
+                let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap_or_default();
+                let allowed = allowed.trim();
+                format!(
+                    "{e}\nnamespaces may only use the algorithms in net.ipv4.tcp_allowed_congestion_control ({allowed}); \
+                     allow {cc} on the host with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{allowed} {cc}\""
+                )
+            })?;
         }
     }
     let routes = sh(topo, Side::Server, "ip", &["route", "show"])?;
@@ -426,8 +432,24 @@ fn run_lane(
             last_har.get(&page.name),
         )?;
         let after = topo.counters();
+        let cc = sh(
+            &topo,
+            Side::Server,
+            "sysctl",
+            &["-n", "net.ipv4.tcp_congestion_control"],
+        )
+        .unwrap_or_default();
         let row = row_from_har(
-            exp, net, variant, page, job.run, &har, &rel, &before, &after,
+            exp,
+            net,
+            variant,
+            page,
+            job.run,
+            &har,
+            &rel,
+            &before,
+            &after,
+            cc.trim(),
         )
         .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
         append_row(results, &row)?;
@@ -563,6 +585,7 @@ fn row_from_har(
     rel: &str,
     before: &linkem::Counters,
     after: &linkem::Counters,
+    cc: &str,
 ) -> Result<Row, String> {
     let text = std::fs::read_to_string(har).map_err(|e| e.to_string())?;
     let h: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
@@ -600,6 +623,7 @@ fn row_from_har(
         header_bytes_received_raw: num(&t["header_bytes_received_raw"]) as u64,
         header_bytes_received_compressed: num(&t["header_bytes_received"]) as u64,
         connections: num(&t["connections"]) as u32,
+        tcp_cc: cc.to_string(),
         tcp_retransmissions: num(&t["retransmits"]) as u64,
         har: rel.to_string(),
     })

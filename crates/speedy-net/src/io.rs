@@ -88,3 +88,24 @@ pub(crate) async fn write_some<W: AsyncWrite + Unpin + ?Sized>(
     out.advance(n);
     Ok(())
 }
+
+/// One step of output: writes some of `out` if it holds anything, else flushes the
+/// transport. TLS streams keep records they could not write yet until the next write or
+/// flush, so a driver whose buffer ran empty must still flush or the peer waits forever.
+/// Cancel-safe: `unflushed` is cleared only once a flush completed.
+pub async fn write_or_flush<W: AsyncWrite + Unpin + ?Sized>(
+    w: &mut W,
+    out: &mut spdy::session::OutBuf,
+    unflushed: &mut bool,
+) -> io::Result<usize> {
+    use tokio::io::AsyncWriteExt;
+    if out.is_empty() {
+        w.flush().await?;
+        *unflushed = false;
+        return Ok(0);
+    }
+    *unflushed = true;
+    let before = out.len();
+    write_some(w, out).await?;
+    Ok(before - out.len())
+}

@@ -2,7 +2,7 @@
 //! requests over a channel and get streaming responses back.
 
 use crate::client::{Body, ClientError, FrameLog, ResponseStream};
-use crate::io::{write_some, BoxIo};
+use crate::io::{write_or_flush, write_some, BoxIo};
 use bytes::{Bytes, BytesMut};
 use spdy::session::{Event, OutBuf};
 use spdy::{Headers, RstStatus, Session, StreamId, Version};
@@ -74,6 +74,7 @@ async fn drive(
     let mut pings: Vec<oneshot::Sender<std::time::Duration>> = Vec::new();
     let mut cmds_open = true;
     let mut failure: Option<ClientError> = None;
+    let mut unflushed = false;
     loop {
         while let Some(ev) = session.poll_event() {
             match ev {
@@ -244,7 +245,7 @@ async fn drive(
                     session.ping(Instant::now());
                 }
             },
-            r = write_some(&mut wr, &mut out), if !out.is_empty() => {
+            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
                 if r.is_err() {
                     let ids: Vec<StreamId> = streams.keys().copied().collect();
                     for id in ids {

@@ -1,7 +1,7 @@
 //! The server-side session driver: one task owns the session, reads frames, runs
 //! handlers (polled in the same task) and writes their answers.
 
-use crate::io::{write_some, BoxIo};
+use crate::io::{write_or_flush, BoxIo};
 use crate::server::{Handler, Request, Response, ServerConfig};
 use bytes::BytesMut;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -42,6 +42,7 @@ pub(crate) async fn run(
     let mut pending: HashMap<StreamId, Pending> = HashMap::new();
     let mut answers: FuturesUnordered<Answer> = FuturesUnordered::new();
     let mut read_closed = false;
+    let mut unflushed = false;
     loop {
         while let Some(ev) = session.poll_event() {
             match ev {
@@ -101,7 +102,10 @@ pub(crate) async fn run(
             }
         }
         while out.len() < 256 * 1024 && session.poll_transmit(&mut out) {}
-        if out.is_empty() && (session.is_done() || (read_closed && answers.is_empty())) {
+        if out.is_empty()
+            && !unflushed
+            && (session.is_done() || (read_closed && answers.is_empty()))
+        {
             break;
         }
         tokio::select! {
@@ -117,7 +121,9 @@ pub(crate) async fn run(
             Some((id, priority, host, resp)) = answers.next(), if !answers.is_empty() => {
                 answer(&mut session, id, priority, scheme, &host, resp);
             }
-            r = write_some(&mut wr, &mut out), if !out.is_empty() => r?,
+            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
+                r?;
+            }
         }
     }
     let _ = wr.shutdown().await;

@@ -80,6 +80,7 @@ async fn drive(io: BoxIo, cfg: spdy::Config, mut ctx: ConnCtx) {
     let mut counters = ConnCounters::default();
     let mut closing = false;
     let mut dead = false;
+    let mut unflushed = false;
     loop {
         while let Some(ev) = session.poll_event() {
             on_event(ev, version, &mut session, &mut streams, &mut by_req, &ctx);
@@ -139,7 +140,9 @@ async fn drive(io: BoxIo, cfg: spdy::Config, mut ctx: ConnCtx) {
                     }
                 }
             },
-            r = write_some(&mut wr, &mut out), if !out.is_empty() => {
+            // TLS keeps records it could not write yet until the next write or flush: a
+            // WINDOW_UPDATE left there would stall the server.
+            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
                 match r {
                     Ok(n) => counters.bytes_out += n as u64,
                     Err(_) => dead = true,
@@ -167,10 +170,17 @@ async fn drive(io: BoxIo, cfg: spdy::Config, mut ctx: ConnCtx) {
     let _ = wr.shutdown().await;
 }
 
-async fn write_some(
+async fn write_or_flush(
     wr: &mut tokio::io::WriteHalf<BoxIo>,
     out: &mut OutBuf,
+    unflushed: &mut bool,
 ) -> std::io::Result<usize> {
+    if out.is_empty() {
+        wr.flush().await?;
+        *unflushed = false;
+        return Ok(0);
+    }
+    *unflushed = true;
     let n = {
         let mut slices = [IoSlice::new(&[]); 64];
         let k = out.io_slices(&mut slices);

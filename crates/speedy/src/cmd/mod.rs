@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 pub mod corpus;
 pub mod fetch;
+pub mod lab;
 pub mod link;
 pub mod load;
 pub mod serve;
@@ -26,6 +27,8 @@ enum Command {
     Fetch(fetch::FetchArgs),
     /// Run a command behind an emulated network link (rate, delay, loss, queue, radio).
     Link(link::LinkArgs),
+    /// Run lab experiments (pages × networks × protocol variants) and write the report.
+    Lab(lab::LabArgs),
     /// Load a page like a browser (HTTP/1.1, SPDY or HTTP/2) and write HAR.
     Load(load::LoadArgs),
     /// Make page archives (synthetic, or imported from HAR and WARC) and export them as HAR.
@@ -60,6 +63,7 @@ impl Cli {
             ),
             Command::Fetch(a) => report(runtime().block_on(fetch::run(a)), "fetch"),
             Command::Link(a) => link::run(a),
+            Command::Lab(a) => lab::run_cmd(a),
             Command::Load(a) => report(runtime().block_on(load::run(a)), "load"),
             Command::Corpus(a) => corpus::run(a),
         }

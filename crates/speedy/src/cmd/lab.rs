@@ -1,0 +1,181 @@
+//! `speedy lab`: run experiments (pages × networks × protocol variants) and report.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use speedy_lab::experiment::{built_in, parse, BUILT_INS};
+use speedy_lab::runner::{run, RunOptions};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `speedy lab`.
+#[derive(Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "With no argument, runs the built-in `quick` experiment (a few minutes) and prints \
+where the report is. EXPERIMENT is a built-in name (see `speedy lab list`) or a TOML file \
+(format: docs/lab.md). Needs root: every load runs in network namespaces behind the link \
+emulator. An interrupted run resumes where it stopped when started again with the same --out."
+)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    cmd: Option<LabCmd>,
+    /// A built-in experiment name or an experiment file.
+    #[arg(value_name = "EXPERIMENT")]
+    experiment: Option<String>,
+    /// Output directory (default: lab-out/NAME).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Loads to run in parallel, each on its own namespace pair and link.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    lanes: usize,
+    /// Run only shard I of N (0-based), for batch schedulers; combine with `speedy lab merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Do not write report.html at the end.
+    #[arg(long)]
+    no_report: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum LabCmd {
+    /// List the built-in experiments with their size and expected duration.
+    List,
+    /// Merge the results of shards (directories or results files) into one directory.
+    Merge {
+        /// Shard output directories or results files.
+        #[arg(required = true, value_name = "DIR")]
+        inputs: Vec<PathBuf>,
+        /// Where the merged results (and report) go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Write report.html from a results directory.
+    Report {
+        /// Directory holding results.jsonl.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
+/// Runs `speedy lab`.
+pub fn run_cmd(a: LabArgs) -> ExitCode {
+    match lab(a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("speedy lab: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn lab(a: LabArgs) -> Result<()> {
+    match a.cmd {
+        Some(LabCmd::List) => {
+            println!(
+                "{:<12} {:>7} {:>12}  description",
+                "name", "loads", "expected"
+            );
+            for b in BUILT_INS {
+                let e = parse(b.toml, b.name, Path::new(".")).map_err(anyhow::Error::msg)?;
+                let pages = match e.pages {
+                    speedy_lab::experiment::Pages::Synth(n) => n,
+                    _ => 0,
+                };
+                let loads = e.loads(pages);
+                // A rough figure: a synthesized page takes about 8 s to load over these
+                // links (1.4 MB average at 2-4 Mbit/s) plus a second of set-up.
+                let secs = loads as f64 * 9.0;
+                println!(
+                    "{:<12} {:>7} {:>12}  {}",
+                    b.name,
+                    loads,
+                    fmt_duration(secs),
+                    b.about
+                );
+            }
+            Ok(())
+        }
+        Some(LabCmd::Merge { inputs, out }) => {
+            let n = speedy_lab::runner::merge(&inputs, &out).map_err(anyhow::Error::msg)?;
+            println!(
+                "merged {n} loads into {}",
+                out.join("results.jsonl").display()
+            );
+            write_report(&out)
+        }
+        Some(LabCmd::Report { dir }) => write_report(&dir),
+        None => {
+            let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
+            let (exp, default_out) = if let Some(b) = built_in(&name) {
+                (
+                    parse(b.toml, b.name, Path::new(".")).map_err(anyhow::Error::msg)?,
+                    PathBuf::from("lab-out").join(b.name),
+                )
+            } else {
+                let p = PathBuf::from(&name);
+                if !p.exists() {
+                    bail!("{name}: no such built-in experiment or file (see `speedy lab list`)");
+                }
+                let text = std::fs::read_to_string(&p).with_context(|| p.display().to_string())?;
+                let base = p.parent().unwrap_or(Path::new(".")).to_path_buf();
+                let e = parse(&text, &name, &base).map_err(anyhow::Error::msg)?;
+                let out = PathBuf::from("lab-out").join(&e.name);
+                (e, out)
+            };
+            let shard = match &a.shard {
+                None => (0, 1),
+                Some(s) => {
+                    let (i, n) = s
+                        .split_once('/')
+                        .with_context(|| format!("--shard {s}: expected I/N"))?;
+                    let (i, n): (usize, usize) = (
+                        i.parse().context("--shard I")?,
+                        n.parse().context("--shard N")?,
+                    );
+                    if n == 0 || i >= n {
+                        bail!("--shard {s}: need 0 <= I < N");
+                    }
+                    (i, n)
+                }
+            };
+            if a.lanes == 0 {
+                bail!("--lanes must be at least 1");
+            }
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                bail!("the lab needs root (network namespaces and TUN devices); run it with sudo");
+            }
+            let out = a.out.clone().unwrap_or(default_out);
+            let speedy = std::env::current_exe().context("finding the speedy program")?;
+            let opts = RunOptions {
+                out: out.clone(),
+                lanes: a.lanes,
+                shard,
+                speedy,
+            };
+            let results = run(&exp, &opts).map_err(anyhow::Error::msg)?;
+            println!("results: {}", results.display());
+            if !a.no_report && shard.1 == 1 {
+                write_report(&out)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn write_report(dir: &Path) -> Result<()> {
+    let html = dir.join("report.html");
+    speedy_lab::report::write_report(&dir.join("results.jsonl"), &html)
+        .map_err(anyhow::Error::msg)?;
+    println!("report: {}", html.display());
+    Ok(())
+}
+
+fn fmt_duration(s: f64) -> String {
+    let s = s as u64;
+    if s >= 3600 {
+        format!("~{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else {
+        format!("~{}m", s.div_ceil(60))
+    }
+}
