@@ -251,6 +251,7 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
         (0..nodes.len()).filter(|&i| nodes[i].sub == s).collect()
     };
     let (css, js) = (of(&nodes, Sub::Css), of(&nodes, Sub::Js));
+    #[allow(clippy::needless_range_loop)] // the match reads other nodes too
     for i in 1..nodes.len() {
         let (parent, after) = match nodes[i].sub {
             Sub::Css if i != css[0] && rng.chance(0.2) => (css[0], None),
@@ -505,7 +506,7 @@ fn render_html(
         .saturating_sub(s.len() + body_refs.len() * 90 + 20);
     let per = room / (body_refs.len() + 1);
     for &c in &body_refs {
-        let _ = write!(s, "<p>{}</p>\n", filler_text(rng, per));
+        let _ = writeln!(s, "<p>{}</p>", filler_text(rng, per));
         match nodes[c].sub {
             Sub::Img => {
                 let _ = write!(s, "<img src=\"{}\" alt=\"\">", nodes[c].url);
@@ -604,7 +605,7 @@ fn gif(size: usize, rng: &mut Rng) -> Vec<u8> {
     if pad > 0 {
         v.extend_from_slice(&[0x21, 0xfe]);
         while pad > 0 {
-            let n = pad.min(255).max(1);
+            let n = pad.clamp(1, 255);
             v.push(n as u8);
             v.extend((0..n).map(|_| b'a' + (rng.next_u64() % 26) as u8));
             pad = pad.saturating_sub(n + 1);
