@@ -944,7 +944,7 @@ fn run_combo(combo: Combo) {
         combo.client.name(),
         combo.server.name(),
         combo.transport.name(),
-        combo.version.proto().replace('/', "").replace('.', "")
+        combo.version.proto().replace(['/', '.'], "")
     );
     let seed = tag.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
