@@ -314,3 +314,83 @@ async fn records_a_404_and_completes() {
         assert_eq!(e["response"]["status"], 404);
     }
 }
+
+fn plain_cfg(a: &Archive, s: &Served, proto: Proto) -> LoadConfig {
+    let mut cfg = LoadConfig::new(&a.objects[a.pages[0].root].url, proto);
+    cfg.transport = Transport::Plain;
+    cfg.keep_bodies = true;
+    cfg.resolve.insert(
+        "*".into(),
+        Target {
+            ip: s.addr.ip(),
+            port: Some(s.addr.port()),
+        },
+    );
+    cfg
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelines_on_one_connection_per_host() {
+    let a = corpus();
+    let s = serve(a.clone(), None, opts()).await;
+    let mut cfg = plain_cfg(&a, &s, Proto::Http1);
+    cfg.per_host = 1;
+    cfg.max_connections = 1000;
+    cfg.pipeline = 4;
+    let res = loader::load(&cfg, Some(&a)).await.unwrap();
+    assert!(res.missing.is_empty() && res.unexpected.is_empty());
+    for r in &res.reqs {
+        assert_eq!(r.status, 200, "{}", r.url_s);
+        assert!(r.body.as_ref().unwrap()[..] == a.body(r.archive_id.unwrap())[..]);
+    }
+    let hosts: HashSet<&str> = res.reqs.iter().map(|r| r.url.host.as_str()).collect();
+    assert_eq!(report::totals(&res).connections, hosts.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn charges_the_dns_cost_once_per_host() {
+    let a = corpus();
+    let s = serve(a.clone(), None, opts()).await;
+    let mut cfg = plain_cfg(&a, &s, Proto::Spdy);
+    cfg.dns_cost = speedy_browser::config::DnsCost::Ms(30.0);
+    let res = loader::load(&cfg, Some(&a)).await.unwrap();
+    let h = serde_json::to_value(report::to_har(&res)).unwrap();
+    har::validate(&h, 0.0011).unwrap();
+    let entries = h["log"]["entries"].as_array().unwrap();
+    assert!(entries[0]["timings"]["dns"].as_f64().unwrap() >= 29.5);
+    let with_dns = entries
+        .iter()
+        .filter(|e| e["timings"]["dns"].as_f64().unwrap() >= 0.0)
+        .count();
+    let hosts: HashSet<&str> = res.reqs.iter().map(|r| r.url.host.as_str()).collect();
+    assert_eq!(with_dns, hosts.len(), "one resolution per host");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefetches_what_an_earlier_load_learned() {
+    let a = corpus();
+    let s = serve(a.clone(), None, opts()).await;
+    let dir = temp_dir("prefetch");
+    let store = dir.join("learned.json");
+    let cfg = plain_cfg(&a, &s, Proto::Spdy);
+    let first = loader::load(&cfg, Some(&a)).await.unwrap();
+    speedy_browser::prefetch::remember(&store, &first).unwrap();
+    let mut cfg2 = cfg.clone();
+    cfg2.prefetch = speedy_browser::prefetch::learned(&store, &cfg.url).unwrap();
+    assert_eq!(cfg2.prefetch.len(), a.pages[0].objects.len() - 1);
+    let second = loader::load(&cfg2, Some(&a)).await.unwrap();
+    assert!(second.missing.is_empty() && second.unexpected.is_empty());
+    assert_eq!(second.reqs.len(), a.pages[0].objects.len());
+    let prefetched = second
+        .reqs
+        .iter()
+        .filter(|r| r.initiator == loader::Initiator::Prefetch)
+        .count();
+    assert_eq!(prefetched, a.pages[0].objects.len() - 1);
+    // A HAR works as the source too.
+    let har_path = dir.join("first.har");
+    har::write(&report::to_har(&first), &har_path).unwrap();
+    let from_har = speedy_browser::prefetch::learned(&har_path, &cfg.url).unwrap();
+    assert_eq!(from_har.len(), cfg2.prefetch.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -214,18 +214,16 @@ async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
                 };
                 send = ready;
                 match send.send_request(req, true) {
-                    Ok((mut fut, _)) => {
+                    Ok((fut, _)) => {
                         ctx.emit(ConnEvent::Sent {
                             id,
                             at: Instant::now(),
                             header_bytes: raw,
                         });
-                        let pushes = fut.push_promises();
                         let (ev, ids2, hr) = (events.clone(), ids.clone(), hdr_raw_recv.clone());
-                        tokio::spawn(accept_pushes(pushes, id, ctx.conn, ev, ids2, hr));
-                        let (ev, hr) = (events.clone(), hdr_raw_recv.clone());
+                        let conn = ctx.conn;
                         let h = tokio::spawn(async move {
-                            receive(fut, id, ev, hr).await;
+                            request_task(fut, id, conn, ev, ids2, hr).await;
                         });
                         tasks.insert(id, h.abort_handle());
                     }
@@ -256,6 +254,59 @@ async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
     }
     drop(send);
     conn_task.abort();
+}
+
+/// One request: its pushes (promises that arrive before the response headers are
+/// reported first, as on the wire), then its response.
+async fn request_task(
+    mut fut: h2::client::ResponseFuture,
+    id: ReqId,
+    conn: super::ConnId,
+    events: tokio::sync::mpsc::UnboundedSender<ConnEvent>,
+    ids: Arc<AtomicU64>,
+    hdr_raw: Arc<AtomicU64>,
+) {
+    let mut pushes = fut.push_promises();
+    let mut pushes_open = true;
+    let resp = loop {
+        tokio::select! {
+            biased;
+            p = pushes.push_promise(), if pushes_open => match p {
+                Some(Ok(pp)) => accept_push(pp, id, conn, &events, &ids, &hdr_raw),
+                _ => pushes_open = false,
+            },
+            r = &mut fut => break r,
+        }
+    };
+    if pushes_open {
+        let (ev, ids2, hr) = (events.clone(), ids.clone(), hdr_raw.clone());
+        tokio::spawn(async move {
+            while let Some(Ok(pp)) = pushes.push_promise().await {
+                accept_push(pp, id, conn, &ev, &ids2, &hr);
+            }
+        });
+    }
+    receive(std::future::ready(resp), id, events, hdr_raw).await;
+}
+
+fn accept_push(
+    pp: h2::client::PushPromise,
+    assoc: ReqId,
+    conn: super::ConnId,
+    events: &tokio::sync::mpsc::UnboundedSender<ConnEvent>,
+    ids: &Arc<AtomicU64>,
+    hdr_raw: &Arc<AtomicU64>,
+) {
+    let (req, fut) = pp.into_parts();
+    let id = ids.fetch_add(1, Ordering::Relaxed);
+    let _ = events.send(ConnEvent::Pushed {
+        conn,
+        id,
+        assoc: Some(assoc),
+        url: req.uri().to_string(),
+        at: Instant::now(),
+    });
+    tokio::spawn(receive(fut, id, events.clone(), hdr_raw.clone()));
 }
 
 async fn receive(
@@ -319,27 +370,4 @@ async fn receive(
         id,
         at: Instant::now(),
     });
-}
-
-async fn accept_pushes(
-    mut pushes: h2::client::PushPromises,
-    assoc: ReqId,
-    conn: super::ConnId,
-    events: tokio::sync::mpsc::UnboundedSender<ConnEvent>,
-    ids: Arc<AtomicU64>,
-    hdr_raw: Arc<AtomicU64>,
-) {
-    while let Some(Ok(pp)) = pushes.push_promise().await {
-        let (req, fut) = pp.into_parts();
-        let id = ids.fetch_add(1, Ordering::Relaxed);
-        let _ = events.send(ConnEvent::Pushed {
-            conn,
-            id,
-            assoc: Some(assoc),
-            url: req.uri().to_string(),
-            at: Instant::now(),
-        });
-        let (ev, hr) = (events.clone(), hdr_raw.clone());
-        tokio::spawn(receive(fut, id, ev, hr));
-    }
 }

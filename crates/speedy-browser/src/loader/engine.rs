@@ -240,8 +240,18 @@ impl Engine<'_> {
             }
             Some(c) if self.conns[c as usize].times.is_some() => {
                 let queue = std::mem::take(&mut self.pools.get_mut(key).expect("pool").queue);
+                // On a new connection the set-up phases go to the request that caused it
+                // (the earliest queued), though requests leave in priority order.
+                let first_use = !self.conns[c as usize].used;
+                let opener = queue
+                    .iter()
+                    .copied()
+                    .min_by_key(|id| (self.reqs[id].queued, *id));
                 for id in queue {
                     self.assign(id, c);
+                    if first_use {
+                        self.reqs.get_mut(&id).expect("req").fresh = Some(id) == opener;
+                    }
                 }
             }
             Some(_) => {} // connecting
