@@ -1,5 +1,5 @@
-//! End to end: `speedy load` against `speedy serve --archive` on loopback. A synthesized
-//! corpus is served; every page is loaded over HTTP/1.1, SPDY and HTTP/2, plain and TLS
+//! End to end: `speedy load` against `speedy serve --archive` on loopback. A corpus
+//! made by `speedy corpus synth` is served; every page is loaded over HTTP/1.1, SPDY and HTTP/2, plain and TLS
 //! (the lab CA), per-origin and single-domain. Each load must fetch exactly the page's
 //! archived objects, with byte-identical bodies, and write a valid HAR 1.2 whose timings
 //! add up to each entry's time.
@@ -193,8 +193,15 @@ fn check(what: &str, archive: &Archive, page: usize, code: i32, summary: &Value,
 fn loads_every_page_over_every_protocol() {
     let dir = tmp("corpus");
     let mut guard = Guard(None, dir.clone());
-    let archive = synthesize(SynthOptions { pages: 2, seed: 3 });
-    archive.save(&dir).unwrap();
+    // The corpus comes from the real command, as the lab makes it.
+    let st = Command::new(BIN)
+        .args(["corpus", "synth", "--pages", "2", "--seed", "3", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "speedy corpus synth");
+    let archive = Archive::load(&dir).unwrap();
     let plain_addr = serve(&dir, &["--plain", "--no-think-time"], &mut guard);
     let mut tls_guard = Guard(None, PathBuf::new());
     let tls_addr = serve(&dir, &["--no-think-time"], &mut tls_guard);
