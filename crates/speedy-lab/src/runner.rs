@@ -606,7 +606,10 @@ fn row_from_har(
         }),
         variant: v.name.clone(),
         baseline: v.baseline,
-        protocol: p["_protocol"].as_str().unwrap_or(&v.protocol).to_ascii_lowercase(),
+        protocol: p["_protocol"]
+            .as_str()
+            .unwrap_or(&v.protocol)
+            .to_ascii_lowercase(),
         tls: v.tls,
         run,
         on_load_ms: num(&p["pageTimings"]["onLoad"]),
