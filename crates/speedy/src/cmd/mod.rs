@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod bench;
 pub mod corpus;
 pub mod fetch;
 pub mod lab;
@@ -27,6 +28,8 @@ enum Command {
     Fetch(fetch::FetchArgs),
     /// Run a command behind an emulated network link (rate, delay, loss, queue, radio).
     Link(link::LinkArgs),
+    /// Load-test a server over SPDY, HTTP/1.1 or HTTP/2 (like h2load).
+    Bench(bench::BenchArgs),
     /// Run lab experiments (pages × networks × protocol variants) and write the report.
     Lab(lab::LabArgs),
     /// Load a page like a browser (HTTP/1.1, SPDY or HTTP/2) and write HAR.
@@ -64,6 +67,7 @@ impl Cli {
             Command::Fetch(a) => report(runtime().block_on(fetch::run(a)), "fetch"),
             Command::Link(a) => link::run(a),
             Command::Lab(a) => lab::run_cmd(a),
+            Command::Bench(a) => report(bench::run(a), "bench"),
             Command::Load(a) => report(runtime().block_on(load::run(a)), "load"),
             Command::Corpus(a) => corpus::run(a),
         }
