@@ -501,6 +501,21 @@ fn render_html(
         offsets[c] = s.trim_end().len();
     }
     s.push_str("</head>\n<body>\n");
+    // One element per image and font that the page's style sheets reference, each styled
+    // by its own rule (see `render_css`): a browser fetches a background or a font only
+    // when an element uses it, and of rules on one element only the winner counts.
+    for (c, n) in nodes.iter().enumerate() {
+        let from_css = n.parent.is_some_and(|pa| nodes[pa].sub == Sub::Css);
+        match n.sub {
+            Sub::Img if from_css => {
+                let _ = writeln!(s, "<div class=\"{}\"></div>", css_class(c));
+            }
+            Sub::Font if from_css => {
+                let _ = writeln!(s, "<div class=\"{}\">speedy</div>", css_class(c));
+            }
+            _ => {}
+        }
+    }
     let room = nodes[me]
         .size
         .saturating_sub(s.len() + body_refs.len() * 90 + 20);
@@ -541,22 +556,25 @@ fn render_css(
         offsets[c] = s.len();
         s.push('\n');
     }
-    for (k, &c) in parsed
-        .iter()
-        .filter(|&&c| nodes[c].sub == Sub::Font)
-        .enumerate()
-    {
+    // Each font and background styles its own element of the root document (`render_html`)
+    // so that a browser really fetches every one of them.
+    for &c in parsed.iter().filter(|&&c| nodes[c].sub == Sub::Font) {
+        let class = css_class(c);
         let _ = write!(
             s,
-            "@font-face{{font-family:\"f{k}\";src:url(\"{}\") format(\"woff2\");}}",
+            "@font-face{{font-family:\"{class}\";src:url(\"{}\") format(\"woff2\");}}",
             nodes[c].url
         );
         offsets[c] = s.len();
-        let _ = writeln!(s, "\nbody,p{{font-family:\"f{k}\",sans-serif}}");
+        let _ = writeln!(s, "\n.{class}{{font-family:\"{class}\",sans-serif}}");
     }
     for &c in parsed.iter().filter(|&&c| nodes[c].sub == Sub::Img) {
-        // An element that exists (body) so a browser really fetches the background.
-        let _ = write!(s, "body{{background-image:url(\"{}\")}}", nodes[c].url);
+        let _ = write!(
+            s,
+            ".{}{{background-image:url(\"{}\")}}",
+            css_class(c),
+            nodes[c].url
+        );
         offsets[c] = s.len();
         s.push('\n');
     }
@@ -571,6 +589,11 @@ fn render_css(
         );
     }
     s.into_bytes()
+}
+
+/// The class (and font family) of the element that uses node `c` from CSS.
+fn css_class(c: usize) -> String {
+    format!("s{c}")
 }
 
 fn render_js(nodes: &[Node], me: usize, computed: &[usize], rng: &mut Rng) -> Vec<u8> {

@@ -48,6 +48,11 @@ pub struct ServeArgs {
     /// Archive: serve https origins without TLS too (TLS is otherwise on, from the lab CA).
     #[arg(long, requires = "archive")]
     plain: bool,
+    /// Archive: append one line per request to FILE, as it arrives:
+    /// `METHOD HOST PATH PROTOCOL` (host as the client sent it, path with its query,
+    /// protocol `http/1.1`, `h2`, `spdy/3.1`, ...).
+    #[arg(long, value_name = "FILE", requires = "archive")]
+    log_requests: Option<PathBuf>,
     /// Archive: directory of the lab CA (created if missing; loaders trust DIR/ca.pem).
     /// Default: ARCHIVE/lab-ca.
     #[arg(long, value_name = "DIR", requires = "archive")]
@@ -172,7 +177,18 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
                 .map_err(anyhow::Error::msg)?,
         );
     }
-    let handler: Arc<dyn Handler> = Arc::new(replay);
+    let mut handler: Arc<dyn Handler> = Arc::new(replay);
+    if let Some(p) = &a.log_requests {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .with_context(|| format!("--log-requests {}", p.display()))?;
+        handler = Arc::new(RequestLog {
+            inner: handler,
+            file: Mutex::new(file),
+        });
+    }
     let mode = if cfg.tls.is_some() {
         "tls+plain"
     } else {
@@ -226,6 +242,28 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         t.await??;
     }
     Ok(())
+}
+
+/// Wraps a handler and writes `METHOD HOST PATH PROTOCOL` per request (`--log-requests`).
+struct RequestLog {
+    inner: Arc<dyn Handler>,
+    file: Mutex<std::fs::File>,
+}
+
+impl Handler for RequestLog {
+    fn handle(&self, req: Request) -> ResponseFuture {
+        let line = format!(
+            "{} {} {} {}\n",
+            req.method, req.host, req.path, req.protocol
+        );
+        // One write per line, so concurrent connections never interleave within a line.
+        let _ = self
+            .file
+            .lock()
+            .expect("not poisoned")
+            .write_all(line.as_bytes());
+        self.inner.handle(req)
+    }
 }
 
 /// Reads a push map: `PATH: PUSHED_PATH ...` per line, `#` comments.
