@@ -50,6 +50,13 @@ pub struct BenchArgs {
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     insecure: bool,
+    /// Instead of loading: open N sessions, make one request on each, then hold them idle
+    /// for --hold (to measure a server's memory per idle session).
+    #[arg(long, value_name = "N")]
+    idle: Option<usize>,
+    /// How long --idle holds its sessions.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    hold: String,
 }
 
 fn parse_duration(s: &str) -> Result<Duration> {
@@ -143,6 +150,10 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     } else {
         a.streams
     };
+    if let Some(n) = a.idle {
+        let hold = parse_duration(&a.hold)?;
+        return hold_idle(n, scheme, &host, port, path, proto, hold, a.insecure).await;
+    }
     let mut conns = Vec::with_capacity(a.connections);
     let verify = if a.insecure {
         Verify::Insecure
@@ -241,6 +252,70 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         }
     }
     Ok(errors == 0)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn hold_idle(
+    n: usize,
+    scheme: &str,
+    host: &str,
+    port: u16,
+    path: &str,
+    proto: Option<Protocol>,
+    hold: Duration,
+    insecure: bool,
+) -> Result<bool> {
+    use std::io::Write;
+    let verify = if insecure {
+        Verify::Insecure
+    } else {
+        Verify::System
+    };
+    let cfg = ClientConfig {
+        protocol: proto,
+        verify,
+        http1_connections: 1,
+        ..Default::default()
+    };
+    let mut clients = Vec::with_capacity(n);
+    let mut failed = 0usize;
+    // Open in batches so the listen backlog is not overrun.
+    for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
+        let mut tasks = Vec::new();
+        for _ in chunk {
+            let (cfg, scheme, host, path) = (
+                cfg.clone(),
+                scheme.to_string(),
+                host.to_string(),
+                path.to_string(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let c = Client::connect(&scheme, &host, port, &cfg)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let r = c
+                    .request(ClientRequest::get(&path))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                r.body.collect().await.map_err(|e| e.to_string())?;
+                Ok::<Client, String>(c)
+            }));
+        }
+        for t in tasks {
+            match t.await {
+                Ok(Ok(c)) => clients.push(c),
+                _ => failed += 1,
+            }
+        }
+    }
+    println!(
+        "holding {} idle sessions ({failed} failed) for {:.0} s",
+        clients.len(),
+        hold.as_secs_f64()
+    );
+    std::io::stdout().flush()?;
+    tokio::time::sleep(hold).await;
+    Ok(failed == 0)
 }
 
 async fn h2_connect(
