@@ -9,3 +9,4 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod stats;
+pub mod validate;

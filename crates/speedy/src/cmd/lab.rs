@@ -55,6 +55,28 @@ enum LabCmd {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+    /// Fidelity check: load the experiment's pages through its networks with headless
+    /// Chromium and with the loader (HTTP/1.1 and HTTP/2, over TLS) and report each page's
+    /// onLoad ratio (loader / Chromium). Writes DIR/validate.json and prints a table.
+    #[command(
+        after_help = "Needs root (network namespaces) and Chromium (Debian: apt-get install chromium). \
+The experiment's variants are not used: both clients load every page over HTTP/1.1 and over \
+HTTP/2. See docs/lab.md."
+    )]
+    Validate {
+        /// A built-in experiment name or an experiment file (default: quick).
+        #[arg(value_name = "EXPERIMENT")]
+        experiment: Option<String>,
+        /// Loads per page, network, protocol and client (default: the experiment's runs).
+        #[arg(long, value_name = "N")]
+        runs: Option<u32>,
+        /// Output directory (default: lab-out/NAME-validate).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// The Chromium program.
+        #[arg(long, default_value = "chromium", value_name = "PROGRAM")]
+        chromium: PathBuf,
+    },
 }
 
 /// Runs `speedy lab`.
@@ -104,24 +126,37 @@ fn lab(a: LabArgs) -> Result<()> {
             write_report(&out)
         }
         Some(LabCmd::Report { dir }) => write_report(&dir),
+        Some(LabCmd::Validate {
+            experiment,
+            runs,
+            out,
+            chromium,
+        }) => {
+            let exp = experiment_named(experiment.as_deref().unwrap_or("quick"))?;
+            if runs == Some(0) {
+                bail!("--runs must be at least 1");
+            }
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                bail!("validate needs root (network namespaces and TUN devices); run it with sudo");
+            }
+            let opts = speedy_lab::validate::ValidateOptions {
+                out: out.unwrap_or_else(|| {
+                    PathBuf::from("lab-out").join(format!("{}-validate", exp.name))
+                }),
+                runs: runs.unwrap_or(exp.runs),
+                speedy: std::env::current_exe().context("finding the speedy program")?,
+                chromium,
+            };
+            let report = speedy_lab::validate::validate(&exp, &opts).map_err(anyhow::Error::msg)?;
+            print!("{}", report.table());
+            println!("validate: {}", opts.out.join("validate.json").display());
+            Ok(())
+        }
         None => {
             let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
-            let (exp, default_out) = if let Some(b) = built_in(&name) {
-                (
-                    parse(b.toml, b.name, Path::new(".")).map_err(anyhow::Error::msg)?,
-                    PathBuf::from("lab-out").join(b.name),
-                )
-            } else {
-                let p = PathBuf::from(&name);
-                if !p.exists() {
-                    bail!("{name}: no such built-in experiment or file (see `speedy lab list`)");
-                }
-                let text = std::fs::read_to_string(&p).with_context(|| p.display().to_string())?;
-                let base = p.parent().unwrap_or(Path::new(".")).to_path_buf();
-                let e = parse(&text, &name, &base).map_err(anyhow::Error::msg)?;
-                let out = PathBuf::from("lab-out").join(&e.name);
-                (e, out)
-            };
+            let exp = experiment_named(&name)?;
+            let default_out = PathBuf::from("lab-out").join(&exp.name);
             let shard = match &a.shard {
                 None => (0, 1),
                 Some(s) => {
@@ -161,6 +196,20 @@ fn lab(a: LabArgs) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// A built-in experiment by name, or an experiment file.
+fn experiment_named(name: &str) -> Result<speedy_lab::experiment::Experiment> {
+    if let Some(b) = built_in(name) {
+        return parse(b.toml, b.name, Path::new(".")).map_err(anyhow::Error::msg);
+    }
+    let p = PathBuf::from(name);
+    if !p.exists() {
+        bail!("{name}: no such built-in experiment or file (see `speedy lab list`)");
+    }
+    let text = std::fs::read_to_string(&p).with_context(|| p.display().to_string())?;
+    let base = p.parent().unwrap_or(Path::new(".")).to_path_buf();
+    parse(&text, name, &base).map_err(anyhow::Error::msg)
 }
 
 fn write_report(dir: &Path) -> Result<()> {

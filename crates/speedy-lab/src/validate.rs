@@ -1,0 +1,799 @@
+//! The fidelity check (`speedy lab validate`): how closely the loader stands in for a
+//! browser. Every page of an experiment is loaded through each of its emulated networks
+//! by headless Chromium and by the loader, over HTTP/1.1 and over HTTP/2 (both over TLS,
+//! as Chromium speaks HTTP/2 only over TLS), and each page's onLoad ratio
+//! (loader / Chromium, medians over the runs) is reported.
+//!
+//! The set-up is the runner's: one namespace pair per network joined by the emulated
+//! link, the replay server in the server namespace (one address per origin, think time
+//! replayed), and both clients in the client namespace, started fresh for every load
+//! (no cache, no connection or TLS session reuse, a new Chromium profile). Chromium
+//! resolves the archive's hosts to their addresses with `--host-resolver-rules` (every
+//! other name fails at once, so nothing else crosses the link), skips certificate checks
+//! (the lab CA is not in its store), and gets `--disable-http2` for HTTP/1.1.
+//!
+//! Chromium is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
+//! JSON messages separated by NUL bytes, commands on fd 3, replies and events on fd 4).
+//! Its onLoad and DOMContentLoaded are Navigation Timing's `loadEventStart` and
+//! `domContentLoadedEventStart` (ms since navigation start); the loader's are its
+//! `onLoad_ms` and `onContentLoad_ms`. The loaders differ in one definition: Chromium's
+//! load event does not wait for a script timer that has not fired yet, the loader's
+//! onLoad waits for pending compute delays and what they request (docs/loader.md).
+//!
+//! Tools alternate run by run (run 0: Chromium first, run 1: the loader first, …).
+
+use crate::experiment::{Experiment, Network};
+use crate::runner::{prepare_pages, PageInfo};
+use linkem::{Side, Topology, TopologyConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How to run the fidelity check.
+#[derive(Clone, Debug)]
+pub struct ValidateOptions {
+    /// Output directory (validate.json, corpus/, lab-ca/, hars/).
+    pub out: PathBuf,
+    /// Loads per page × network × protocol × client.
+    pub runs: u32,
+    /// The `speedy` program (replay server and loader).
+    pub speedy: PathBuf,
+    /// The Chromium program.
+    pub chromium: PathBuf,
+}
+
+/// The protocols compared: (name, `speedy load --protocol`, Chromium flags).
+const PROTOCOLS: [(&str, &str, &[&str]); 2] = [
+    ("http/1.1", "http1", &["--disable-http2"]),
+    ("h2", "h2", &[]),
+];
+
+/// One load by each client.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ValidateRun {
+    /// Run number (0-based).
+    pub run: u32,
+    /// Chromium's onLoad (`loadEventStart`), ms; `None` when the load failed.
+    pub chromium_on_load_ms: Option<f64>,
+    /// Chromium's DOMContentLoaded (`domContentLoadedEventStart`), ms.
+    pub chromium_dom_content_loaded_ms: Option<f64>,
+    /// Objects Chromium had loaded at onLoad (the document and its resource timings).
+    pub chromium_objects: Option<u32>,
+    /// The loader's onLoad, ms; `None` when the load failed.
+    pub loader_on_load_ms: Option<f64>,
+    /// The loader's onContentLoad, ms.
+    pub loader_on_content_load_ms: Option<f64>,
+    /// Objects the loader requested.
+    pub loader_objects: Option<u32>,
+    /// The loader's HAR, relative to the output directory.
+    pub har: String,
+    /// What went wrong, if anything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// One page over one network and protocol.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValidateRow {
+    /// Page name.
+    pub page: String,
+    /// Network name.
+    pub network: String,
+    /// Network description.
+    pub network_desc: String,
+    /// `http/1.1` or `h2` (both over TLS).
+    pub protocol: String,
+    /// Median of Chromium's onLoad over the runs, ms.
+    pub chromium_on_load_ms: Option<f64>,
+    /// Median of the loader's onLoad over the runs, ms.
+    pub loader_on_load_ms: Option<f64>,
+    /// loader / Chromium (of the medians).
+    pub ratio: Option<f64>,
+    /// Every run.
+    pub runs: Vec<ValidateRun>,
+}
+
+/// The whole check, as written to `validate.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValidateReport {
+    /// Experiment name.
+    pub experiment: String,
+    /// Runs per cell.
+    pub runs: u32,
+    /// The Chromium version (`chromium --version`).
+    pub chromium: String,
+    /// One row per page × network × protocol.
+    pub rows: Vec<ValidateRow>,
+}
+
+impl ValidateReport {
+    /// Geometric mean of the ratios of one protocol (`None` when there are none).
+    pub fn mean_ratio(&self, protocol: &str) -> Option<f64> {
+        let rs: Vec<f64> = self
+            .rows
+            .iter()
+            .filter(|r| r.protocol == protocol)
+            .filter_map(|r| r.ratio)
+            .collect();
+        crate::stats::geometric_mean(&rs)
+    }
+
+    /// The table: page, network, protocol, Chromium onLoad, loader onLoad, ratio.
+    pub fn table(&self) -> String {
+        let f = |x: Option<f64>, prec: usize| x.map_or("-".into(), |v| format!("{v:.prec$}"));
+        let mut s = format!(
+            "{:<20} {:<18} {:<9} {:>18} {:>16} {:>6}\n",
+            "page", "network", "protocol", "Chromium onLoad ms", "loader onLoad ms", "ratio"
+        );
+        for r in &self.rows {
+            s += &format!(
+                "{:<20} {:<18} {:<9} {:>18} {:>16} {:>6}\n",
+                r.page,
+                r.network,
+                r.protocol,
+                f(r.chromium_on_load_ms, 0),
+                f(r.loader_on_load_ms, 0),
+                f(r.ratio, 2)
+            );
+        }
+        for (p, _, _) in PROTOCOLS {
+            if let Some(m) = self.mean_ratio(p) {
+                s += &format!("geometric mean ratio over {p}: {m:.2}\n");
+            }
+        }
+        s
+    }
+}
+
+/// Runs the check over every page and network of `exp`; writes `validate.json` in the
+/// output directory and returns the report.
+pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateReport, String> {
+    std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    let version = chromium_version(&opts.chromium)?;
+    let (archive, pages) = prepare_pages(exp, &opts.out)?;
+    let ca_dir = opts.out.join("lab-ca");
+    let runs = opts.runs.max(1);
+    let total = exp.networks.len() * pages.len() * PROTOCOLS.len() * runs as usize * 2;
+    eprintln!(
+        "speedy lab validate {}: {} pages × {} networks × 2 protocols × {runs} runs × 2 clients \
+         (Chromium: {version}); {total} loads",
+        exp.name,
+        pages.len(),
+        exp.networks.len()
+    );
+    let mut rows: Vec<ValidateRow> = Vec::new();
+    let mut done = 0usize;
+    let started = Instant::now();
+    for (ni, net) in exp.networks.iter().enumerate() {
+        let mut cells: Vec<ValidateRow> = Vec::new();
+        for p in &pages {
+            for (proto, _, _) in PROTOCOLS {
+                cells.push(ValidateRow {
+                    page: p.name.clone(),
+                    network: net.name.clone(),
+                    network_desc: net.desc.clone(),
+                    protocol: proto.into(),
+                    chromium_on_load_ms: None,
+                    loader_on_load_ms: None,
+                    ratio: None,
+                    runs: Vec::new(),
+                });
+            }
+        }
+        let lab = NetLab::start(exp, opts, net, ni, &pages, &archive, &ca_dir)?;
+        for run in 0..runs {
+            for (pi, page) in pages.iter().enumerate() {
+                for (k, (proto, loader_proto, flags)) in PROTOCOLS.iter().enumerate() {
+                    let mut r = ValidateRun {
+                        run,
+                        har: format!(
+                            "hars/validate/{}/{}/{}-run{run}.har",
+                            sanitize(&net.name),
+                            loader_proto,
+                            page.name
+                        ),
+                        ..Default::default()
+                    };
+                    for step in 0..2 {
+                        let chromium_turn = (step + run as usize).is_multiple_of(2);
+                        let t0 = Instant::now();
+                        let (what, res) = if chromium_turn {
+                            let res = lab.chromium_load(opts, exp, page, flags, proto);
+                            if let Ok(t) = &res {
+                                r.chromium_on_load_ms = Some(t.on_load_ms);
+                                r.chromium_dom_content_loaded_ms = Some(t.dcl_ms);
+                                r.chromium_objects = Some(t.objects);
+                            }
+                            ("chromium", res.map(|t| t.on_load_ms))
+                        } else {
+                            let har = opts.out.join(&r.har);
+                            let res = lab.loader_load(opts, exp, page, loader_proto, &har);
+                            if let Ok(t) = &res {
+                                r.loader_on_load_ms = Some(t.on_load_ms);
+                                r.loader_on_content_load_ms = Some(t.dcl_ms);
+                                r.loader_objects = Some(t.objects);
+                            }
+                            ("loader", res.map(|t| t.on_load_ms))
+                        };
+                        done += 1;
+                        let elapsed = started.elapsed().as_secs_f64();
+                        let eta = elapsed / done as f64 * (total - done) as f64;
+                        let outcome = match &res {
+                            Ok(ms) => format!("onLoad {ms:.0} ms"),
+                            Err(e) => {
+                                r.errors.push(format!("{what}: {e}"));
+                                format!("FAILED: {e}")
+                            }
+                        };
+                        eprintln!(
+                            "[{done}/{total}] {} | {} | {proto} | {what} | run {run}: {outcome} \
+                             ({:.1} s) ETA {}m{:02}s",
+                            net.name,
+                            page.name,
+                            t0.elapsed().as_secs_f64(),
+                            eta as u64 / 60,
+                            eta as u64 % 60
+                        );
+                    }
+                    cells[pi * PROTOCOLS.len() + k].runs.push(r);
+                }
+            }
+        }
+        drop(lab);
+        for c in &mut cells {
+            let med = |f: fn(&ValidateRun) -> Option<f64>| {
+                crate::stats::median(&c.runs.iter().filter_map(f).collect::<Vec<_>>())
+            };
+            c.chromium_on_load_ms = med(|r| r.chromium_on_load_ms);
+            c.loader_on_load_ms = med(|r| r.loader_on_load_ms);
+            c.ratio = match (c.loader_on_load_ms, c.chromium_on_load_ms) {
+                (Some(l), Some(b)) if b > 0.0 => Some(l / b),
+                _ => None,
+            };
+        }
+        rows.extend(cells);
+    }
+    let report = ValidateReport {
+        experiment: exp.name.clone(),
+        runs,
+        chromium: version,
+        rows,
+    };
+    let path = opts.out.join("validate.json");
+    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(report)
+}
+
+fn chromium_version(chromium: &Path) -> Result<String, String> {
+    let o = std::process::Command::new(chromium)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!(
+                "{}: {e}; `speedy lab validate` needs headless Chromium \
+                 (Debian: apt-get install chromium; or --chromium PROGRAM)",
+                chromium.display()
+            )
+        })?;
+    if !o.status.success() {
+        return Err(format!(
+            "{} --version: {}",
+            chromium.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A child in its own process group; dropping it kills the group (the child and every
+/// process it started, e.g. Chromium's renderers) while the child is not yet reaped.
+struct Group(Child);
+
+impl Group {
+    fn kill(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            // The group id is the child's pid (process_group(0)), still ours while the
+            // child is unreaped; only processes we started are in it.
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Waits for the child until `deadline`; `None` if it is still running then.
+    fn wait_until(&mut self, deadline: Instant) -> Option<std::process::ExitStatus> {
+        loop {
+            if let Ok(Some(st)) = self.0.try_wait() {
+                return Some(st);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// onLoad, DOMContentLoaded and objects of one load.
+struct Timing {
+    on_load_ms: f64,
+    dcl_ms: f64,
+    objects: u32,
+}
+
+/// One network's namespaces, link and replay server.
+struct NetLab {
+    topo: Topology,
+    _server: Group,
+    archive: PathBuf,
+    ca_dir: PathBuf,
+    /// (host, address) of every origin.
+    origins: Vec<(String, String)>,
+    scratch: PathBuf,
+}
+
+impl NetLab {
+    fn start(
+        exp: &Experiment,
+        opts: &ValidateOptions,
+        net: &Network,
+        index: usize,
+        pages: &[PageInfo],
+        archive: &Path,
+        ca_dir: &Path,
+    ) -> Result<NetLab, String> {
+        let max_hosts = pages
+            .iter()
+            .map(|p| p.hosts.len())
+            .max()
+            .unwrap_or(1)
+            .clamp(1, 32);
+        let mut topo = Topology::create(&TopologyConfig {
+            server_addrs: max_hosts,
+            ..Default::default()
+        })
+        .map_err(|e| format!("creating namespaces: {e}"))?;
+        let mut link = net.link.clone();
+        link.seed = exp.seed.wrapping_add(index as u64 * 104_729);
+        topo.start_link(&link)
+            .map_err(|e| format!("starting the link: {e}"))?;
+        // As the runner's default variants: runs do not learn from each other.
+        for side in [Side::Client, Side::Server] {
+            let st = topo
+                .command(side, "sysctl")
+                .args(["-q", "-w", "net.ipv4.tcp_no_metrics_save=1"])
+                .status()
+                .map_err(|e| format!("sysctl: {e}"))?;
+            if !st.success() {
+                return Err(format!("sysctl net.ipv4.tcp_no_metrics_save=1: {st}"));
+            }
+        }
+        std::fs::create_dir_all(ca_dir).map_err(|e| format!("{}: {e}", ca_dir.display()))?;
+        let ips: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
+        let mut cmd = topo.command(Side::Server, &opts.speedy);
+        cmd.args(["serve", "--archive"])
+            .arg(archive)
+            .args(["--listen", "0.0.0.0:8443", "--bind-origins", &ips.join(",")])
+            .arg("--ca-dir")
+            .arg(ca_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        let mut server = Group(
+            cmd.spawn()
+                .map_err(|e| format!("starting {}: {e}", opts.speedy.display()))?,
+        );
+        let mut out = BufReader::new(server.0.stdout.take().expect("piped"));
+        let mut line = String::new();
+        out.read_line(&mut line).map_err(|e| e.to_string())?;
+        // `listening on ADDR (...; N origins)`, then `origin HOST ADDR` per origin.
+        let n: usize = line
+            .strip_prefix("listening on ")
+            .and_then(|l| l.rsplit(", ").next())
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("the replay server did not start: {line:?}"))?;
+        let mut origins = Vec::with_capacity(n);
+        for _ in 0..n {
+            line.clear();
+            out.read_line(&mut line).map_err(|e| e.to_string())?;
+            match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+                ["origin", host, addr] => origins.push((host.to_string(), addr.to_string())),
+                _ => return Err(format!("unexpected replay server line {line:?}")),
+            }
+        }
+        let scratch = opts.out.join("chromium-profiles");
+        std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+        Ok(NetLab {
+            topo,
+            _server: server,
+            archive: archive.to_path_buf(),
+            ca_dir: ca_dir.to_path_buf(),
+            origins,
+            scratch,
+        })
+    }
+
+    fn loader_load(
+        &self,
+        opts: &ValidateOptions,
+        exp: &Experiment,
+        page: &PageInfo,
+        protocol: &str,
+        har: &Path,
+    ) -> Result<Timing, String> {
+        std::fs::create_dir_all(har.parent().expect("has a parent")).map_err(|e| e.to_string())?;
+        let mut cmd = self.topo.command(Side::Client, &opts.speedy);
+        cmd.arg("load")
+            .arg(&page.url)
+            .arg("--archive")
+            .arg(&self.archive)
+            .args(["--protocol", protocol, "--tls"]);
+        for (h, a) in &self.origins {
+            cmd.arg("--resolve").arg(format!("{h}={a}"));
+        }
+        cmd.arg("--ca").arg(self.ca_dir.join("ca.pem"));
+        cmd.arg("--har").arg(har);
+        cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = Group(
+            cmd.spawn()
+                .map_err(|e| format!("starting the loader: {e}"))?,
+        );
+        // Its output is one short JSON line and a few lines of errors at most: read after exit.
+        let deadline = Instant::now() + exp.timeout + Duration::from_secs(15);
+        let Some(st) = child.wait_until(deadline) else {
+            return Err(format!("did not finish within {:?}", exp.timeout));
+        };
+        let (mut out, mut err) = (String::new(), String::new());
+        if let Some(mut o) = child.0.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        if let Some(mut e) = child.0.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let v: Value = serde_json::from_str(out.trim())
+            .map_err(|_| format!("exit {st}, no summary: {}", err.trim()))?;
+        if v["timed_out"].as_bool() == Some(true) {
+            return Err(format!("timed out after {:?}", exp.timeout));
+        }
+        let failed = v["totals"]["failed"].as_u64().unwrap_or(0);
+        if failed > 0 {
+            return Err(format!("{failed} objects failed: {}", v["failed"]));
+        }
+        Ok(Timing {
+            on_load_ms: v["onLoad_ms"].as_f64().ok_or("no onLoad_ms")?,
+            dcl_ms: v["onContentLoad_ms"].as_f64().unwrap_or(0.0),
+            objects: v["totals"]["requests"].as_u64().unwrap_or(0) as u32,
+        })
+    }
+
+    fn chromium_load(
+        &self,
+        opts: &ValidateOptions,
+        exp: &Experiment,
+        page: &PageInfo,
+        flags: &[&str],
+        protocol: &str,
+    ) -> Result<Timing, String> {
+        let profile = self.scratch.join(format!("p{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&profile);
+        std::fs::create_dir_all(&profile).map_err(|e| format!("{}: {e}", profile.display()))?;
+        let res = self.chromium_load_in(opts, exp, page, flags, protocol, &profile);
+        let _ = std::fs::remove_dir_all(&profile);
+        res
+    }
+
+    fn chromium_load_in(
+        &self,
+        opts: &ValidateOptions,
+        exp: &Experiment,
+        page: &PageInfo,
+        flags: &[&str],
+        protocol: &str,
+        profile: &Path,
+    ) -> Result<Timing, String> {
+        let mut rules: Vec<String> = self
+            .origins
+            .iter()
+            .map(|(h, a)| format!("MAP {h} {a}"))
+            .collect();
+        rules.push("MAP * ~NOTFOUND".into());
+        let mut cmd = self.topo.command(Side::Client, &opts.chromium);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--disable-default-apps",
+            "--disable-breakpad",
+            "--ignore-certificate-errors",
+            "--remote-debugging-pipe",
+        ])
+        .args(flags)
+        .arg(format!("--host-resolver-rules={}", rules.join(", ")))
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("about:blank");
+        let stderr = std::fs::File::create(profile.join("chromium.log"))
+            .map_err(|e| format!("{}: {e}", profile.display()))?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        let deadline = Instant::now() + exp.timeout + Duration::from_secs(20);
+        let (mut cdp, child) = Cdp::launch(cmd)?;
+        let res = chromium_navigate(&mut cdp, &page.url, protocol, deadline);
+        // Close the browser politely, then make sure the whole group is gone.
+        let _ = cdp.send(None, "Browser.close", json!({}));
+        let mut child = child;
+        if child
+            .wait_until(Instant::now() + Duration::from_secs(10))
+            .is_none()
+        {
+            child.kill();
+        }
+        res.map_err(|e| {
+            let log = std::fs::read_to_string(profile.join("chromium.log")).unwrap_or_default();
+            let tail: Vec<&str> = log
+                .lines()
+                .filter(|l| !l.contains("dbus"))
+                .rev()
+                .take(3)
+                .collect();
+            if tail.is_empty() {
+                e
+            } else {
+                format!("{e} (chromium: {})", tail.join(" | "))
+            }
+        })
+    }
+}
+
+/// Navigates Chromium's first tab to `url`, waits for the load event and reads the
+/// page's navigation timing; checks that the document came over `protocol`.
+fn chromium_navigate(
+    cdp: &mut Cdp,
+    url: &str,
+    protocol: &str,
+    deadline: Instant,
+) -> Result<Timing, String> {
+    let target = loop {
+        let t = cdp.call(None, "Target.getTargets", json!({}), deadline)?;
+        let page = t["targetInfos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|i| i["type"] == "page")
+            .and_then(|i| i["targetId"].as_str().map(str::to_string));
+        if let Some(id) = page {
+            break id;
+        }
+        if Instant::now() >= deadline {
+            return Err("no page target".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let attached = cdp.call(
+        None,
+        "Target.attachToTarget",
+        json!({"targetId": target, "flatten": true}),
+        deadline,
+    )?;
+    let session = attached["sessionId"]
+        .as_str()
+        .ok_or("attachToTarget gave no sessionId")?
+        .to_string();
+    let s = Some(session.as_str());
+    cdp.call(s, "Page.enable", json!({}), deadline)?;
+    // Resource timing keeps 250 entries by default; the largest pages have more objects.
+    cdp.call(
+        s,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({"source": "performance.setResourceTimingBufferSize(100000);"}),
+        deadline,
+    )?;
+    let nav = cdp.call(s, "Page.navigate", json!({"url": url}), deadline)?;
+    if let Some(e) = nav["errorText"].as_str().filter(|e| !e.is_empty()) {
+        return Err(format!("navigating to {url}: {e}"));
+    }
+    cdp.wait_event(s, "Page.loadEventFired", deadline)?;
+    let expr = "JSON.stringify((() => { const n = performance.getEntriesByType('navigation')[0]; \
+                return { load: n.loadEventStart, dcl: n.domContentLoadedEventStart, \
+                protocol: n.nextHopProtocol, \
+                resources: performance.getEntriesByType('resource').length }; })())";
+    let v = cdp.call(
+        s,
+        "Runtime.evaluate",
+        json!({"expression": expr, "returnByValue": true}),
+        deadline,
+    )?;
+    let text = v["result"]["value"]
+        .as_str()
+        .ok_or_else(|| format!("navigation timing: {v}"))?;
+    let t: Value = serde_json::from_str(text).map_err(|e| format!("{text}: {e}"))?;
+    let got = t["protocol"].as_str().unwrap_or("");
+    if got != protocol {
+        return Err(format!("the document came over {got:?}, not {protocol:?}"));
+    }
+    let load = t["load"].as_f64().unwrap_or(0.0);
+    if load <= 0.0 {
+        return Err(format!("no loadEventStart: {text}"));
+    }
+    Ok(Timing {
+        on_load_ms: load,
+        dcl_ms: t["dcl"].as_f64().unwrap_or(0.0),
+        objects: t["resources"].as_u64().unwrap_or(0) as u32 + 1,
+    })
+}
+
+/// A DevTools protocol connection over Chromium's `--remote-debugging-pipe`.
+struct Cdp {
+    to_browser: std::io::PipeWriter,
+    from_browser: mpsc::Receiver<Value>,
+    next_id: u64,
+    events: VecDeque<Value>,
+}
+
+impl Cdp {
+    /// Starts `cmd` (Chromium with `--remote-debugging-pipe`) with the pipe on fds 3
+    /// and 4, in its own process group.
+    fn launch(mut cmd: std::process::Command) -> Result<(Cdp, Group), String> {
+        let (browser_reads, to_browser) = std::io::pipe().map_err(|e| e.to_string())?;
+        let (from_browser, browser_writes) = std::io::pipe().map_err(|e| e.to_string())?;
+        let (r, w) = (browser_reads.as_raw_fd(), browser_writes.as_raw_fd());
+        // SAFETY: the closure only calls fcntl(2) and dup2(2), async-signal-safe. Both
+        // ends are first copied above fd 9 so that dup2 onto 3 cannot clobber the other.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r2 = libc::fcntl(r, libc::F_DUPFD_CLOEXEC, 10);
+                let w2 = libc::fcntl(w, libc::F_DUPFD_CLOEXEC, 10);
+                if r2 < 0 || w2 < 0 || libc::dup2(r2, 3) < 0 || libc::dup2(w2, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.process_group(0);
+        let child = Group(cmd.spawn().map_err(|e| format!("starting chromium: {e}"))?);
+        // Only the browser keeps its ends, so its exit ends our reads.
+        drop((browser_reads, browser_writes));
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(from_browser);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match r.read_until(0, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if buf.last() == Some(&0) {
+                            buf.pop();
+                        }
+                        if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
+                            if tx.send(v).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        Ok((
+            Cdp {
+                to_browser,
+                from_browser: rx,
+                next_id: 1,
+                events: VecDeque::new(),
+            },
+            child,
+        ))
+    }
+
+    /// Sends a command; returns its id.
+    fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> Result<u64, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut msg = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = session {
+            msg["sessionId"] = json!(s);
+        }
+        let mut bytes = serde_json::to_vec(&msg).map_err(|e| e.to_string())?;
+        bytes.push(0);
+        self.to_browser
+            .write_all(&bytes)
+            .map_err(|e| format!("writing to chromium: {e}"))?;
+        Ok(id)
+    }
+
+    fn recv(&mut self, deadline: Instant) -> Result<Value, String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.from_browser.recv_timeout(left) {
+            Ok(v) => Ok(v),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err("timed out".into()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err("chromium exited".into()),
+        }
+    }
+
+    /// Sends a command and waits for its result (events meanwhile are queued).
+    fn call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+    ) -> Result<Value, String> {
+        let id = self.send(session, method, params)?;
+        loop {
+            let v = self.recv(deadline).map_err(|e| format!("{method}: {e}"))?;
+            if v["id"].as_u64() == Some(id) {
+                if let Some(err) = v.get("error") {
+                    return Err(format!("{method}: {err}"));
+                }
+                return Ok(v["result"].clone());
+            }
+            if v.get("method").is_some() {
+                self.events.push_back(v);
+            }
+        }
+    }
+
+    /// Waits for an event of `method` in `session`.
+    fn wait_event(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        deadline: Instant,
+    ) -> Result<Value, String> {
+        let matches = |v: &Value| {
+            v["method"] == method && v.get("sessionId").and_then(Value::as_str) == session
+        };
+        if let Some(i) = self.events.iter().position(matches) {
+            return Ok(self.events.remove(i).expect("present"));
+        }
+        loop {
+            let v = self
+                .recv(deadline)
+                .map_err(|e| format!("waiting for {method}: {e}"))?;
+            if matches(&v) {
+                return Ok(v);
+            }
+        }
+    }
+}
