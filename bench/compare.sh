@@ -4,6 +4,7 @@
 # core 0, load generators to core 1. Prints a table of results and ratios.
 #   DURATION=10s  measuring time per run      WARMUP=2s  warm-up per run
 #   CONNS=100 STREAMS=10                      IDLE=10000 idle SPDY sessions for memory
+#   SERVE_ARGS="--header-level 1"             extra arguments for speedy serve
 # Needs root (installs nginx and nghttp2-client with apt-get, raises the fd limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteract
 [ -d interop/node_modules ] || npm ci --prefix interop --no-audit --no-fund --loglevel=error
 cargo build --release -p speedy -q
 S=$PWD/target/release/speedy
-ulimit -n 200000
+ulimit -n "$(ulimit -Hn)"
 W=$(mktemp -d /tmp/speedy-compare.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
@@ -23,6 +24,7 @@ trap cleanup EXIT
 mkdir -p "$W/www"
 head -c 1024 /dev/urandom > "$W/www/1k.bin"
 head -c $((100 * 1024 * 1024)) /dev/urandom > "$W/www/100m.bin"
+chmod -R a+rX "$W"   # nginx's workers run as www-data
 
 # nginx: one worker, HTTP/1.1 on 18080, h2c on 18081.
 cat > "$W/nginx.conf" <<CONF
@@ -30,26 +32,33 @@ worker_processes 1;
 daemon off;
 pid $W/nginx.pid;
 error_log $W/nginx.err warn;
-events { worker_connections 65536; }
+events { worker_connections 19000; }
 http {
   access_log off;
   sendfile on;
   keepalive_requests 10000000;
   keepalive_timeout 300s;
-  http2_max_requests 10000000;
   server { listen 127.0.0.1:18080; root $W/www; }
   server { listen 127.0.0.1:18081 http2; root $W/www; }
 }
 CONF
 taskset -c 0 nginx -c "$W/nginx.conf" & pids+=($!)
-taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" > "$W/speedy.out" & pids+=($!)
+taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" ${SERVE_ARGS:-} > "$W/speedy.out" & pids+=($!)
 spid=$!
 taskset -c 0 node interop/server.js --plain --port 18095 --root "$W/www" > "$W/node.out" 2>&1 & pids+=($!)
 sleep 2
 
-B() { taskset -c 1 "$S" bench --threads 1 -d "$DURATION" --warmup "$WARMUP" --json "$@"; }
-H() { taskset -c 1 h2load -t 1 -D "${DURATION%s}" --warm-up-time="${WARMUP%s}" "$@" 2>&1; }
-rps_h2load() { grep -E '^finished in' | sed -E 's/.* ([0-9.]+) req\/s.*/\1/'; }
+# A run with errors still prints its JSON (errors are reported in the table).
+B() { taskset -c 1 "$S" bench --threads 1 -d "$DURATION" --warmup "$WARMUP" --json "$@" || true; }
+H() { taskset -c 1 h2load -t 1 -D "${DURATION%s}" --warm-up-time="${WARMUP%s}" "$@" 2>&1 | tee -a "$W/h2load.log"; }
+# req/s of 2xx responses only: h2load counts any status as done.
+rps_h2load() { python3 -c "
+import re,sys
+t=sys.stdin.read()
+rps=float(re.search(r'finished in [0-9.]+s, ([0-9.]+) req/s',t).group(1))
+done=int(re.search(r'requests: \d+ total, \d+ started, (\d+) done',t).group(1))
+ok=int(re.search(r'status codes: (\d+) 2xx',t).group(1))
+print(rps*ok/done if done else 0)"; }
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
 
 echo "== runs (${DURATION} each after ${WARMUP} warm-up; $CONNS connections)"
