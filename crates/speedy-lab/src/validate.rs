@@ -306,6 +306,22 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// Starts `cmd` in its own process group (so that [`Group`] can kill it with whatever it
+/// starts), and has the kernel kill it if this process dies first (an interrupted check
+/// leaves no browser or server behind: Ctrl-C does not reach other process groups).
+fn own_group(cmd: &mut std::process::Command) {
+    cmd.process_group(0);
+    // SAFETY: the closure only calls prctl(2), async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// A child in its own process group; dropping it kills the group (the child and every
 /// process it started, e.g. Chromium's renderers) while the child is not yet reaped.
 struct Group(Child);
@@ -407,8 +423,8 @@ impl NetLab {
             .arg(ca_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0);
+            .stderr(Stdio::inherit());
+        own_group(&mut cmd);
         let mut server = Group(
             cmd.spawn()
                 .map_err(|e| format!("starting {}: {e}", opts.speedy.display()))?,
@@ -467,24 +483,31 @@ impl NetLab {
         cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
+        own_group(&mut cmd);
         let mut child = Group(
             cmd.spawn()
                 .map_err(|e| format!("starting the loader: {e}"))?,
         );
-        // Its output is one short JSON line and a few lines of errors at most: read after exit.
+        let drain = |r: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_string(&mut s);
+                }
+                s
+            })
+        };
+        let out = drain(child.0.stdout.take().map(|o| Box::new(o) as _));
+        let err = drain(child.0.stderr.take().map(|e| Box::new(e) as _));
         let deadline = Instant::now() + exp.timeout + Duration::from_secs(15);
         let Some(st) = child.wait_until(deadline) else {
             return Err(format!("did not finish within {:?}", exp.timeout));
         };
-        let (mut out, mut err) = (String::new(), String::new());
-        if let Some(mut o) = child.0.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
-        if let Some(mut e) = child.0.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
+        let (out, err) = (
+            out.join().unwrap_or_default(),
+            err.join().unwrap_or_default(),
+        );
         let v: Value = serde_json::from_str(out.trim())
             .map_err(|_| format!("exit {st}, no summary: {}", err.trim()))?;
         if v["timed_out"].as_bool() == Some(true) {
@@ -690,7 +713,7 @@ impl Cdp {
                 Ok(())
             });
         }
-        cmd.process_group(0);
+        own_group(&mut cmd);
         let child = Group(cmd.spawn().map_err(|e| format!("starting chromium: {e}"))?);
         // Only the browser keeps its ends, so its exit ends our reads.
         drop((browser_reads, browser_writes));
