@@ -4,8 +4,9 @@
 //! [`Row`] per load to `results.jsonl`. An interrupted experiment resumes where it
 //! stopped: loads already in the results file are skipped.
 //!
-//! Lanes run loads in parallel, each on its own namespace pair and link (independent
-//! links, so lanes change no result beyond CPU contention); shards split the load list
+//! Lanes run loads in parallel, each on its own namespace pair and link; every load gets
+//! a fresh link seeded by (seed, page, run), so lanes change no result beyond CPU
+//! contention; shards split the load list
 //! (`i/n` takes every n-th load starting at i) for batch schedulers, merged afterwards
 //! with [`merge`].
 
@@ -373,7 +374,7 @@ fn run_lane(
     exp: &Experiment,
     opts: &RunOptions,
     net: &Network,
-    lane: usize,
+    _lane: usize,
     pages: &[PageInfo],
     archive: &Path,
     ca_dir: &Path,
@@ -394,7 +395,7 @@ fn run_lane(
     })
     .map_err(|e| format!("creating namespaces: {e}"))?;
     let mut link = net.link.clone();
-    link.seed = exp.seed.wrapping_add(lane as u64 * 7919);
+    link.seed = exp.seed;
     topo.start_link(&link)
         .map_err(|e| format!("starting the link: {e}"))?;
     // Make sure the CA exists before servers of several lanes race to create it.
@@ -407,6 +408,13 @@ fn run_lane(
         };
         let (page, variant) = (&pages[job.page], &exp.variants[job.variant]);
         apply_tcp_knobs(&topo, variant)?;
+        // A fresh link per load, seeded by (experiment seed, page, run): every variant of a
+        // run meets the same random loss sequence, and which lane runs a load changes
+        // nothing.
+        topo.stop_link();
+        link.seed = load_seed(exp.seed, &page.name, job.run);
+        topo.start_link(&link)
+            .map_err(|e| format!("restarting the link: {e}"))?;
         let rel = format!(
             "hars/{}/{}/{}-run{}.har",
             sanitize(&net.name),
@@ -489,6 +497,15 @@ fn speedy_archive_ca_guard(ca_dir: &Path) {
     static LOCK: Mutex<()> = Mutex::new(());
     let _g = LOCK.lock();
     let _ = std::fs::create_dir_all(ca_dir);
+}
+
+/// The link seed of one load: a hash of the experiment seed, the page and the run.
+fn load_seed(seed: u64, page: &str, run: u32) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for b in page.bytes().chain(run.to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 fn fmt_eta(s: f64) -> String {
