@@ -15,11 +15,13 @@
 //! profile = "whitepaper-dsl"   # any `speedy link --profiles` name, or:
 //! # name = "slow"; down = "2mbit"; up = "375kbit"; rtt_ms = 100; loss = 0.01
 //! # radio = "3g"; queue = "droptail:100"
+//! # variants = ["http1", "spdy"]   # only these variants run on this network
 //!
 //! [[sweep]]                 # expands into one network per value
 //! base = "whitepaper-cable"
 //! rtt_ms = 100
 //! loss = [0.0, 0.01, 0.02]  # or rtt_ms = [20, 40, 80]
+//! # variants = ["http1", "spdy"]
 //!
 //! [[variant]]
 //! name = "http1"
@@ -86,6 +88,8 @@ pub struct Network {
     pub link: LinkConfig,
     /// Set for sweep points: (sweep name, parameter, value).
     pub sweep: Option<(String, String, f64)>,
+    /// Only these variants run on this network (all when `None`).
+    pub variants: Option<Vec<String>>,
 }
 
 /// One protocol variant.
@@ -155,6 +159,7 @@ struct NetSpec {
     loss_up: Option<f64>,
     radio: Option<String>,
     queue: Option<String>,
+    variants: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -164,6 +169,7 @@ struct SweepSpec {
     base: String,
     rtt_ms: Option<OneOrMany>,
     loss: Option<OneOrMany>,
+    variants: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -260,6 +266,7 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
         let sw = s.get_ref();
         let base = NetSpec {
             profile: Some(sw.base.clone()),
+            variants: sw.variants.clone(),
             ..Default::default()
         };
         let sweep_name = sw
@@ -323,6 +330,17 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
     if variants.is_empty() {
         return Err(format!("{origin}: no [[variant]]"));
     }
+    for n in &networks {
+        for v in n.variants.iter().flatten() {
+            if !variants.iter().any(|x: &Variant| &x.name == v) {
+                return Err(format!(
+                    "{origin}: network {:?} lists variant {v:?}, which no [[variant]] defines",
+                    n.name
+                ));
+            }
+        }
+    }
+
     if variants.iter().filter(|v| v.baseline).count() > 1 {
         return Err(format!(
             "{origin}: more than one variant has baseline = true"
@@ -469,6 +487,7 @@ fn network(n: &NetSpec, sweep: Option<(String, String, f64)>) -> Result<Network,
         desc,
         link,
         sweep,
+        variants: n.variants.clone(),
     })
 }
 
@@ -549,9 +568,24 @@ pub fn built_in(name: &str) -> Option<&'static BuiltIn> {
 }
 
 impl Experiment {
+    /// Whether `variant` runs on `network`.
+    pub fn runs_on(&self, network: usize, variant: usize) -> bool {
+        self.networks[network]
+            .variants
+            .as_ref()
+            .map_or(true, |l| l.contains(&self.variants[variant].name))
+    }
+
     /// Number of loads the experiment runs.
     pub fn loads(&self, pages: usize) -> usize {
-        pages * self.networks.len() * self.variants.len() * self.runs as usize
+        let cells: usize = (0..self.networks.len())
+            .map(|n| {
+                (0..self.variants.len())
+                    .filter(|&v| self.runs_on(n, v))
+                    .count()
+            })
+            .sum();
+        pages * cells * self.runs as usize
     }
 }
 

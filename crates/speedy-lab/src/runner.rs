@@ -125,6 +125,9 @@ fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
                 // Alternate the order of variants run by run.
                 for k in 0..nv {
                     let variant = (k + run as usize) % nv;
+                    if !exp.runs_on(network, variant) {
+                        continue;
+                    }
                     out.push(Job {
                         index: out.len(),
                         network,

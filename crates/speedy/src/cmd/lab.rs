@@ -34,6 +34,12 @@ pub struct LabArgs {
     /// Do not write report.html at the end.
     #[arg(long)]
     no_report: bool,
+    /// Override the experiment's number of runs (e.g. a reduced run of a built-in).
+    #[arg(long, value_name = "N")]
+    runs: Option<u32>,
+    /// Override the number of synthesized pages.
+    #[arg(long, value_name = "N")]
+    pages: Option<usize>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -157,6 +163,20 @@ fn lab(a: LabArgs) -> Result<()> {
             let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
             let exp = experiment_named(&name)?;
             let default_out = PathBuf::from("lab-out").join(&exp.name);
+            let mut exp = exp;
+            if let Some(r) = a.runs {
+                if r == 0 {
+                    bail!("--runs must be at least 1");
+                }
+                exp.runs = r;
+            }
+            if let Some(p) = a.pages {
+                match &mut exp.pages {
+                    speedy_lab::experiment::Pages::Synth(n) if p > 0 => *n = p,
+                    speedy_lab::experiment::Pages::Synth(_) => bail!("--pages must be at least 1"),
+                    _ => bail!("--pages applies to synthesized pages only"),
+                }
+            }
             let shard = match &a.shard {
                 None => (0, 1),
                 Some(s) => {
