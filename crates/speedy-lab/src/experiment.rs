@@ -570,11 +570,12 @@ pub fn built_in(name: &str) -> Option<&'static BuiltIn> {
 impl Experiment {
     /// Whether `variant` runs on `network`.
     pub fn runs_on(&self, network: usize, variant: usize) -> bool {
-        self.networks[network]
-            .variants
-            .as_ref()
-            .map_or(true, |l| l.contains(&self.variants[variant].name))
+        match &self.networks[network].variants {
+            None => true,
+            Some(list) => list.contains(&self.variants[variant].name),
+        }
     }
+
 
     /// Number of loads the experiment runs.
     pub fn loads(&self, pages: usize) -> usize {
