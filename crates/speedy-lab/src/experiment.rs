@@ -576,7 +576,6 @@ impl Experiment {
         }
     }
 
-
     /// Number of loads the experiment runs.
     pub fn loads(&self, pages: usize) -> usize {
         let cells: usize = (0..self.networks.len())
