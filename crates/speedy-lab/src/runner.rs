@@ -316,6 +316,31 @@ fn start_servers(
     Ok(servers)
 }
 
+/// Namespaces and a running link for loading `pages`: one server address per origin
+/// (up to 32; origins share addresses beyond that).
+pub(crate) fn topology_for(
+    pages: &[PageInfo],
+    link: &linkem::LinkConfig,
+    seed: u64,
+) -> Result<Topology, String> {
+    let max_hosts = pages
+        .iter()
+        .map(|p| p.hosts.len())
+        .max()
+        .unwrap_or(1)
+        .clamp(1, 32);
+    let mut topo = Topology::create(&TopologyConfig {
+        server_addrs: max_hosts,
+        ..Default::default()
+    })
+    .map_err(|e| format!("creating namespaces: {e}"))?;
+    let mut link = link.clone();
+    link.seed = seed;
+    topo.start_link(&link)
+        .map_err(|e| format!("starting the link: {e}"))?;
+    Ok(topo)
+}
+
 fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, String> {
     let o = topo
         .command(side, prog)
@@ -386,21 +411,8 @@ fn run_lane(
     progress: &Mutex<(usize, Instant)>,
     total: usize,
 ) -> Result<(), String> {
-    let max_hosts = pages
-        .iter()
-        .map(|p| p.hosts.len())
-        .max()
-        .unwrap_or(1)
-        .clamp(1, 32);
-    let mut topo = Topology::create(&TopologyConfig {
-        server_addrs: max_hosts,
-        ..Default::default()
-    })
-    .map_err(|e| format!("creating namespaces: {e}"))?;
     let mut link = net.link.clone();
-    link.seed = exp.seed;
-    topo.start_link(&link)
-        .map_err(|e| format!("starting the link: {e}"))?;
+    let mut topo = topology_for(pages, &link, exp.seed)?;
     // Make sure the CA exists before servers of several lanes race to create it.
     speedy_archive_ca_guard(ca_dir);
     let servers = start_servers(exp, opts, &topo, archive, ca_dir)?;

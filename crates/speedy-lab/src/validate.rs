@@ -24,7 +24,7 @@
 
 use crate::experiment::{Experiment, Network};
 use crate::runner::{prepare_pages, PageInfo};
-use linkem::{Side, Topology, TopologyConfig};
+use linkem::{Side, Topology};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -387,21 +387,11 @@ impl NetLab {
         archive: &Path,
         ca_dir: &Path,
     ) -> Result<NetLab, String> {
-        let max_hosts = pages
-            .iter()
-            .map(|p| p.hosts.len())
-            .max()
-            .unwrap_or(1)
-            .clamp(1, 32);
-        let mut topo = Topology::create(&TopologyConfig {
-            server_addrs: max_hosts,
-            ..Default::default()
-        })
-        .map_err(|e| format!("creating namespaces: {e}"))?;
-        let mut link = net.link.clone();
-        link.seed = exp.seed.wrapping_add(index as u64 * 104_729);
-        topo.start_link(&link)
-            .map_err(|e| format!("starting the link: {e}"))?;
+        let topo = crate::runner::topology_for(
+            pages,
+            &net.link,
+            exp.seed.wrapping_add(index as u64 * 104_729),
+        )?;
         // As the runner's default variants: runs do not learn from each other.
         for side in [Side::Client, Side::Server] {
             let st = topo
