@@ -92,6 +92,108 @@ struct Shared {
 enum Conn {
     Client(Client),
     H2(h2::client::SendRequest<Bytes>),
+    /// A lean HTTP/1.1 keep-alive connection (one request in flight, as h2load does).
+    H1(tokio::sync::Mutex<H1>),
+}
+
+struct H1 {
+    io: speedy_net::io::BoxIo,
+    buf: bytes::BytesMut,
+    request: Vec<u8>,
+}
+
+impl H1 {
+    async fn connect(
+        scheme: &str,
+        host: &str,
+        port: u16,
+        path: &str,
+        verify: &Verify,
+    ) -> Result<H1> {
+        let tcp = tokio::net::TcpStream::connect((host, port))
+            .await
+            .with_context(|| format!("{host}:{port}"))?;
+        tcp.set_nodelay(true)?;
+        let io: speedy_net::io::BoxIo = if scheme == "https" {
+            let tls = speedy_net::tls::client_config(verify, &["http/1.1"])
+                .map_err(anyhow::Error::msg)?;
+            Box::new(
+                tokio_rustls::TlsConnector::from(tls)
+                    .connect(rustls_name(host)?, tcp)
+                    .await?,
+            )
+        } else {
+            Box::new(tcp)
+        };
+        let authority = if port == 80 || port == 443 {
+            host.to_string()
+        } else {
+            format!("{host}:{port}")
+        };
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: speedy-bench\r\nAccept: */*\r\n\r\n").into_bytes();
+        Ok(H1 {
+            io,
+            buf: bytes::BytesMut::with_capacity(16 * 1024),
+            request,
+        })
+    }
+
+    /// Sends the request and reads one response (Content-Length bodies only).
+    async fn roundtrip(&mut self) -> Result<u64, String> {
+        use bytes::Buf;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        self.io
+            .write_all(&self.request)
+            .await
+            .map_err(|_| "connection closed".to_string())?;
+        let (status, head_len, body_len) = loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut resp = httparse::Response::new(&mut headers);
+            match resp.parse(&self.buf) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let mut len = None;
+                    for h in resp.headers.iter() {
+                        if h.name.eq_ignore_ascii_case("content-length") {
+                            len = std::str::from_utf8(h.value)
+                                .ok()
+                                .and_then(|v| v.trim().parse::<usize>().ok());
+                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                            return Err("chunked body (unsupported by the bench)".into());
+                        }
+                    }
+                    break (resp.code.unwrap_or(0), n, len.unwrap_or(0));
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(e) => return Err(format!("bad response: {e}")),
+            }
+            if self
+                .io
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|_| "connection closed".to_string())?
+                == 0
+            {
+                return Err("connection closed".into());
+            }
+        };
+        while self.buf.len() < head_len + body_len {
+            self.buf.reserve(head_len + body_len - self.buf.len());
+            if self
+                .io
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|_| "connection closed".to_string())?
+                == 0
+            {
+                return Err("connection closed".into());
+            }
+        }
+        self.buf.advance(head_len + body_len);
+        if status >= 400 {
+            return Err(format!("http {status}"));
+        }
+        Ok(body_len as u64)
+    }
 }
 
 /// Runs the benchmark; returns whether it ran without errors.
@@ -99,10 +201,17 @@ pub fn run(a: BenchArgs) -> Result<bool> {
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .enable_all()
-        .build()?;
+    // One thread: a current-thread runtime, no cross-thread wake-ups.
+    let rt = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()?
+    };
     rt.block_on(bench(a))
 }
 
@@ -163,6 +272,10 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     for _ in 0..a.connections {
         let c = if h2 {
             Conn::H2(h2_connect(scheme, &host, port, &verify).await?)
+        } else if proto == Some(Protocol::Http1) {
+            Conn::H1(tokio::sync::Mutex::new(
+                H1::connect(scheme, &host, port, path, &verify).await?,
+            ))
         } else {
             let cfg = ClientConfig {
                 protocol: proto,
@@ -372,6 +485,7 @@ async fn one(c: &Conn, path: &str, uri: &str) -> Result<u64, String> {
             }
             Ok(n)
         }
+        Conn::H1(h1) => h1.lock().await.roundtrip().await,
         Conn::H2(send) => {
             let mut s = send.clone().ready().await.map_err(|e| format!("h2: {e}"))?;
             let req = http::Request::get(uri)
