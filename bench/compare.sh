@@ -4,7 +4,9 @@
 # core 0, load generators to core 1. Prints a table of results and ratios.
 #   DURATION=10s  measuring time per run      WARMUP=2s  warm-up per run
 #   CONNS=100 STREAMS=10                      IDLE=10000 idle SPDY sessions for memory
-#   SERVE_ARGS="--header-level 1"             extra arguments for speedy serve
+#   SERVE_ARGS="--header-level 1"             arguments for speedy serve (default: zlib level 1 for
+#                                             response headers, the fast setting; nginx's SPDY
+#                                             module defaulted to level 0, spdy_headers_comp)
 # Needs root (installs nginx and nghttp2-client with apt-get, raises the fd limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +45,7 @@ http {
 }
 CONF
 taskset -c 0 nginx -c "$W/nginx.conf" & pids+=($!)
-taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" ${SERVE_ARGS:-} > "$W/speedy.out" & pids+=($!)
+taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" ${SERVE_ARGS---header-level 1} > "$W/speedy.out" & pids+=($!)
 spid=$!
 taskset -c 0 node interop/server.js --plain --port 18095 --root "$W/www" > "$W/node.out" 2>&1 & pids+=($!)
 sleep 2
