@@ -113,25 +113,34 @@ fn copy_extra(version: Version, h: &mut Headers, extra: &Headers) {
 
 /// `200` → `200 OK` (both forms are seen; peers parse the leading digits).
 pub fn status_line(status: u16) -> String {
-    let reason = match status {
+    match reason_phrase(status) {
+        "" => status.to_string(),
+        reason => format!("{status} {reason}"),
+    }
+}
+
+/// The standard reason phrase of a status code (`""` when unknown).
+pub fn reason_phrase(status: u16) -> &'static str {
+    match status {
         200 => "OK",
+        201 => "Created",
         204 => "No Content",
         206 => "Partial Content",
         301 => "Moved Permanently",
         302 => "Found",
+        303 => "See Other",
         304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         500 => "Internal Server Error",
+        502 => "Bad Gateway",
         503 => "Service Unavailable",
         _ => "",
-    };
-    if reason.is_empty() {
-        status.to_string()
-    } else {
-        format!("{status} {reason}")
     }
 }
 

@@ -78,28 +78,6 @@ pub fn timings(r: &Req, conns: &[ConnRecord]) -> Timings {
     }
 }
 
-fn status_text(s: u16) -> &'static str {
-    match s {
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        206 => "Partial Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        303 => "See Other",
-        304 => "Not Modified",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        _ => "",
-    }
-}
-
 fn priority_name(p: u8) -> &'static str {
     match p {
         0 => "VeryHigh",
@@ -357,7 +335,7 @@ pub fn to_har(res: &LoadResult) -> Har {
             },
             response: har::Response {
                 status: r.status,
-                status_text: status_text(r.status).into(),
+                status_text: spdy::http::reason_phrase(r.status).into(),
                 http_version: res.protocol.into(),
                 cookies: cookies(&r.resp_headers, "set-cookie"),
                 headers: nv(&r.resp_headers),

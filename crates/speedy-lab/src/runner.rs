@@ -532,7 +532,8 @@ fn fmt_eta(s: f64) -> String {
     }
 }
 
-fn sanitize(s: &str) -> String {
+/// A name made safe for a file path (letters, digits, `-`, `.`; anything else `_`).
+pub(crate) fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {

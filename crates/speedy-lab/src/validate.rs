@@ -195,7 +195,7 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
                         run,
                         har: format!(
                             "hars/validate/{}/{}/{}-run{run}.har",
-                            sanitize(&net.name),
+                            crate::runner::sanitize(&net.name),
                             loader_proto,
                             page.name
                         ),
@@ -292,18 +292,6 @@ fn chromium_version(chromium: &Path) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
-
-fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Starts `cmd` in its own process group (so that [`Group`] can kill it with whatever it
