@@ -36,31 +36,6 @@ fn type_name(t: ObjectType) -> &'static str {
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        206 => "Partial Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        303 => "See Other",
-        304 => "Not Modified",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        410 => "Gone",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "",
-    }
-}
-
 fn nv(h: &[(String, String)]) -> Value {
     Value::Array(
         h.iter()
@@ -340,7 +315,7 @@ fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
         },
         "response": {
             "status": o.status,
-            "statusText": reason(o.status),
+            "statusText": spdy::http::reason_phrase(o.status),
             "httpVersion": "HTTP/1.1",
             "cookies": [],
             "headers": nv(&o.response_headers),

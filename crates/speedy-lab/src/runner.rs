@@ -265,7 +265,6 @@ fn start_servers(
         .iter()
         .map(|v| (v.push.clone(), v.hint))
         .collect();
-    configs.dedup();
     configs.sort();
     configs.dedup();
     for (i, (push, hint)) in configs.iter().enumerate() {
@@ -358,7 +357,7 @@ fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, 
 }
 
 /// Applies a variant's TCP knobs inside both namespaces (never on the host).
-fn apply_tcp_knobs(topo: &Topology, v: &Variant) -> Result<(), String> {
+fn apply_tcp_knobs(topo: &Topology, v: &Variant, default_cc: &str) -> Result<(), String> {
     for side in [Side::Client, Side::Server] {
         let set = [
             format!("net.ipv4.tcp_no_metrics_save={}", v.no_metrics_save as u8),
@@ -370,8 +369,10 @@ fn apply_tcp_knobs(topo: &Topology, v: &Variant) -> Result<(), String> {
         for s in &set {
             sh(topo, side, "sysctl", &["-q", "-w", s])?;
         }
-        // Without `cc` the namespaces keep the kernel's default (recorded in each row).
-        if let Some(cc) = &v.cc {
+        // Always set: a variant without `cc` gets the namespaces' default back, not the
+        // previous variant's choice (the value is recorded in each row).
+        {
+            let cc = v.cc.as_deref().unwrap_or(default_cc);
             sh(topo, side, "sysctl", &["-q", "-w", &format!("net.ipv4.tcp_congestion_control={cc}")]).map_err(|e| {
                 let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap_or_default();
                 let allowed = allowed.trim();
@@ -413,8 +414,15 @@ fn run_lane(
 ) -> Result<(), String> {
     let mut link = net.link.clone();
     let mut topo = topology_for(pages, &link, exp.seed)?;
-    // Make sure the CA exists before servers of several lanes race to create it.
-    speedy_archive_ca_guard(ca_dir);
+    // The namespaces' own default congestion control, for variants that name none.
+    let default_cc = sh(
+        &topo,
+        Side::Server,
+        "sysctl",
+        &["-n", "net.ipv4.tcp_congestion_control"],
+    )?
+    .trim()
+    .to_string();
     let servers = start_servers(exp, opts, &topo, archive, ca_dir)?;
     let mut last_har: HashMap<String, PathBuf> = HashMap::new();
     loop {
@@ -422,7 +430,7 @@ fn run_lane(
             break;
         };
         let (page, variant) = (&pages[job.page], &exp.variants[job.variant]);
-        apply_tcp_knobs(&topo, variant)?;
+        apply_tcp_knobs(&topo, variant, &default_cc)?;
         // A fresh link per load, seeded by (experiment seed, page, run): every variant of a
         // run meets the same random loss sequence, and which lane runs a load changes
         // nothing.
@@ -455,13 +463,7 @@ fn run_lane(
             last_har.get(&page.name),
         )?;
         let after = topo.counters();
-        let cc = sh(
-            &topo,
-            Side::Server,
-            "sysctl",
-            &["-n", "net.ipv4.tcp_congestion_control"],
-        )
-        .unwrap_or_default();
+        let cc = variant.cc.as_deref().unwrap_or(&default_cc);
         let row = row_from_har(
             exp,
             net,
@@ -506,12 +508,6 @@ fn run_lane(
     drop(servers);
     topo.stop_link();
     Ok(())
-}
-
-fn speedy_archive_ca_guard(ca_dir: &Path) {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _g = LOCK.lock();
-    let _ = std::fs::create_dir_all(ca_dir);
 }
 
 /// The link seed of one load: a hash of the experiment seed, the page and the run.

@@ -10,7 +10,6 @@ use spdy::{Headers, RstStatus, Session, StreamId, Version};
 use speedy_net::io::BoxIo;
 use std::collections::HashMap;
 use std::future::Future;
-use std::io::IoSlice;
 use std::pin::Pin;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -142,7 +141,7 @@ async fn drive(io: BoxIo, cfg: spdy::Config, mut ctx: ConnCtx) {
             },
             // TLS keeps records it could not write yet until the next write or flush: a
             // WINDOW_UPDATE left there would stall the server.
-            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
+            r = speedy_net::io::write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
                 match r {
                     Ok(n) => counters.bytes_out += n as u64,
                     Err(_) => dead = true,
@@ -168,29 +167,6 @@ async fn drive(io: BoxIo, cfg: spdy::Config, mut ctx: ConnCtx) {
     counters.frames_received = s.frames_received;
     ctx.closed(counters);
     let _ = wr.shutdown().await;
-}
-
-async fn write_or_flush(
-    wr: &mut tokio::io::WriteHalf<BoxIo>,
-    out: &mut OutBuf,
-    unflushed: &mut bool,
-) -> std::io::Result<usize> {
-    if out.is_empty() {
-        wr.flush().await?;
-        *unflushed = false;
-        return Ok(0);
-    }
-    *unflushed = true;
-    let n = {
-        let mut slices = [IoSlice::new(&[]); 64];
-        let k = out.io_slices(&mut slices);
-        wr.write_vectored(&slices[..k]).await?
-    };
-    if n == 0 {
-        return Err(std::io::ErrorKind::WriteZero.into());
-    }
-    out.advance(n);
-    Ok(n)
 }
 
 fn on_event(

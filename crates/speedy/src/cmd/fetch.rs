@@ -249,14 +249,6 @@ async fn fetch_origin(
         }
     };
     let protocol = client.protocol();
-    let origin = format!(
-        "{scheme}://{}",
-        if port == 80 || port == 443 {
-            host.to_string()
-        } else {
-            format!("{host}:{port}")
-        }
-    );
     let start = Instant::now();
     // Pushed streams are read as they arrive, so they never stall flow control.
     let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
@@ -292,7 +284,6 @@ async fn fetch_origin(
         let permit = sem.clone().acquire_owned().await.expect("semaphore open");
         let client = client.clone();
         let ctx = ctx.clone();
-        let _ = &origin;
         tasks.push(tokio::spawn(async move {
             let t0 = Instant::now();
             let mut req = ClientRequest::get(&t.path);
