@@ -2,9 +2,10 @@
 //! plain port), answering with the same [`Handler`] as SPDY and HTTP/1.1. Pushes are
 //! sent as PUSH_PROMISEs ahead of the response.
 
+use crate::body::Body;
 use crate::io::BoxIo;
 use crate::server::{Handler, Request, Response};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::sync::Arc;
 
 /// Serves one HTTP/2 connection.
@@ -44,17 +45,16 @@ async fn answer(
     scheme: &'static str,
     handler: Arc<dyn Handler>,
 ) -> Result<(), h2::Error> {
-    let (parts, mut body) = req.into_parts();
-    let mut data = BytesMut::new();
-    while let Some(chunk) = body.data().await {
-        let chunk = chunk?;
-        let _ = body.flow_control().release_capacity(chunk.len());
-        data.extend_from_slice(&chunk);
-    }
+    let (parts, body) = req.into_parts();
     let mut headers = spdy::Headers::new();
     for (n, v) in parts.headers.iter() {
         headers.add(n.as_str(), v.as_bytes());
     }
+    let len = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
     let host = parts
         .uri
         .authority()
@@ -70,7 +70,7 @@ async fn answer(
         host: host.clone(),
         scheme: parts.uri.scheme_str().unwrap_or(scheme).to_string(),
         headers,
-        body: data.freeze(),
+        body: Body::h2(body, len),
         protocol: "h2",
     };
     let resp: Response = handler.handle(r).await;
@@ -91,7 +91,7 @@ async fn answer(
         let Ok(mut pushed) = respond.push_request(preq) else {
             break;
         };
-        let Ok(presp) = build(p.status, &p.headers, p.body.len()) else {
+        let Ok(presp) = build(p.status, &p.headers, Some(p.body.len() as u64)) else {
             continue;
         };
         if let Ok(mut s) = pushed.send_response(presp, p.body.is_empty()) {
@@ -100,22 +100,50 @@ async fn answer(
             }
         }
     }
-    let head = match build(resp.status, &resp.headers, resp.body.len()) {
+    let mut body = resp.body;
+    let head = match build(resp.status, &resp.headers, body.len()) {
         Ok(h) => h,
-        Err(_) => build(500, &[], 0).expect("plain 500"),
+        Err(_) => {
+            body = Body::empty();
+            build(500, &[], Some(0)).expect("plain 500")
+        }
     };
-    let empty = resp.body.is_empty();
+    let empty = body.is_empty();
     let mut send = respond.send_response(head, empty)?;
-    if !empty {
-        send.send_data(resp.body, true)?;
+    if empty {
+        return Ok(());
     }
-    Ok(())
+    if let Some(b) = body.take_full() {
+        return send.send_data(b, true);
+    }
+    // Pull the next chunk only once the peer's window took the previous one: h2 would
+    // otherwise buffer whatever it is given.
+    while let Some(c) = body.chunk().await {
+        let mut c = match c {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!("h2 response body: {e}");
+                send.send_reset(h2::Reason::INTERNAL_ERROR);
+                return Ok(());
+            }
+        };
+        while !c.is_empty() {
+            send.reserve_capacity(c.len());
+            let cap = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+                Some(cap) => cap?,
+                None => return Ok(()), // stream gone
+            };
+            let part = c.split_to(cap.min(c.len()));
+            send.send_data(part, false)?;
+        }
+    }
+    send.send_data(Bytes::new(), true)
 }
 
 fn build(
     status: u16,
     headers: &[(String, String)],
-    len: usize,
+    len: Option<u64>,
 ) -> Result<http::Response<()>, http::Error> {
     let mut b = http::Response::builder().status(status);
     for (n, v) in headers {
@@ -124,5 +152,8 @@ fn build(
         }
         b = b.header(n.as_str(), v.as_str());
     }
-    b.header("content-length", len.to_string()).body(())
+    match len {
+        Some(n) => b.header("content-length", n.to_string()).body(()),
+        None => b.body(()),
+    }
 }

@@ -1,9 +1,9 @@
-//! HTTP/1.1 through hyper, answering with the same [`Handler`] as SPDY.
+//! HTTP/1.1 through hyper, answering with the same [`Handler`] as SPDY. Bodies stream
+//! both ways: hyper pulls the response body as the socket takes it.
 
+use crate::body::Body;
 use crate::io::BoxIo;
 use crate::server::{Handler, Request};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
@@ -20,10 +20,12 @@ pub(crate) async fn serve(
         let handler = handler.clone();
         async move {
             let (parts, body) = req.into_parts();
-            let body = match body.collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(e) => return Err(e),
-            };
+            let len = parts
+                .headers
+                .get(hyper::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok());
+            let body = Body::http1(body, len);
             let mut headers = spdy::Headers::new();
             for (n, v) in parts.headers.iter() {
                 headers.add(n.as_str(), v.as_bytes());
@@ -59,9 +61,8 @@ pub(crate) async fn serve(
             if resp.reset.is_some() {
                 b = b.header("connection", "close");
             }
-            Ok::<_, hyper::Error>(b.body(Full::new(resp.body)).unwrap_or_else(|_| {
-                let mut r =
-                    hyper::Response::new(Full::new(Bytes::from_static(b"bad response headers\n")));
+            Ok::<_, hyper::Error>(b.body(resp.body).unwrap_or_else(|_| {
+                let mut r = hyper::Response::new(Body::from("bad response headers\n"));
                 *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
                 r
             }))

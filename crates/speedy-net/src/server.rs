@@ -6,6 +6,7 @@
 //! h2c; anything else → HTTP/1.1). TLS: ALPN decides (`h2`, `spdy/3.1`, `spdy/3`,
 //! `spdy/2`, `http/1.1`; no ALPN → HTTP/1.1).
 
+use crate::body::Body;
 use crate::io::{BoxIo, Prefixed};
 use bytes::Bytes;
 use spdy::{Headers, RstStatus, Version};
@@ -16,8 +17,9 @@ use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
-/// A complete request, as a handler sees it (SPDY or HTTP/1.1 alike).
-#[derive(Clone, Debug)]
+/// A request, as a handler sees it (SPDY, h2 or HTTP/1.1 alike): complete headers and a
+/// body that streams in as the handler reads it.
+#[derive(Debug)]
 pub struct Request {
     /// `GET`, `POST`, …
     pub method: String,
@@ -29,8 +31,9 @@ pub struct Request {
     pub scheme: String,
     /// All headers, lower-case names (SPDY pseudo-headers included for SPDY requests).
     pub headers: Headers,
-    /// The request body.
-    pub body: Bytes,
+    /// The request body, streaming: read it with [`Body::chunk`] or [`Body::collect`]
+    /// (the peer gets flow-control credit back as it is read).
+    pub body: Body,
     /// `spdy/3.1`, `spdy/3`, `spdy/2` or `http/1.1`.
     pub protocol: &'static str,
 }
@@ -48,15 +51,16 @@ pub struct Push {
     pub body: Bytes,
 }
 
-/// A handler's answer.
-#[derive(Clone, Debug, Default)]
+/// A handler's answer: headers first, then a body that is pulled as the peer takes it.
+#[derive(Debug, Default)]
 pub struct Response {
     /// Status code.
     pub status: u16,
-    /// Headers (lower-case names; hop-by-hop ones are dropped for SPDY).
+    /// Headers (lower-case names; hop-by-hop ones and `content-length` are dropped: the
+    /// body's known length is sent as `content-length`).
     pub headers: Vec<(String, String)>,
-    /// Body.
-    pub body: Bytes,
+    /// Body: bytes in memory, or a stream pulled under the peer's flow control.
+    pub body: Body,
     /// Resources to push first (SPDY).
     pub pushes: Vec<Push>,
     /// Answer with RST_STREAM instead (SPDY; HTTP/1.1 closes the connection).
@@ -65,7 +69,7 @@ pub struct Response {
 
 impl Response {
     /// A response with a body and a content type.
-    pub fn new(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response {
+    pub fn new(status: u16, content_type: &str, body: impl Into<Body>) -> Response {
         Response {
             status,
             headers: vec![("content-type".into(), content_type.into())],
@@ -80,7 +84,7 @@ pub type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
 
 /// What answers requests.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers one complete request.
+    /// Answers one request (its body may still be arriving).
     fn handle(&self, req: Request) -> ResponseFuture;
 }
 

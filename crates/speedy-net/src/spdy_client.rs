@@ -1,14 +1,14 @@
-//! The client-side session driver: one task owns the session; [`SpdyHandle`]s send it
+//! The client side of a SPDY session, as an [`Owner`] of the one connection loop; [`SpdyHandle`]s send it
 //! requests over a channel and get streaming responses back.
 
 use crate::client::{Body, ClientError, FrameLog, ResponseStream};
-use crate::io::{write_or_flush, write_some, BoxIo};
-use bytes::{Bytes, BytesMut};
-use spdy::session::{Event, OutBuf};
+use crate::io::BoxIo;
+use crate::spdy_conn::{self, End, Owner, Tuning};
+use bytes::Bytes;
+use spdy::session::Event;
 use spdy::{Headers, RstStatus, Session, StreamId, Version};
 use std::collections::HashMap;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 pub(crate) enum Cmd {
@@ -58,205 +58,238 @@ pub(crate) fn spawn(
 async fn drive(
     io: BoxIo,
     cfg: spdy::Config,
-    mut cmds: mpsc::UnboundedReceiver<Cmd>,
+    cmds: mpsc::UnboundedReceiver<Cmd>,
     self_tx: mpsc::UnboundedSender<Cmd>,
     pushes: mpsc::UnboundedSender<ResponseStream>,
     log: Option<FrameLog>,
 ) {
     let mut cfg = cfg;
     cfg.log_frames = log.is_some();
-    let version = cfg.version;
     let mut session = Session::new(cfg);
-    let (mut rd, mut wr) = tokio::io::split(io);
-    let mut rbuf = BytesMut::with_capacity(16 * 1024);
-    let mut out = OutBuf::new();
-    let mut streams: HashMap<StreamId, Waiting> = HashMap::new();
-    let mut pings: Vec<oneshot::Sender<std::time::Duration>> = Vec::new();
-    let mut cmds_open = true;
-    let mut failure: Option<ClientError> = None;
-    let mut unflushed = false;
-    loop {
-        while let Some(ev) = session.poll_event() {
-            match ev {
-                Event::Reply { id, headers, fin } => {
-                    let Some(w) = streams.get_mut(&id) else {
-                        continue;
-                    };
-                    let (btx, brx) = mpsc::unbounded_channel();
-                    let resp = ResponseStream {
-                        status: spdy::http::parse_status(version, &headers).unwrap_or(0),
-                        headers,
-                        protocol: version.alpn(),
-                        pushed_url: None,
-                        body: Body::spdy(id, brx, self_tx.clone()),
-                    };
-                    if let Some(r) = w.reply.take() {
-                        if r.send(Ok(resp)).is_err() {
-                            session.reset(id, RstStatus::CANCEL);
-                            streams.remove(&id);
-                            continue;
-                        }
-                    }
-                    if !fin {
-                        w.body = Some(btx);
-                    }
-                }
-                Event::Stream {
-                    id,
-                    headers,
-                    associated: Some(_),
-                    fin,
-                    ..
-                } => {
-                    let (btx, brx) = mpsc::unbounded_channel();
-                    let resp = ResponseStream {
-                        status: spdy::http::parse_status(version, &headers).unwrap_or(0),
-                        pushed_url: spdy::http::push_url(version, &headers),
-                        headers,
-                        protocol: version.alpn(),
-                        body: Body::spdy(id, brx, self_tx.clone()),
-                    };
-                    if pushes.send(resp).is_err() {
-                        session.reset(id, RstStatus::CANCEL);
-                    } else if !fin {
-                        streams.insert(
-                            id,
-                            Waiting {
-                                reply: None,
-                                body: Some(btx),
-                            },
-                        );
-                    }
-                }
-                Event::Data { id, data, fin } => {
-                    let n = data.len();
-                    let mut gone = true;
-                    if let Some(w) = streams.get_mut(&id) {
-                        if let Some(b) = &w.body {
-                            gone = b.send(Ok(data)).is_err();
-                        }
-                        if fin {
-                            streams.remove(&id);
-                        }
-                    }
-                    if gone {
-                        session.release(id, n);
-                        if !fin && streams.remove(&id).is_some() {
-                            session.reset(id, RstStatus::CANCEL);
-                        }
-                    }
-                }
-                Event::Headers { id, fin: true, .. } => {
-                    streams.remove(&id);
-                }
-                Event::Reset { id, status, remote } => {
-                    let who = if remote {
-                        "server"
-                    } else {
-                        "client (protocol error)"
-                    };
-                    fail(&mut streams, id, ClientError::Reset(status, who));
-                }
-                Event::GoAway { unprocessed, .. } => {
-                    for id in unprocessed {
-                        fail(&mut streams, id, ClientError::NotProcessed);
-                    }
-                }
-                Event::Error { violation, .. } => {
-                    failure = Some(ClientError::Protocol(violation.to_string()))
-                }
-                Event::Frame { sent, summary } => {
-                    if let Some(l) = &log {
-                        l(sent, &summary);
-                    }
-                }
-                Event::Pong { rtt, .. } => {
-                    for p in pings.drain(..) {
-                        let _ = p.send(rtt);
-                    }
-                }
-                _ => {}
-            }
-        }
-        if let Some(e) = failure.take() {
-            let ids: Vec<StreamId> = streams.keys().copied().collect();
-            for id in ids {
-                fail(&mut streams, id, e.clone());
-            }
-        }
-        while out.len() < 256 * 1024 && session.poll_transmit(&mut out) {}
-        if out.is_empty() && (session.is_done() || (!cmds_open && streams.is_empty())) {
-            if !session.is_done() {
-                session.goaway(spdy::GoAwayStatus::OK);
-                while session.poll_transmit(&mut out) {}
-                while !out.is_empty() {
-                    if write_some(&mut wr, &mut out).await.is_err() {
-                        break;
-                    }
-                }
-            }
-            break;
-        }
-        tokio::select! {
-            r = rd.read_buf(&mut rbuf) => {
-                match r {
-                    Ok(0) | Err(_) => {
-                        let ids: Vec<StreamId> = streams.keys().copied().collect();
-                        for id in ids {
-                            fail(&mut streams, id, ClientError::Closed);
-                        }
-                        // Fail later requests at once.
-                        while let Ok(c) = cmds.try_recv() {
-                            if let Cmd::Request { reply, .. } = c {
-                                let _ = reply.send(Err(ClientError::Closed));
-                            }
-                        }
-                        break;
-                    }
-                    Ok(_) => session.recv(&mut rbuf, Instant::now()),
-                }
-                if rbuf.capacity() - rbuf.len() < 4096 {
-                    rbuf.reserve(64 * 1024);
-                }
-            }
-            c = cmds.recv(), if cmds_open => match c {
-                None => cmds_open = false,
-                Some(Cmd::Request { headers, body, priority, reply }) => {
-                    match session.open(headers, priority, body.is_empty()) {
-                        Ok(id) => {
-                            if !body.is_empty() {
-                                let _ = session.send_data(id, body, true);
-                            }
-                            streams.insert(id, Waiting { reply: Some(reply), body: None });
-                        }
-                        Err(e) => {
-                            let _ = reply.send(Err(ClientError::Protocol(format!("cannot open a stream: {e}"))));
-                        }
-                    }
-                }
-                Some(Cmd::Release(id, n)) => session.release(id, n),
-                Some(Cmd::Cancel(id)) => {
-                    if streams.remove(&id).is_some() {
-                        session.reset(id, RstStatus::CANCEL);
-                    }
-                }
-                Some(Cmd::Ping(tx)) => {
-                    pings.push(tx);
-                    session.ping(Instant::now());
-                }
-            },
-            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
-                if r.is_err() {
-                    let ids: Vec<StreamId> = streams.keys().copied().collect();
-                    for id in ids {
-                        fail(&mut streams, id, ClientError::Closed);
-                    }
-                    break;
-                }
+    let mut owner = ClientOwner {
+        version: session.version(),
+        cmds,
+        cmds_open: true,
+        self_tx,
+        pushes,
+        log,
+        streams: HashMap::new(),
+        pings: Vec::new(),
+        failure: None,
+    };
+    let (end, _) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
+    if !matches!(end, End::Finished) {
+        owner.fail_all(ClientError::Closed);
+        // Fail later requests at once.
+        while let Ok(c) = owner.cmds.try_recv() {
+            if let Cmd::Request { reply, .. } = c {
+                let _ = reply.send(Err(ClientError::Closed));
             }
         }
     }
-    let _ = wr.shutdown().await;
+}
+
+struct ClientOwner {
+    version: Version,
+    cmds: mpsc::UnboundedReceiver<Cmd>,
+    cmds_open: bool,
+    self_tx: mpsc::UnboundedSender<Cmd>,
+    pushes: mpsc::UnboundedSender<ResponseStream>,
+    log: Option<FrameLog>,
+    streams: HashMap<StreamId, Waiting>,
+    pings: Vec<oneshot::Sender<std::time::Duration>>,
+    failure: Option<ClientError>,
+}
+
+impl ClientOwner {
+    fn fail_all(&mut self, e: ClientError) {
+        let ids: Vec<StreamId> = self.streams.keys().copied().collect();
+        for id in ids {
+            fail(&mut self.streams, id, e.clone());
+        }
+    }
+
+    fn response(
+        &self,
+        id: StreamId,
+        headers: Headers,
+        brx: BodyRx,
+        pushed: bool,
+    ) -> ResponseStream {
+        ResponseStream {
+            status: spdy::http::parse_status(self.version, &headers).unwrap_or(0),
+            pushed_url: if pushed {
+                spdy::http::push_url(self.version, &headers)
+            } else {
+                None
+            },
+            headers,
+            protocol: self.version.alpn(),
+            body: Body::spdy(id, brx, self.self_tx.clone()),
+        }
+    }
+}
+
+type BodyRx = mpsc::UnboundedReceiver<Result<Bytes, ClientError>>;
+
+impl Owner for ClientOwner {
+    type Input = Cmd;
+
+    fn on_event(&mut self, session: &mut Session, ev: Event) {
+        match ev {
+            Event::Reply { id, headers, fin } => {
+                if !self.streams.contains_key(&id) {
+                    return;
+                }
+                let (btx, brx) = mpsc::unbounded_channel();
+                let resp = self.response(id, headers, brx, false);
+                let w = self.streams.get_mut(&id).expect("present");
+                if let Some(r) = w.reply.take() {
+                    if r.send(Ok(resp)).is_err() {
+                        session.reset(id, RstStatus::CANCEL);
+                        self.streams.remove(&id);
+                        return;
+                    }
+                }
+                if !fin {
+                    w.body = Some(btx);
+                }
+            }
+            Event::Stream {
+                id,
+                headers,
+                associated: Some(_),
+                fin,
+                ..
+            } => {
+                let (btx, brx) = mpsc::unbounded_channel();
+                let resp = self.response(id, headers, brx, true);
+                if self.pushes.send(resp).is_err() {
+                    session.reset(id, RstStatus::CANCEL);
+                } else if !fin {
+                    let w = Waiting {
+                        reply: None,
+                        body: Some(btx),
+                    };
+                    self.streams.insert(id, w);
+                }
+            }
+            Event::Data { id, data, fin } => {
+                let n = data.len();
+                let mut gone = true;
+                if let Some(w) = self.streams.get_mut(&id) {
+                    if let Some(b) = &w.body {
+                        gone = b.send(Ok(data)).is_err();
+                    }
+                    if fin {
+                        self.streams.remove(&id);
+                    }
+                }
+                if gone {
+                    session.release(id, n);
+                    if !fin && self.streams.remove(&id).is_some() {
+                        session.reset(id, RstStatus::CANCEL);
+                    }
+                }
+            }
+            Event::Headers { id, fin: true, .. } => {
+                self.streams.remove(&id);
+            }
+            Event::Reset { id, status, remote } => {
+                let who = if remote {
+                    "server"
+                } else {
+                    "client (protocol error)"
+                };
+                fail(&mut self.streams, id, ClientError::Reset(status, who));
+            }
+            Event::GoAway { unprocessed, .. } => {
+                for id in unprocessed {
+                    fail(&mut self.streams, id, ClientError::NotProcessed);
+                }
+            }
+            Event::Error { violation, .. } => {
+                self.failure = Some(ClientError::Protocol(violation.to_string()))
+            }
+            Event::Frame { sent, summary } => {
+                if let Some(l) = &self.log {
+                    l(sent, &summary);
+                }
+            }
+            Event::Pong { rtt, .. } => {
+                for p in self.pings.drain(..) {
+                    let _ = p.send(rtt);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn after_events(&mut self, _session: &mut Session) {
+        if let Some(e) = self.failure.take() {
+            self.fail_all(e);
+        }
+    }
+
+    fn wants_input(&self) -> bool {
+        self.cmds_open
+    }
+
+    async fn next_input(&mut self) -> Option<Cmd> {
+        let c = self.cmds.recv().await;
+        if c.is_none() {
+            self.cmds_open = false;
+        }
+        c
+    }
+
+    fn on_input(&mut self, session: &mut Session, cmd: Cmd) {
+        match cmd {
+            Cmd::Request {
+                headers,
+                body,
+                priority,
+                reply,
+            } => match session.open(headers, priority, body.is_empty()) {
+                Ok(id) => {
+                    if !body.is_empty() {
+                        let _ = session.send_data(id, body, true);
+                    }
+                    let w = Waiting {
+                        reply: Some(reply),
+                        body: None,
+                    };
+                    self.streams.insert(id, w);
+                }
+                Err(e) => {
+                    let e = ClientError::Protocol(format!("cannot open a stream: {e}"));
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Cmd::Release(id, n) => session.release(id, n),
+            Cmd::Cancel(id) => {
+                if self.streams.remove(&id).is_some() {
+                    session.reset(id, RstStatus::CANCEL);
+                }
+            }
+            Cmd::Ping(tx) => {
+                self.pings.push(tx);
+                session.ping(Instant::now());
+            }
+        }
+    }
+
+    fn on_peer_closed(&mut self, _session: &mut Session) -> bool {
+        false
+    }
+
+    fn finished(&self, session: &Session) -> bool {
+        session.is_done() || (!self.cmds_open && self.streams.is_empty())
+    }
+
+    fn on_finish(&mut self, session: &mut Session) {
+        session.goaway(spdy::GoAwayStatus::OK);
+    }
 }
 
 fn fail(streams: &mut HashMap<StreamId, Waiting>, id: StreamId, e: ClientError) {

@@ -1,30 +1,37 @@
-//! The server-side session driver: one task owns the session, reads frames, runs
-//! handlers (polled in the same task) and writes their answers.
+//! The server side of a SPDY session, as an [`Owner`] of the one connection loop:
+//! requests go to the handler as soon as their headers are complete (a body streams in
+//! behind them), answers come back as headers plus a body that is pulled chunk by chunk
+//! while the stream's queue is short, so a slow reader holds the producer back.
 
-use crate::io::{write_or_flush, BoxIo};
+use crate::body::Body;
 use crate::server::{Handler, Request, Response, ServerConfig};
-use bytes::BytesMut;
+use crate::spdy_conn::{self, Owner, Tuning};
+use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use spdy::session::{Event, OutBuf};
+use spdy::session::Event;
 use spdy::{Headers, Role, RstStatus, Session, StreamId, Version};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
 
-struct Pending {
-    headers: Headers,
-    priority: u8,
-    body: BytesMut,
-}
+/// A stream's body is pulled while less than this is queued on it …
+const BODY_HIGH: usize = 128 * 1024;
+/// … and a stream parked above it resumes once its queue drained below this.
+const BODY_LOW: usize = 32 * 1024;
 
 type Answer = Pin<Box<dyn Future<Output = (StreamId, u8, String, Response)> + Send>>;
+type Pull = Pin<Box<dyn Future<Output = (StreamId, Body, Option<std::io::Result<Bytes>>)> + Send>>;
+type Chunk = std::io::Result<Bytes>;
+type ReleaseChannel = (
+    mpsc::UnboundedSender<(StreamId, usize)>,
+    mpsc::UnboundedReceiver<(StreamId, usize)>,
+);
 
 /// Runs a SPDY server session on `io` until the peer goes away.
 pub(crate) async fn run(
-    io: BoxIo,
+    io: crate::io::BoxIo,
     version: Version,
     auto_spdy31: bool,
     scheme: &'static str,
@@ -36,138 +43,327 @@ pub(crate) async fn run(
     scfg.version = version;
     scfg.auto_spdy31 = auto_spdy31;
     let mut session = Session::new(scfg);
-    let (mut rd, mut wr) = tokio::io::split(io);
-    let mut rbuf = BytesMut::with_capacity(8 * 1024);
-    let mut out = OutBuf::new();
-    let mut pending: HashMap<StreamId, Pending> = HashMap::new();
-    let mut answers: FuturesUnordered<Answer> = FuturesUnordered::new();
-    let mut read_closed = false;
-    let mut unflushed = false;
-    loop {
-        while let Some(ev) = session.poll_event() {
-            match ev {
-                Event::Stream {
-                    id,
-                    headers,
-                    priority,
-                    fin,
-                    ..
-                } => {
-                    let p = Pending {
+    let mut owner = ServerOwner {
+        scheme,
+        handler,
+        max_body: cfg.max_body,
+        waiting: HashMap::new(),
+        uploads: HashMap::new(),
+        answers: FuturesUnordered::new(),
+        pulls: FuturesUnordered::new(),
+        parked: HashMap::new(),
+        release: None,
+        peer_closed: false,
+    };
+    match spdy_conn::run(io, &mut session, &mut owner, Tuning::SERVER).await {
+        (spdy_conn::End::WriteFailed(e), _) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// A request whose headers may still grow (HEADERS frames before any DATA).
+struct Waiting {
+    headers: Headers,
+    priority: u8,
+}
+
+/// A request body on its way to the handler.
+struct Upload {
+    tx: mpsc::UnboundedSender<Chunk>,
+    received: usize,
+}
+
+enum Input {
+    Answer(StreamId, u8, String, Response),
+    Chunk(StreamId, Body, Option<Chunk>),
+    Release(StreamId, usize),
+}
+
+struct ServerOwner {
+    scheme: &'static str,
+    handler: Arc<dyn Handler>,
+    max_body: usize,
+    waiting: HashMap<StreamId, Waiting>,
+    uploads: HashMap<StreamId, Upload>,
+    answers: FuturesUnordered<Answer>,
+    pulls: FuturesUnordered<Pull>,
+    /// Response bodies waiting for their stream's queue to drain.
+    parked: HashMap<StreamId, Body>,
+    /// Credit given back as handlers consume request bodies (made on first use).
+    release: Option<ReleaseChannel>,
+    peer_closed: bool,
+}
+
+fn pull(id: StreamId, mut body: Body) -> Pull {
+    Box::pin(async move {
+        let c = body.chunk().await;
+        (id, body, c)
+    })
+}
+
+impl ServerOwner {
+    /// Hands a request to the handler; `body` is its body (empty when the SYN_STREAM
+    /// carried FIN).
+    fn dispatch(&mut self, session: &Session, id: StreamId, w: Waiting, body: Body) {
+        let version = session.version();
+        let head = spdy::http::parse_request(version, &w.headers);
+        let handler = self.handler.clone();
+        let scheme = self.scheme;
+        let priority = w.priority;
+        let headers = w.headers;
+        self.answers.push(Box::pin(async move {
+            match head {
+                Err(missing) => {
+                    let resp = Response::new(400, "text/plain", format!("missing {missing}\n"));
+                    (id, priority, String::new(), resp)
+                }
+                Ok(h) => {
+                    let host = h.host.clone();
+                    let req = Request {
+                        method: h.method,
+                        path: h.path,
+                        host: h.host,
+                        scheme: if h.scheme.is_empty() {
+                            scheme.to_string()
+                        } else {
+                            h.scheme
+                        },
                         headers,
-                        priority,
-                        body: BytesMut::new(),
+                        body,
+                        protocol: version.alpn(),
                     };
-                    if fin {
-                        answers.push(dispatch(id, p, &session, scheme, &handler));
-                    } else {
-                        pending.insert(id, p);
-                    }
+                    (id, priority, host, handler.handle(req).await)
                 }
-                Event::Data { id, data, fin } => {
-                    session.release(id, data.len());
-                    let Some(p) = pending.get_mut(&id) else {
-                        continue;
-                    };
-                    if p.body.len() + data.len() > cfg.max_body {
-                        pending.remove(&id);
-                        session.reset(id, RstStatus::REFUSED_STREAM);
-                        continue;
-                    }
-                    p.body.extend_from_slice(&data);
-                    if fin {
-                        let p = pending.remove(&id).expect("present");
-                        answers.push(dispatch(id, p, &session, scheme, &handler));
-                    }
-                }
-                Event::Headers { id, headers, fin } => {
-                    if let Some(p) = pending.get_mut(&id) {
-                        for (n, v) in headers.iter() {
-                            p.headers.add(&String::from_utf8_lossy(n), v);
-                        }
-                    }
-                    if fin {
-                        if let Some(p) = pending.remove(&id) {
-                            answers.push(dispatch(id, p, &session, scheme, &handler));
-                        }
-                    }
-                }
-                Event::Reset { id, .. } | Event::Closed { id } => {
-                    pending.remove(&id);
-                }
-                Event::Error { violation, status } => {
-                    tracing::debug!("session error {status}: {violation}")
-                }
-                _ => {}
+            }
+        }));
+    }
+
+    /// Starts a streaming request body: the handler gets it now, DATA follows.
+    fn start_upload(&mut self, session: &Session, id: StreamId, w: Waiting) {
+        let len = content_length(&w.headers);
+        let (rtx, _) = self.release.get_or_insert_with(mpsc::unbounded_channel);
+        let release = rtx.clone();
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.uploads.insert(id, Upload { tx, received: 0 });
+        self.dispatch(session, id, w, Body::spdy(rx, id, release, len));
+    }
+
+    fn on_data(&mut self, session: &mut Session, id: StreamId, data: Bytes, fin: bool) {
+        if let Some(w) = self.waiting.remove(&id) {
+            self.start_upload(session, id, w);
+        }
+        let n = data.len();
+        let Some(up) = self.uploads.get_mut(&id) else {
+            session.release(id, n);
+            return;
+        };
+        up.received += n;
+        if up.received > self.max_body {
+            let up = self.uploads.remove(&id).expect("present");
+            let e = std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("request body over {} bytes: refused", self.max_body),
+            );
+            let _ = up.tx.send(Err(e));
+            session.release(id, n);
+            session.reset(id, RstStatus::REFUSED_STREAM);
+            return;
+        }
+        // Credit goes back when the handler consumes the chunk; a handler that dropped
+        // the body gives it back now.
+        if n > 0 && up.tx.send(Ok(data)).is_err() {
+            session.release(id, n);
+        }
+        if fin {
+            self.uploads.remove(&id);
+        }
+    }
+
+    /// Turns a handler's response into frames: pushes first (their SYN_STREAMs precede
+    /// anything of the parent), then SYN_REPLY and the body.
+    fn answer(
+        &mut self,
+        session: &mut Session,
+        id: StreamId,
+        prio: u8,
+        host: &str,
+        resp: Response,
+    ) {
+        if !session.has_stream(id) {
+            return; // reset meanwhile
+        }
+        if let Some(status) = resp.reset {
+            session.reset(id, status);
+            return;
+        }
+        let v = session.version();
+        for p in &resp.pushes {
+            let mut extra = to_headers(&p.headers);
+            extra.set("content-length", p.body.len().to_string());
+            let h = spdy::http::push_headers(v, self.scheme, host, &p.path, p.status, &extra);
+            let pprio = (prio + 1).min(v.lowest_priority());
+            if let Ok(pid) = session.push(id, h, pprio) {
+                let _ = session.send_data(pid, p.body.clone(), true);
             }
         }
-        while out.len() < 256 * 1024 && session.poll_transmit(&mut out) {}
-        if out.is_empty()
-            && !unflushed
-            && (session.is_done() || (read_closed && answers.is_empty()))
-        {
-            break;
+        let mut extra = to_headers(&resp.headers);
+        let mut body = resp.body;
+        if let Some(n) = body.len() {
+            extra.set("content-length", n.to_string());
         }
-        tokio::select! {
-            r = rd.read_buf(&mut rbuf), if !read_closed => {
-                match r {
-                    Ok(0) | Err(_) => read_closed = true,
-                    Ok(_) => session.recv(&mut rbuf, Instant::now()),
+        let h = spdy::http::response_headers(v, resp.status, &extra);
+        let empty = body.is_empty();
+        if session.reply(id, h, empty).is_err() || empty {
+            return;
+        }
+        match body.take_full() {
+            Some(b) => {
+                let _ = session.send_data(id, b, true);
+            }
+            None => self.pulls.push(pull(id, body)),
+        }
+    }
+
+    fn on_chunk(&mut self, session: &mut Session, id: StreamId, body: Body, c: Option<Chunk>) {
+        if !session.has_stream(id) {
+            return; // reset by the peer: the body is dropped
+        }
+        match c {
+            Some(Ok(c)) => {
+                if session.send_data(id, c, false).is_err() {
+                    return;
                 }
-                if rbuf.capacity() - rbuf.len() < 4096 {
-                    rbuf.reserve(16 * 1024);
+                if session.queued(id) < BODY_HIGH {
+                    self.pulls.push(pull(id, body));
+                } else {
+                    self.parked.insert(id, body);
                 }
             }
-            Some((id, priority, host, resp)) = answers.next(), if !answers.is_empty() => {
-                answer(&mut session, id, priority, scheme, &host, resp);
+            None => {
+                let _ = session.send_data(id, Bytes::new(), true);
             }
-            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
-                r?;
+            Some(Err(e)) => {
+                tracing::debug!("response body of stream {}: {e}", id.0);
+                session.reset(id, RstStatus::INTERNAL_ERROR);
             }
         }
     }
-    let _ = wr.shutdown().await;
-    Ok(())
+
+    fn forget(&mut self, id: StreamId) {
+        self.waiting.remove(&id);
+        self.parked.remove(&id);
+        if let Some(up) = self.uploads.remove(&id) {
+            let e = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "stream reset");
+            let _ = up.tx.send(Err(e));
+        }
+    }
 }
 
-fn dispatch(
-    id: StreamId,
-    p: Pending,
-    session: &Session,
-    scheme: &'static str,
-    handler: &Arc<dyn Handler>,
-) -> Answer {
-    let version = session.version();
-    let priority = p.priority;
-    let head = spdy::http::parse_request(version, &p.headers);
-    let handler = handler.clone();
-    let body = p.body.freeze();
-    let headers = p.headers;
-    Box::pin(async move {
-        match head {
-            Err(missing) => {
-                let resp = Response::new(400, "text/plain", format!("missing {missing}\n"));
-                (id, priority, String::new(), resp)
+impl Owner for ServerOwner {
+    type Input = Input;
+
+    fn on_event(&mut self, session: &mut Session, ev: Event) {
+        match ev {
+            Event::Stream {
+                id,
+                headers,
+                priority,
+                fin,
+                ..
+            } => {
+                let w = Waiting { headers, priority };
+                if fin {
+                    self.dispatch(session, id, w, Body::empty());
+                } else {
+                    self.waiting.insert(id, w);
+                }
             }
-            Ok(h) => {
-                let host = h.host.clone();
-                let req = Request {
-                    method: h.method,
-                    path: h.path,
-                    host: h.host,
-                    scheme: if h.scheme.is_empty() {
-                        scheme.to_string()
-                    } else {
-                        h.scheme
-                    },
-                    headers,
-                    body,
-                    protocol: version.alpn(),
-                };
-                (id, priority, host, handler.handle(req).await)
+            Event::Data { id, data, fin } => self.on_data(session, id, data, fin),
+            Event::Headers { id, headers, fin } => {
+                if let Some(w) = self.waiting.get_mut(&id) {
+                    for (n, v) in headers.iter() {
+                        w.headers.add(&String::from_utf8_lossy(n), v);
+                    }
+                }
+                if fin {
+                    if let Some(w) = self.waiting.remove(&id) {
+                        self.dispatch(session, id, w, Body::empty());
+                    }
+                    self.uploads.remove(&id);
+                }
+            }
+            Event::Reset { id, .. } | Event::Closed { id } => self.forget(id),
+            Event::Error { violation, status } => {
+                tracing::debug!("session error {status}: {violation}")
+            }
+            _ => {}
+        }
+    }
+
+    fn after_transmit(&mut self, session: &mut Session) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let ready: Vec<StreamId> = self
+            .parked
+            .keys()
+            .filter(|id| session.queued(**id) < BODY_LOW)
+            .copied()
+            .collect();
+        for id in ready {
+            if let Some(b) = self.parked.remove(&id) {
+                self.pulls.push(pull(id, b));
             }
         }
-    })
+    }
+
+    fn wants_input(&self) -> bool {
+        !self.answers.is_empty() || !self.pulls.is_empty() || self.release.is_some()
+    }
+
+    async fn next_input(&mut self) -> Option<Input> {
+        let rel = &mut self.release;
+        let release = async {
+            match rel {
+                Some((_, rx)) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            Some((id, prio, host, resp)) = self.answers.next(), if !self.answers.is_empty() => {
+                Some(Input::Answer(id, prio, host, resp))
+            }
+            Some((id, body, c)) = self.pulls.next(), if !self.pulls.is_empty() => {
+                Some(Input::Chunk(id, body, c))
+            }
+            Some((id, n)) = release => Some(Input::Release(id, n)),
+            else => None,
+        }
+    }
+
+    fn on_input(&mut self, session: &mut Session, input: Input) {
+        match input {
+            Input::Answer(id, prio, host, resp) => self.answer(session, id, prio, &host, resp),
+            Input::Chunk(id, body, c) => self.on_chunk(session, id, body, c),
+            Input::Release(id, n) => session.release(id, n),
+        }
+    }
+
+    fn on_peer_closed(&mut self, _session: &mut Session) -> bool {
+        self.peer_closed = true;
+        true
+    }
+
+    fn finished(&self, session: &Session) -> bool {
+        // Once the peer is gone, bodies parked on its flow-control window can never move.
+        session.is_done() || (self.peer_closed && self.answers.is_empty() && self.pulls.is_empty())
+    }
+}
+
+fn content_length(h: &Headers) -> Option<u64> {
+    h.get("content-length")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|s| s.trim().parse().ok())
 }
 
 fn to_headers(list: &[(String, String)]) -> Headers {
@@ -176,40 +372,4 @@ fn to_headers(list: &[(String, String)]) -> Headers {
         h.add(n, v.as_bytes());
     }
     h
-}
-
-/// Turns a handler's response into frames: pushes first (their SYN_STREAMs precede
-/// anything of the parent), then SYN_REPLY and DATA.
-fn answer(
-    session: &mut Session,
-    id: StreamId,
-    priority: u8,
-    scheme: &str,
-    host: &str,
-    resp: Response,
-) {
-    if !session.has_stream(id) {
-        return; // reset meanwhile
-    }
-    if let Some(status) = resp.reset {
-        session.reset(id, status);
-        return;
-    }
-    let v = session.version();
-    for p in &resp.pushes {
-        let mut extra = to_headers(&p.headers);
-        extra.set("content-length", p.body.len().to_string());
-        let h = spdy::http::push_headers(v, scheme, host, &p.path, p.status, &extra);
-        let prio = (priority + 1).min(v.lowest_priority());
-        if let Ok(pid) = session.push(id, h, prio) {
-            let _ = session.send_data(pid, p.body.clone(), true);
-        }
-    }
-    let mut extra = to_headers(&resp.headers);
-    extra.set("content-length", resp.body.len().to_string());
-    let h = spdy::http::response_headers(v, resp.status, &extra);
-    let empty = resp.body.is_empty();
-    if session.reply(id, h, empty).is_ok() && !empty {
-        let _ = session.send_data(id, resp.body, true);
-    }
 }

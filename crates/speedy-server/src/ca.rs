@@ -57,7 +57,7 @@ fn load_or_create_key(path: &Path) -> Result<rcgen::KeyPair, String> {
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
     if !path.exists() {
         let k = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let tmp = unique_tmp(path);
         std::fs::write(&tmp, k.serialize_pem()).map_err(err)?;
         let linked = std::fs::hard_link(&tmp, path);
         let _ = std::fs::remove_file(&tmp);
@@ -73,9 +73,17 @@ fn load_or_create_key(path: &Path) -> Result<rcgen::KeyPair, String> {
 
 /// Writes a file through a temporary name and a rename, so readers never see half of it.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let tmp = unique_tmp(path);
     std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A temporary name beside `path`, unique per process and call (servers in one process,
+/// as in tests, must not share one either).
+fn unique_tmp(path: &Path) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    path.with_extension(format!("tmp{}-{n}", std::process::id()))
 }
 
 #[cfg(test)]

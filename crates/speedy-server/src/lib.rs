@@ -14,6 +14,7 @@
 //! document's parser discovers directly (any origin), in discovery order.
 
 pub mod ca;
+pub mod files;
 
 use bytes::Bytes;
 use speedy_archive::{Archive, Discovery, ObjectType};
@@ -203,7 +204,7 @@ impl Replay {
         Response {
             status: o.status,
             headers,
-            body,
+            body: body.into(),
             ..Default::default()
         }
     }
@@ -227,12 +228,12 @@ impl Handler for Replay {
                     let Some((_, _, path)) = speedy_archive::model::split_url(&co.url) else {
                         continue;
                     };
-                    let r = self.response_for(c, "GET");
+                    let mut r = self.response_for(c, "GET");
                     resp.pushes.push(Push {
                         path: path.to_string(),
                         status: r.status,
+                        body: r.body.take_full().unwrap_or_default(),
                         headers: r.headers,
-                        body: r.body,
                     });
                 }
             }

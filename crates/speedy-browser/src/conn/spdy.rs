@@ -1,18 +1,18 @@
-//! SPDY over one connection: the loader's session driver. One task owns the
-//! [`spdy::Session`] (DESIGN rule 2) and maps its events straight onto loader events, so
+//! SPDY over one connection: the loader's session driver, an owner of
+//! `speedy_net::spdy_conn`'s one connection loop. It maps the session's events straight
+//! onto loader events, so
 //! each request's `:host` can name any origin (single-domain mode), pushes arrive with
 //! fresh ids, and the session's header byte counters (raw and compressed) are reported.
 
 use super::{ConnCmd, ConnCounters, ConnCtx, ConnEvent, Driver, ReqId};
-use bytes::BytesMut;
-use spdy::session::{Event, OutBuf};
+use spdy::session::Event;
 use spdy::{Headers, RstStatus, Session, StreamId, Version};
 use speedy_net::io::BoxIo;
+use speedy_net::spdy_conn::{self, Owner, Tuning};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// SPDY of a version (3.1 by default), over TLS (ALPN) or prior knowledge on TCP.
 pub struct Spdy {
@@ -68,87 +68,19 @@ fn to_pairs(h: &Headers) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn drive(io: BoxIo, cfg: spdy::Config, mut ctx: ConnCtx) {
-    let version = cfg.version;
+async fn drive(io: BoxIo, cfg: spdy::Config, ctx: ConnCtx) {
     let mut session = Session::new(cfg);
-    let (mut rd, mut wr) = tokio::io::split(io);
-    let mut rbuf = BytesMut::with_capacity(64 * 1024);
-    let mut out = OutBuf::new();
-    let mut streams: HashMap<StreamId, StreamState> = HashMap::new();
-    let mut by_req: HashMap<ReqId, StreamId> = HashMap::new();
-    let mut counters = ConnCounters::default();
-    let mut closing = false;
-    let mut dead = false;
-    let mut unflushed = false;
-    loop {
-        while let Some(ev) = session.poll_event() {
-            on_event(ev, version, &mut session, &mut streams, &mut by_req, &ctx);
-        }
-        while out.len() < 256 * 1024 && session.poll_transmit(&mut out) {}
-        if dead || (closing && out.is_empty()) || (session.is_done() && out.is_empty()) {
-            break;
-        }
-        tokio::select! {
-            r = rd.read_buf(&mut rbuf), if !closing => {
-                match r {
-                    Ok(0) | Err(_) => {
-                        dead = true;
-                    }
-                    Ok(n) => {
-                        counters.bytes_in += n as u64;
-                        session.recv(&mut rbuf, Instant::now());
-                        if rbuf.capacity() - rbuf.len() < 8192 {
-                            rbuf.reserve(64 * 1024);
-                        }
-                    }
-                }
-            }
-            c = ctx.cmds.recv(), if !closing => match c {
-                None | Some(ConnCmd::Close) => {
-                    closing = true;
-                    session.goaway(spdy::GoAwayStatus::OK);
-                }
-                Some(ConnCmd::Send(r)) => {
-                    let mut extra = Headers::new();
-                    for (n, v) in &r.headers {
-                        if !n.starts_with(':') && n != "host" {
-                            extra.add(n, v.as_bytes());
-                        }
-                    }
-                    let h = spdy::http::request_headers(version, &r.method, &r.scheme, &r.authority, &r.path, &extra);
-                    let raw = h.encoded_len(version) as i64;
-                    match session.open(h, r.priority, true) {
-                        Ok(sid) => {
-                            streams.insert(sid, StreamState { id: r.id, head: false });
-                            by_req.insert(r.id, sid);
-                            ctx.emit(ConnEvent::Sent { id: r.id, at: Instant::now(), header_bytes: raw });
-                        }
-                        Err(e) => ctx.emit(ConnEvent::Failed {
-                            id: r.id,
-                            at: Instant::now(),
-                            error: format!("cannot open a stream: {e}"),
-                            retry: true,
-                        }),
-                    }
-                }
-                Some(ConnCmd::Cancel(id)) => {
-                    if let Some(sid) = by_req.remove(&id) {
-                        if streams.remove(&sid).is_some() {
-                            session.reset(sid, RstStatus::CANCEL);
-                        }
-                    }
-                }
-            },
-            // TLS keeps records it could not write yet until the next write or flush: a
-            // WINDOW_UPDATE left there would stall the server.
-            r = speedy_net::io::write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
-                match r {
-                    Ok(n) => counters.bytes_out += n as u64,
-                    Err(_) => dead = true,
-                }
-            }
-        }
-    }
+    let mut owner = LoaderOwner {
+        version: session.version(),
+        ctx,
+        streams: HashMap::new(),
+        by_req: HashMap::new(),
+        closing: false,
+    };
+    let (_, traffic) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
+    let LoaderOwner {
+        ctx, mut streams, ..
+    } = owner;
     // Anything still open is lost with the connection.
     for (_, st) in streams.drain() {
         ctx.emit(ConnEvent::Failed {
@@ -159,14 +91,116 @@ async fn drive(io: BoxIo, cfg: spdy::Config, mut ctx: ConnCtx) {
         });
     }
     let s = session.stats();
-    counters.header_bytes_raw_sent = s.header_bytes_raw_sent;
-    counters.header_bytes_sent = s.header_bytes_compressed_sent;
-    counters.header_bytes_raw_received = s.header_bytes_raw_received;
-    counters.header_bytes_received = s.header_bytes_compressed_received;
-    counters.frames_sent = s.frames_sent;
-    counters.frames_received = s.frames_received;
+    let counters = ConnCounters {
+        bytes_in: traffic.bytes_in,
+        bytes_out: traffic.bytes_out,
+        header_bytes_raw_sent: s.header_bytes_raw_sent,
+        header_bytes_sent: s.header_bytes_compressed_sent,
+        header_bytes_raw_received: s.header_bytes_raw_received,
+        header_bytes_received: s.header_bytes_compressed_received,
+        frames_sent: s.frames_sent,
+        frames_received: s.frames_received,
+    };
     ctx.closed(counters);
-    let _ = wr.shutdown().await;
+}
+
+/// The loader's side of a SPDY session, on the one connection loop.
+struct LoaderOwner {
+    version: Version,
+    ctx: ConnCtx,
+    streams: HashMap<StreamId, StreamState>,
+    by_req: HashMap<ReqId, StreamId>,
+    closing: bool,
+}
+
+impl Owner for LoaderOwner {
+    type Input = Option<ConnCmd>;
+
+    fn on_event(&mut self, session: &mut Session, ev: Event) {
+        on_event(
+            ev,
+            self.version,
+            session,
+            &mut self.streams,
+            &mut self.by_req,
+            &self.ctx,
+        );
+    }
+
+    fn wants_input(&self) -> bool {
+        !self.closing
+    }
+
+    async fn next_input(&mut self) -> Option<Option<ConnCmd>> {
+        Some(self.ctx.cmds.recv().await)
+    }
+
+    fn on_input(&mut self, session: &mut Session, cmd: Option<ConnCmd>) {
+        match cmd {
+            None | Some(ConnCmd::Close) => {
+                self.closing = true;
+                session.goaway(spdy::GoAwayStatus::OK);
+            }
+            Some(ConnCmd::Send(r)) => self.send(session, r),
+            Some(ConnCmd::Cancel(id)) => {
+                if let Some(sid) = self.by_req.remove(&id) {
+                    if self.streams.remove(&sid).is_some() {
+                        session.reset(sid, RstStatus::CANCEL);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_peer_closed(&mut self, _session: &mut Session) -> bool {
+        false
+    }
+
+    fn finished(&self, session: &Session) -> bool {
+        self.closing || session.is_done()
+    }
+}
+
+impl LoaderOwner {
+    fn send(&mut self, session: &mut Session, r: super::WireRequest) {
+        let version = self.version;
+        let mut extra = Headers::new();
+        for (n, v) in &r.headers {
+            if !n.starts_with(':') && n != "host" {
+                extra.add(n, v.as_bytes());
+            }
+        }
+        let h = spdy::http::request_headers(
+            version,
+            &r.method,
+            &r.scheme,
+            &r.authority,
+            &r.path,
+            &extra,
+        );
+        let raw = h.encoded_len(version) as i64;
+        match session.open(h, r.priority, true) {
+            Ok(sid) => {
+                let st = StreamState {
+                    id: r.id,
+                    head: false,
+                };
+                self.streams.insert(sid, st);
+                self.by_req.insert(r.id, sid);
+                self.ctx.emit(ConnEvent::Sent {
+                    id: r.id,
+                    at: Instant::now(),
+                    header_bytes: raw,
+                });
+            }
+            Err(e) => self.ctx.emit(ConnEvent::Failed {
+                id: r.id,
+                at: Instant::now(),
+                error: format!("cannot open a stream: {e}"),
+                retry: true,
+            }),
+        }
+    }
 }
 
 fn on_event(

@@ -1,14 +1,12 @@
 //! `speedy serve`: files from a directory over HTTP/1.1 and SPDY on one port.
 
 use anyhow::{bail, Context, Result};
-use bytes::Bytes;
 use clap::Args;
-use speedy_net::server::{serve, Handler, Push, Request, Response, ResponseFuture, ServerConfig};
-use std::collections::{HashMap, HashSet};
+use speedy_net::server::{serve, Handler, Request, ResponseFuture, ServerConfig};
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 /// Arguments of `speedy serve`.
 #[derive(Args, Debug)]
@@ -138,13 +136,12 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         root.display()
     );
     std::io::stdout().flush()?;
-    let handler = Arc::new(FileHandler {
+    let handler = Arc::new(speedy_server::files::FileServer::new(
         root,
         push_map,
-        echo: a.echo_upload,
-        reset: a.reset_path.into_iter().collect(),
-        cache: Mutex::new(HashMap::new()),
-    });
+        a.echo_upload,
+        a.reset_path.into_iter().collect(),
+    ));
     serve(listener, cfg, handler).await?;
     Ok(())
 }
@@ -292,174 +289,4 @@ fn parse_push_map(p: &Path) -> Result<HashMap<String, Vec<String>>> {
             .extend(pushed);
     }
     Ok(map)
-}
-
-struct FileHandler {
-    root: PathBuf,
-    push_map: HashMap<String, Vec<String>>,
-    echo: bool,
-    reset: HashSet<String>,
-    cache: Mutex<HashMap<PathBuf, (SystemTime, u64, Bytes)>>,
-}
-
-/// Files up to this size are kept in memory once read.
-const CACHE_MAX_FILE: u64 = 16 << 20;
-
-enum Lookup {
-    Found(PathBuf, Bytes),
-    Missing,
-    Bad,
-}
-
-impl FileHandler {
-    /// Maps a URL path to a file under the root, never outside it.
-    fn lookup(&self, url_path: &str) -> Lookup {
-        let path = url_path.split(['?', '#']).next().unwrap_or("/");
-        let Some(decoded) = percent_decode(path) else {
-            return Lookup::Bad;
-        };
-        let rel = Path::new(decoded.trim_start_matches('/'));
-        if decoded.contains('\0') || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-            return Lookup::Bad;
-        }
-        let mut full = self.root.join(rel);
-        if full.is_dir() {
-            full = full.join("index.html");
-        }
-        // Symlinks must not lead out of the root either.
-        let Ok(real) = full.canonicalize() else {
-            return Lookup::Missing;
-        };
-        if !real.starts_with(&self.root) || !real.is_file() {
-            return Lookup::Missing;
-        }
-        let Ok(meta) = std::fs::metadata(&real) else {
-            return Lookup::Missing;
-        };
-        let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        if let Some((t, len, b)) = self.cache.lock().expect("not poisoned").get(&real) {
-            if *t == mtime && *len == meta.len() {
-                return Lookup::Found(real, b.clone());
-            }
-        }
-        match std::fs::read(&real) {
-            Ok(v) => {
-                let b = Bytes::from(v);
-                if meta.len() <= CACHE_MAX_FILE {
-                    self.cache
-                        .lock()
-                        .expect("not poisoned")
-                        .insert(real.clone(), (mtime, meta.len(), b.clone()));
-                }
-                Lookup::Found(real, b)
-            }
-            Err(_) => Lookup::Missing,
-        }
-    }
-
-    fn respond(&self, req: &Request) -> Response {
-        let path_only = req.path.split('?').next().unwrap_or("/");
-        if self.reset.contains(path_only) {
-            return Response {
-                reset: Some(spdy::RstStatus::CANCEL),
-                ..Default::default()
-            };
-        }
-        if self.echo && (req.method == "POST" || req.method == "PUT") {
-            return Response::new(200, "application/octet-stream", req.body.clone());
-        }
-        if req.method != "GET" && req.method != "HEAD" {
-            let mut r = Response::new(405, "text/plain", "method not allowed\n");
-            r.headers.push(("allow".into(), "GET, HEAD".into()));
-            return r;
-        }
-        match self.lookup(&req.path) {
-            Lookup::Bad => Response::new(400, "text/plain", "bad path\n"),
-            Lookup::Missing => {
-                Response::new(404, "text/plain", format!("not found: {path_only}\n"))
-            }
-            Lookup::Found(file, body) => {
-                let mut r = Response::new(
-                    200,
-                    content_type(&file),
-                    if req.method == "HEAD" {
-                        Bytes::new()
-                    } else {
-                        body
-                    },
-                );
-                if let Some(list) = self.push_map.get(path_only) {
-                    for p in list {
-                        if let Lookup::Found(f, b) = self.lookup(p) {
-                            let headers =
-                                vec![("content-type".to_string(), content_type(&f).to_string())];
-                            r.pushes.push(Push {
-                                path: p.clone(),
-                                status: 200,
-                                headers,
-                                body: b,
-                            });
-                        }
-                    }
-                }
-                r
-            }
-        }
-    }
-}
-
-impl Handler for FileHandler {
-    fn handle(&self, req: Request) -> ResponseFuture {
-        let r = self.respond(&req);
-        Box::pin(async move { r })
-    }
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(h, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// A content type from the file extension.
-pub fn content_type(p: &Path) -> &'static str {
-    match p.extension().and_then(|e| e.to_str()).unwrap_or("") {
-        "html" | "htm" => "text/html; charset=utf-8",
-        "css" => "text/css",
-        "js" | "mjs" => "application/javascript",
-        "json" => "application/json",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "svg" => "image/svg+xml",
-        "webp" => "image/webp",
-        "ico" => "image/x-icon",
-        "woff2" => "font/woff2",
-        "woff" => "font/woff",
-        "txt" => "text/plain; charset=utf-8",
-        _ => "application/octet-stream",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decodes_percent_escapes() {
-        assert_eq!(percent_decode("/a%20b").as_deref(), Some("/a b"));
-        assert_eq!(percent_decode("/%2e%2e/x").as_deref(), Some("/../x"));
-        assert_eq!(percent_decode("/%zz"), None);
-    }
 }

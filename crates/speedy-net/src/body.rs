@@ -1,0 +1,356 @@
+//! Message bodies that stream: what a handler receives as a request body and answers
+//! with as a response body, on every protocol the server speaks.
+//!
+//! A [`Body`] is either bytes already in memory (sent zero-copy) or a stream of chunks
+//! pulled one at a time. The protocol drivers pull the next chunk only when the peer's
+//! flow-control window (SPDY, h2) or the socket (HTTP/1.1) took the previous ones, so a
+//! slow reader holds the producer back instead of making the server buffer. Request
+//! bodies arrive the same way: SPDY and h2 give credit back to the peer as the handler
+//! consumes chunks, not when they arrive.
+
+use bytes::{Bytes, BytesMut};
+use futures_util::Stream;
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::sync::mpsc;
+
+/// A boxed stream of body chunks.
+pub type ChunkStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>>;
+
+/// Credit given back to a SPDY session as a request body is consumed: (stream, bytes).
+pub(crate) type Release = mpsc::UnboundedSender<(spdy::StreamId, usize)>;
+
+/// A request or response body.
+pub struct Body {
+    inner: Inner,
+    /// Length, when known ahead (sent as `content-length`).
+    len: Option<u64>,
+}
+
+enum Inner {
+    Full(Bytes),
+    Stream(ChunkStream),
+    /// A SPDY request body: chunks from the session, credit back on consumption.
+    Spdy {
+        rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
+        id: spdy::StreamId,
+        release: Release,
+    },
+    H2(h2::RecvStream),
+    Http1(hyper::body::Incoming),
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.inner {
+            Inner::Full(b) => return write!(f, "Body::Full({} bytes)", b.len()),
+            Inner::Stream(_) => "stream",
+            Inner::Spdy { .. } => "spdy",
+            Inner::H2(_) => "h2",
+            Inner::Http1(_) => "http/1.1",
+        };
+        write!(f, "Body::{kind}(len {:?})", self.len)
+    }
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Body::empty()
+    }
+}
+
+impl From<Bytes> for Body {
+    fn from(b: Bytes) -> Self {
+        Body::full(b)
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(v: Vec<u8>) -> Self {
+        Body::full(Bytes::from(v))
+    }
+}
+
+impl From<String> for Body {
+    fn from(s: String) -> Self {
+        Body::full(Bytes::from(s))
+    }
+}
+
+impl From<&'static str> for Body {
+    fn from(s: &'static str) -> Self {
+        Body::full(Bytes::from_static(s.as_bytes()))
+    }
+}
+
+impl Body {
+    /// No body.
+    pub fn empty() -> Body {
+        Body::full(Bytes::new())
+    }
+
+    /// Bytes already in memory.
+    pub fn full(b: Bytes) -> Body {
+        Body {
+            len: Some(b.len() as u64),
+            inner: Inner::Full(b),
+        }
+    }
+
+    /// A stream of chunks; `len` is the total when known (sent as `content-length`; a
+    /// stream that ends short or runs long is cut off as an error by the drivers).
+    pub fn stream(
+        s: impl Stream<Item = io::Result<Bytes>> + Send + 'static,
+        len: Option<u64>,
+    ) -> Body {
+        Body {
+            inner: Inner::Stream(Box::pin(s)),
+            len,
+        }
+    }
+
+    /// A body fed through a channel of at most `depth` chunks in flight: the sender waits
+    /// when the consumer is behind.
+    pub fn channel(depth: usize, len: Option<u64>) -> (mpsc::Sender<io::Result<Bytes>>, Body) {
+        let (tx, mut rx) = mpsc::channel(depth.max(1));
+        let s = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        (tx, Body::stream(s, len))
+    }
+
+    /// A file read in `chunk`-byte pieces as the consumer asks for them (never whole).
+    pub fn file(file: tokio::fs::File, len: u64, chunk: usize) -> Body {
+        use tokio::io::AsyncReadExt;
+        let state = (file, len, chunk.max(1));
+        let s = futures_util::stream::unfold(state, |(mut f, left, chunk)| async move {
+            if left == 0 {
+                return None;
+            }
+            let want = (left as usize).min(chunk);
+            let mut buf = BytesMut::zeroed(want);
+            let mut got = 0;
+            while got < want {
+                match f.read(&mut buf[got..]).await {
+                    Ok(0) => {
+                        let e = io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank");
+                        return Some((Err(e), (f, 0, chunk)));
+                    }
+                    Ok(n) => got += n,
+                    Err(e) => return Some((Err(e), (f, 0, chunk))),
+                }
+            }
+            Some((Ok(buf.freeze()), (f, left - want as u64, chunk)))
+        });
+        Body::stream(s, Some(len))
+    }
+
+    pub(crate) fn spdy(
+        rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
+        id: spdy::StreamId,
+        release: Release,
+        len: Option<u64>,
+    ) -> Body {
+        Body {
+            inner: Inner::Spdy { rx, id, release },
+            len,
+        }
+    }
+
+    pub(crate) fn h2(rx: h2::RecvStream, len: Option<u64>) -> Body {
+        Body {
+            inner: Inner::H2(rx),
+            len,
+        }
+    }
+
+    pub(crate) fn http1(rx: hyper::body::Incoming, len: Option<u64>) -> Body {
+        Body {
+            inner: Inner::Http1(rx),
+            len,
+        }
+    }
+
+    /// The length when known ahead.
+    pub fn len(&self) -> Option<u64> {
+        self.len
+    }
+
+    /// Whether the body is known to be empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == Some(0)
+    }
+
+    /// The bytes, if the body is held in memory whole.
+    pub fn as_full(&self) -> Option<&Bytes> {
+        match &self.inner {
+            Inner::Full(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Takes the in-memory bytes out (leaving an empty body), if the body is held whole.
+    pub fn take_full(&mut self) -> Option<Bytes> {
+        match &mut self.inner {
+            Inner::Full(b) => Some(std::mem::take(b)),
+            _ => None,
+        }
+    }
+
+    /// The next chunk; `None` at the end. Empty chunks are skipped.
+    pub fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
+        loop {
+            let r = match &mut self.inner {
+                Inner::Full(b) => {
+                    if b.is_empty() {
+                        Poll::Ready(None)
+                    } else {
+                        Poll::Ready(Some(Ok(std::mem::take(b))))
+                    }
+                }
+                Inner::Stream(s) => s.as_mut().poll_next(cx),
+                Inner::Spdy { rx, id, release } => match rx.poll_recv(cx) {
+                    Poll::Ready(Some(Ok(c))) => {
+                        let _ = release.send((*id, c.len()));
+                        Poll::Ready(Some(Ok(c)))
+                    }
+                    other => other,
+                },
+                Inner::H2(rx) => match rx.poll_data(cx) {
+                    Poll::Ready(Some(Ok(c))) => {
+                        let _ = rx.flow_control().release_capacity(c.len());
+                        Poll::Ready(Some(Ok(c)))
+                    }
+                    Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(io::Error::other(e)))),
+                    Poll::Ready(None) => Poll::Ready(None),
+                    Poll::Pending => Poll::Pending,
+                },
+                Inner::Http1(inc) => {
+                    use hyper::body::Body as _;
+                    match Pin::new(inc).poll_frame(cx) {
+                        Poll::Ready(Some(Ok(f))) => match f.into_data() {
+                            Ok(c) => Poll::Ready(Some(Ok(c))),
+                            Err(_) => continue, // trailers
+                        },
+                        Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(io::Error::other(e)))),
+                        Poll::Ready(None) => Poll::Ready(None),
+                        Poll::Pending => Poll::Pending,
+                    }
+                }
+            };
+            match r {
+                Poll::Ready(Some(Ok(c))) if c.is_empty() => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// The next chunk; `None` at the end.
+    pub async fn chunk(&mut self) -> Option<io::Result<Bytes>> {
+        poll_fn(|cx| self.poll_chunk(cx)).await
+    }
+
+    /// Reads the whole body into memory, refusing more than `limit` bytes (an
+    /// `InvalidData` error naming the limit) before holding them.
+    pub async fn collect(mut self, limit: usize) -> io::Result<Bytes> {
+        if let Some(b) = self.take_full() {
+            if b.len() > limit {
+                return Err(too_large(limit));
+            }
+            return Ok(b);
+        }
+        if self.len.is_some_and(|n| n > limit as u64) {
+            return Err(too_large(limit));
+        }
+        let mut out = BytesMut::new();
+        while let Some(c) = self.chunk().await {
+            let c = c?;
+            if out.len() + c.len() > limit {
+                return Err(too_large(limit));
+            }
+            out.extend_from_slice(&c);
+        }
+        Ok(out.freeze())
+    }
+}
+
+fn too_large(limit: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("body larger than the limit of {limit} bytes"),
+    )
+}
+
+/// HTTP/1.1 (hyper) sends a [`Body`] as it is pulled: hyper asks for the next frame only
+/// once the socket took the previous one.
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, io::Error>>> {
+        self.get_mut()
+            .poll_chunk(cx)
+            .map(|o| o.map(|r| r.map(hyper::body::Frame::data)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.inner {
+            Inner::Full(b) => b.is_empty(),
+            _ => false,
+        }
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        match &self.inner {
+            Inner::Full(b) => hyper::body::SizeHint::with_exact(b.len() as u64),
+            _ => match self.len {
+                Some(n) => hyper::body::SizeHint::with_exact(n),
+                None => hyper::body::SizeHint::default(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn collect_refuses_past_the_limit() {
+        let (tx, body) = Body::channel(4, None);
+        tokio::spawn(async move {
+            for _ in 0..4 {
+                let _ = tx.send(Ok(Bytes::from(vec![1u8; 100]))).await;
+            }
+        });
+        let e = body.collect(350).await.unwrap_err();
+        assert!(e.to_string().contains("350"), "{e}");
+        let b = Body::from("hello").collect(5).await.unwrap();
+        assert_eq!(&b[..], b"hello");
+        assert!(Body::from("hello!").collect(5).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn file_bodies_come_in_chunks_of_the_asked_size() {
+        let dir = std::env::temp_dir().join(format!("speedy-body-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("f");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = tokio::fs::File::open(&p).await.unwrap();
+        let mut body = Body::file(f, data.len() as u64, 4096);
+        let mut sizes = vec![];
+        let mut all = vec![];
+        while let Some(c) = body.chunk().await {
+            let c = c.unwrap();
+            sizes.push(c.len());
+            all.extend_from_slice(&c);
+        }
+        assert_eq!(sizes, vec![4096, 4096, 1808]);
+        assert_eq!(all, data);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,179 @@
+//! The one SPDY connection loop: read → [`Session::recv`] → the owner handles events →
+//! [`Session::poll_transmit`] → vectored write, then flush. The client, the server and
+//! the page loader's SPDY driver all run their sessions through [`run`]; what differs
+//! between them (what an event means, where commands come from, when the work is done)
+//! lives behind the [`Owner`] trait.
+//!
+//! One task owns the session (DESIGN rule 2). TLS keeps records it could not write yet
+//! until the next write or flush, so the loop flushes whenever its output runs dry
+//! ([`write_or_flush`]); a WINDOW_UPDATE left in a TLS buffer would stall the peer.
+
+use crate::io::{write_or_flush, write_some, BoxIo};
+use bytes::BytesMut;
+use spdy::session::{Event, OutBuf};
+use spdy::Session;
+use std::future::Future;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Output is produced from the session until this much is waiting to be written.
+const OUT_HIGH: usize = 256 * 1024;
+/// The read buffer grows when less than this is free.
+const READ_SPARE: usize = 4096;
+
+/// Buffer sizes: small for servers holding many idle sessions, larger for clients that
+/// download.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// Read buffer capacity at start.
+    pub read_initial: usize,
+    /// How much the read buffer grows by when nearly full.
+    pub read_grow: usize,
+}
+
+impl Tuning {
+    /// A server holding many sessions: 8 KiB to start, growing by 16 KiB.
+    pub const SERVER: Tuning = Tuning {
+        read_initial: 8 * 1024,
+        read_grow: 16 * 1024,
+    };
+    /// A client: 64 KiB to start and to grow by.
+    pub const CLIENT: Tuning = Tuning {
+        read_initial: 64 * 1024,
+        read_grow: 64 * 1024,
+    };
+}
+
+/// What a session's owner does around the shared loop.
+pub trait Owner: Send {
+    /// Something from outside the session the owner waits for: a command from a handle,
+    /// a handler's answer, the next chunk of a body.
+    type Input: Send;
+
+    /// Handles one event of the session.
+    fn on_event(&mut self, session: &mut Session, ev: Event);
+
+    /// Called after the events of a read (or an input) were handled: a place for work
+    /// that looks at all streams at once.
+    fn after_events(&mut self, _session: &mut Session) {}
+
+    /// Called each time the session produced output: streams whose queues drained may
+    /// ask for more body.
+    fn after_transmit(&mut self, _session: &mut Session) {}
+
+    /// Whether [`Owner::next_input`] has anything that can complete.
+    fn wants_input(&self) -> bool;
+
+    /// Waits for the next input. Must be cancel-safe: the loop drops it when the socket
+    /// is ready first. `None`: that source ended (the owner remembers it).
+    fn next_input(&mut self) -> impl Future<Output = Option<Self::Input>> + Send;
+
+    /// Handles an input.
+    fn on_input(&mut self, session: &mut Session, input: Self::Input);
+
+    /// The peer closed its side (or reading failed). `true`: keep going to write what
+    /// is still to come (a server finishing answers); `false`: stop now.
+    fn on_peer_closed(&mut self, session: &mut Session) -> bool;
+
+    /// Whether the owner's work is done; checked when all output is written and flushed.
+    fn finished(&self, session: &Session) -> bool;
+
+    /// Called once when [`Owner::finished`] said yes, before the last output is written
+    /// (e.g. a client says GOAWAY).
+    fn on_finish(&mut self, _session: &mut Session) {}
+}
+
+/// Why the loop ended.
+#[derive(Debug)]
+pub enum End {
+    /// The owner's work was done and everything was written.
+    Finished,
+    /// The peer closed the connection (or reading failed).
+    PeerClosed,
+    /// Writing failed.
+    WriteFailed(std::io::Error),
+}
+
+/// Bytes moved by the loop.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Traffic {
+    /// Bytes read from the transport.
+    pub bytes_in: u64,
+    /// Bytes written to the transport.
+    pub bytes_out: u64,
+}
+
+/// Runs `session` over `io` for `owner` until the owner is finished, the peer closes, or
+/// writing fails. The transport is shut down on the way out.
+pub async fn run<O: Owner>(
+    io: BoxIo,
+    session: &mut Session,
+    owner: &mut O,
+    tuning: Tuning,
+) -> (End, Traffic) {
+    let (mut rd, mut wr) = tokio::io::split(io);
+    let mut rbuf = BytesMut::with_capacity(tuning.read_initial);
+    let mut out = OutBuf::new();
+    let mut traffic = Traffic::default();
+    let mut read_closed = false;
+    let mut unflushed = false;
+    let end = loop {
+        while let Some(ev) = session.poll_event() {
+            owner.on_event(session, ev);
+        }
+        owner.after_events(session);
+        let mut produced = false;
+        while out.len() < OUT_HIGH && session.poll_transmit(&mut out) {
+            produced = true;
+        }
+        if produced {
+            owner.after_transmit(session);
+        }
+        if out.is_empty() && !unflushed && owner.finished(session) {
+            owner.on_finish(session);
+            while session.poll_transmit(&mut out) {}
+            while !out.is_empty() {
+                let before = out.len();
+                if write_some(&mut wr, &mut out).await.is_err() {
+                    break;
+                }
+                traffic.bytes_out += (before - out.len()) as u64;
+            }
+            break End::Finished;
+        }
+        let wants_input = owner.wants_input();
+        tokio::select! {
+            r = rd.read_buf(&mut rbuf), if !read_closed => {
+                match r {
+                    Ok(0) | Err(_) => {
+                        read_closed = true;
+                        if !owner.on_peer_closed(session) {
+                            break End::PeerClosed;
+                        }
+                    }
+                    Ok(n) => {
+                        traffic.bytes_in += n as u64;
+                        session.recv(&mut rbuf, Instant::now());
+                        if rbuf.capacity() - rbuf.len() < READ_SPARE {
+                            rbuf.reserve(tuning.read_grow);
+                        }
+                    }
+                }
+            }
+            i = owner.next_input(), if wants_input => {
+                if let Some(i) = i {
+                    owner.on_input(session, i);
+                }
+            }
+            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
+                match r {
+                    Ok(n) => traffic.bytes_out += n as u64,
+                    Err(e) => break End::WriteFailed(e),
+                }
+            }
+            else => break End::PeerClosed,
+        }
+    };
+    let _ = wr.shutdown().await;
+    (end, traffic)
+}
