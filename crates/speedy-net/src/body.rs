@@ -19,8 +19,17 @@ use tokio::sync::mpsc;
 /// A boxed stream of body chunks.
 pub type ChunkStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>>;
 
-/// Credit given back to a SPDY session as a request body is consumed: (stream, bytes).
-pub(crate) type Release = mpsc::UnboundedSender<(spdy::StreamId, usize)>;
+/// What a SPDY body tells its session's loop as it is read or dropped.
+#[derive(Debug)]
+pub(crate) enum Credit {
+    /// The reader consumed this many bytes of the stream: WINDOW_UPDATE credit.
+    Release(spdy::StreamId, usize),
+    /// The reader dropped the body before its end (a client's response): RST_STREAM.
+    Cancel(spdy::StreamId),
+}
+
+/// Where a SPDY body sends its [`Credit`].
+pub(crate) type CreditTx = mpsc::UnboundedSender<Credit>;
 
 /// A request or response body.
 pub struct Body {
@@ -32,11 +41,14 @@ pub struct Body {
 enum Inner {
     Full(Bytes),
     Stream(ChunkStream),
-    /// A SPDY request body: chunks from the session, credit back on consumption.
+    /// A SPDY body: chunks from the session, credit back on consumption.
     Spdy {
         rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
         id: spdy::StreamId,
-        release: Release,
+        credit: CreditTx,
+        /// Reset the stream when dropped before its end (clients).
+        cancel_on_drop: bool,
+        done: bool,
     },
     H2(h2::RecvStream),
     Http1(hyper::body::Incoming),
@@ -145,14 +157,25 @@ impl Body {
         Body::stream(s, Some(len))
     }
 
+    /// A SPDY stream's body, fed by the session's owner through `rx`; credit goes back
+    /// through `credit` as it is read. `cancel_on_drop`: dropping it unfinished resets
+    /// the stream (a client abandoning a response; a server's handler may drop a request
+    /// body it does not want and still answer).
     pub(crate) fn spdy(
         rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
         id: spdy::StreamId,
-        release: Release,
+        credit: CreditTx,
+        cancel_on_drop: bool,
         len: Option<u64>,
     ) -> Body {
         Body {
-            inner: Inner::Spdy { rx, id, release },
+            inner: Inner::Spdy {
+                rx,
+                id,
+                credit,
+                cancel_on_drop,
+                done: false,
+            },
             len,
         }
     }
@@ -209,12 +232,22 @@ impl Body {
                     }
                 }
                 Inner::Stream(s) => s.as_mut().poll_next(cx),
-                Inner::Spdy { rx, id, release } => match rx.poll_recv(cx) {
+                Inner::Spdy {
+                    rx,
+                    id,
+                    credit,
+                    done,
+                    ..
+                } => match rx.poll_recv(cx) {
                     Poll::Ready(Some(Ok(c))) => {
-                        let _ = release.send((*id, c.len()));
+                        let _ = credit.send(Credit::Release(*id, c.len()));
                         Poll::Ready(Some(Ok(c)))
                     }
-                    other => other,
+                    Poll::Ready(other) => {
+                        *done = true;
+                        Poll::Ready(other)
+                    }
+                    Poll::Pending => Poll::Pending,
                 },
                 Inner::H2(rx) => match rx.poll_data(cx) {
                     Poll::Ready(Some(Ok(c))) => {
@@ -271,6 +304,21 @@ impl Body {
             out.extend_from_slice(&c);
         }
         Ok(out.freeze())
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        if let Inner::Spdy {
+            id,
+            credit,
+            cancel_on_drop: true,
+            done: false,
+            ..
+        } = &self.inner
+        {
+            let _ = credit.send(Credit::Cancel(*id));
+        }
     }
 }
 

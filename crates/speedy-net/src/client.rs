@@ -1,13 +1,15 @@
 //! The client: one connection to an origin, speaking SPDY (one session, all requests
 //! multiplexed) or HTTP/1.1 (a small pool of keep-alive connections).
 
+use crate::body::Body;
 use crate::io::BoxIo;
+pub use crate::reply::{ClientError, FrameLog, ResponseStream};
 use crate::spdy_client::{Cmd, SpdyHandle};
 use crate::tls::{client_config, Verify};
-use bytes::{Bytes, BytesMut};
-use http_body_util::{BodyExt, Full};
+use bytes::Bytes;
+use http_body_util::Full;
 use hyper_util::rt::TokioIo;
-use spdy::{Headers, RstStatus, StreamId, Version};
+use spdy::{Headers, Version};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpStream;
@@ -40,9 +42,6 @@ impl Protocol {
     }
 }
 
-/// Receives every frame sent (`true`) or received, as one line.
-pub type FrameLog = Arc<dyn Fn(bool, &str) + Send + Sync>;
-
 /// Client settings.
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -74,40 +73,6 @@ impl Default for ClientConfig {
     }
 }
 
-/// Why a request failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClientError {
-    /// Connecting or TLS failed.
-    Connect(String),
-    /// The stream was reset (status, by whom).
-    Reset(RstStatus, &'static str),
-    /// The server sent GOAWAY before processing it; safe to retry.
-    NotProcessed,
-    /// The connection closed first.
-    Closed,
-    /// A protocol error.
-    Protocol(String),
-    /// HTTP/1.1 failure.
-    Http(String),
-}
-
-impl std::fmt::Display for ClientError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ClientError::Connect(e) => write!(f, "connect: {e}"),
-            ClientError::Reset(s, who) => write!(f, "stream reset by {who}: {s}"),
-            ClientError::NotProcessed => {
-                write!(f, "not processed by the server (GOAWAY); safe to retry")
-            }
-            ClientError::Closed => write!(f, "connection closed"),
-            ClientError::Protocol(e) => write!(f, "protocol error: {e}"),
-            ClientError::Http(e) => write!(f, "http: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ClientError {}
-
 /// A request to send.
 #[derive(Clone, Debug)]
 pub struct ClientRequest {
@@ -132,102 +97,6 @@ impl ClientRequest {
             headers: vec![],
             body: Bytes::new(),
             priority: 3,
-        }
-    }
-}
-
-/// A response whose body arrives as it streams in.
-pub struct ResponseStream {
-    /// Status code.
-    pub status: u16,
-    /// Headers (lower-case names).
-    pub headers: Headers,
-    /// Protocol it came over.
-    pub protocol: &'static str,
-    /// For pushed streams, the pushed URL.
-    pub pushed_url: Option<String>,
-    /// The body.
-    pub body: Body,
-}
-
-/// A response body.
-pub struct Body {
-    inner: BodyInner,
-}
-
-enum BodyInner {
-    Spdy {
-        id: StreamId,
-        rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>,
-        tx: mpsc::UnboundedSender<Cmd>,
-        done: bool,
-    },
-    Http1(hyper::body::Incoming),
-}
-
-impl Body {
-    pub(crate) fn spdy(
-        id: StreamId,
-        rx: mpsc::UnboundedReceiver<Result<Bytes, ClientError>>,
-        tx: mpsc::UnboundedSender<Cmd>,
-    ) -> Body {
-        Body {
-            inner: BodyInner::Spdy {
-                id,
-                rx,
-                tx,
-                done: false,
-            },
-        }
-    }
-
-    /// The next piece of the body; `None` at its end. Reading returns flow-control credit.
-    pub async fn chunk(&mut self) -> Option<Result<Bytes, ClientError>> {
-        match &mut self.inner {
-            BodyInner::Spdy { id, rx, tx, done } => {
-                let r = rx.recv().await;
-                match &r {
-                    Some(Ok(b)) => {
-                        let _ = tx.send(Cmd::Release(*id, b.len()));
-                    }
-                    _ => *done = true,
-                }
-                r
-            }
-            BodyInner::Http1(inc) => loop {
-                match inc.frame().await {
-                    None => return None,
-                    Some(Err(e)) => return Some(Err(ClientError::Http(e.to_string()))),
-                    Some(Ok(f)) => {
-                        if let Ok(d) = f.into_data() {
-                            return Some(Ok(d));
-                        }
-                    }
-                }
-            },
-        }
-    }
-
-    /// Reads the whole body.
-    pub async fn collect(mut self) -> Result<Bytes, ClientError> {
-        let mut all = BytesMut::new();
-        while let Some(c) = self.chunk().await {
-            all.extend_from_slice(&c?);
-        }
-        Ok(all.freeze())
-    }
-}
-
-impl Drop for Body {
-    fn drop(&mut self) {
-        if let BodyInner::Spdy {
-            id,
-            tx,
-            done: false,
-            ..
-        } = &self.inner
-        {
-            let _ = tx.send(Cmd::Cancel(*id));
         }
     }
 }
@@ -489,6 +358,11 @@ impl Http1Pool {
             .await
             .map_err(|e| ClientError::Http(e.to_string()))?;
         let (parts, body) = resp.into_parts();
+        let len = parts
+            .headers
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
         let mut headers = Headers::new();
         for (n, v) in parts.headers.iter() {
             headers.add(n.as_str(), v.as_bytes());
@@ -502,9 +376,7 @@ impl Http1Pool {
             headers,
             protocol: "http/1.1",
             pushed_url: None,
-            body: Body {
-                inner: BodyInner::Http1(body),
-            },
+            body: Body::http1(body, len),
         })
     }
 }

@@ -3,8 +3,8 @@
 //! sent as PUSH_PROMISEs ahead of the response.
 
 use crate::body::Body;
+use crate::handler::{Handler, Request, Response};
 use crate::io::BoxIo;
-use crate::server::{Handler, Request, Response};
 use bytes::Bytes;
 use std::sync::Arc;
 

@@ -2,8 +2,8 @@
 //! both ways: hyper pulls the response body as the socket takes it.
 
 use crate::body::Body;
+use crate::handler::{Handler, Request};
 use crate::io::BoxIo;
-use crate::server::{Handler, Request};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;

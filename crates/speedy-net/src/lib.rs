@@ -1,14 +1,18 @@
-//! # speedy-net: SPDY and HTTP/1.1 over TCP and TLS, on tokio
+//! # speedy-net: SPDY, HTTP/2 and HTTP/1.1 over TCP and TLS, on tokio
 //!
-//! One driver task owns each [`spdy::Session`] (DESIGN rule 2); handles talk to it over
-//! channels. Servers tell SPDY from HTTP/1.1 by the first bytes on plain TCP and by ALPN
-//! over TLS; HTTP/1.1 goes through hyper. The same [`Handler`] answers both.
+//! One task owns each [`spdy::Session`] (DESIGN rule 2) and runs it through the one
+//! connection loop, [`spdy_conn::run`]; the client, the server and the page loader are
+//! its [`spdy_conn::Owner`]s. Servers tell SPDY, h2c and HTTP/1.1 apart by the first
+//! bytes on plain TCP and by ALPN over TLS (h2 through the `h2` crate, HTTP/1.1 through
+//! hyper). The same [`Handler`] answers all of them, with streaming [`Body`]s both ways.
 
 pub mod body;
 pub mod client;
 mod h2_server;
+pub mod handler;
 mod http1;
 pub mod io;
+mod reply;
 pub mod server;
 mod spdy_client;
 pub mod spdy_conn;

@@ -6,109 +6,14 @@
 //! h2c; anything else → HTTP/1.1). TLS: ALPN decides (`h2`, `spdy/3.1`, `spdy/3`,
 //! `spdy/2`, `http/1.1`; no ALPN → HTTP/1.1).
 
-use crate::body::Body;
+pub use crate::handler::{Handler, Push, Request, Response, ResponseFuture, ServerConfig};
 use crate::io::{BoxIo, Prefixed};
 use bytes::Bytes;
-use spdy::{Headers, RstStatus, Version};
-use std::future::Future;
+use spdy::Version;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
-
-/// A request, as a handler sees it (SPDY, h2 or HTTP/1.1 alike): complete headers and a
-/// body that streams in as the handler reads it.
-#[derive(Debug)]
-pub struct Request {
-    /// `GET`, `POST`, …
-    pub method: String,
-    /// Path and query.
-    pub path: String,
-    /// `host[:port]`.
-    pub host: String,
-    /// `http` or `https`.
-    pub scheme: String,
-    /// All headers, lower-case names (SPDY pseudo-headers included for SPDY requests).
-    pub headers: Headers,
-    /// The request body, streaming: read it with [`Body::chunk`] or [`Body::collect`]
-    /// (the peer gets flow-control credit back as it is read).
-    pub body: Body,
-    /// `spdy/3.1`, `spdy/3`, `spdy/2` or `http/1.1`.
-    pub protocol: &'static str,
-}
-
-/// A resource to push with a response (SPDY only).
-#[derive(Clone, Debug)]
-pub struct Push {
-    /// Path on the same origin.
-    pub path: String,
-    /// Response status.
-    pub status: u16,
-    /// Response headers (lower-case names).
-    pub headers: Vec<(String, String)>,
-    /// Body.
-    pub body: Bytes,
-}
-
-/// A handler's answer: headers first, then a body that is pulled as the peer takes it.
-#[derive(Debug, Default)]
-pub struct Response {
-    /// Status code.
-    pub status: u16,
-    /// Headers (lower-case names; hop-by-hop ones and `content-length` are dropped: the
-    /// body's known length is sent as `content-length`).
-    pub headers: Vec<(String, String)>,
-    /// Body: bytes in memory, or a stream pulled under the peer's flow control.
-    pub body: Body,
-    /// Resources to push first (SPDY).
-    pub pushes: Vec<Push>,
-    /// Answer with RST_STREAM instead (SPDY; HTTP/1.1 closes the connection).
-    pub reset: Option<RstStatus>,
-}
-
-impl Response {
-    /// A response with a body and a content type.
-    pub fn new(status: u16, content_type: &str, body: impl Into<Body>) -> Response {
-        Response {
-            status,
-            headers: vec![("content-type".into(), content_type.into())],
-            body: body.into(),
-            ..Default::default()
-        }
-    }
-}
-
-/// A boxed response future.
-pub type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
-
-/// What answers requests.
-pub trait Handler: Send + Sync + 'static {
-    /// Answers one request (its body may still be arriving).
-    fn handle(&self, req: Request) -> ResponseFuture;
-}
-
-/// Server settings.
-#[derive(Clone)]
-pub struct ServerConfig {
-    /// TLS, if any (ALPN decides the protocol). Clients may still connect without TLS on
-    /// the same port: the first byte tells a ClientHello (0x16) from anything else.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// SPDY session settings template (role and version are set per connection).
-    pub spdy: spdy::Config,
-    /// Largest request body accepted (larger → RST_STREAM REFUSED / HTTP 413).
-    pub max_body: usize,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            tls: None,
-            spdy: spdy::Config::new(spdy::Role::Server, Version::V3_1),
-            max_body: 64 << 20,
-        }
-    }
-}
 
 /// The HTTP/2 connection preface (RFC 9113 §3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

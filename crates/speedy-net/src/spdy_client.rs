@@ -1,8 +1,9 @@
 //! The client side of a SPDY session, as an [`Owner`] of the one connection loop; [`SpdyHandle`]s send it
 //! requests over a channel and get streaming responses back.
 
-use crate::client::{Body, ClientError, FrameLog, ResponseStream};
+use crate::body::{Body, Credit, CreditTx};
 use crate::io::BoxIo;
+use crate::reply::{ClientError, FrameLog, ResponseStream};
 use crate::spdy_conn::{self, End, Owner, Tuning};
 use bytes::Bytes;
 use spdy::session::Event;
@@ -18,14 +19,12 @@ pub(crate) enum Cmd {
         priority: u8,
         reply: oneshot::Sender<Result<ResponseStream, ClientError>>,
     },
-    Release(StreamId, usize),
-    Cancel(StreamId),
     Ping(oneshot::Sender<std::time::Duration>),
 }
 
 struct Waiting {
     reply: Option<oneshot::Sender<Result<ResponseStream, ClientError>>>,
-    body: Option<mpsc::UnboundedSender<Result<Bytes, ClientError>>>,
+    body: Option<mpsc::UnboundedSender<std::io::Result<Bytes>>>,
 }
 
 /// A handle on a client session.
@@ -47,11 +46,8 @@ pub(crate) fn spawn(
     let (tx, rx) = mpsc::unbounded_channel();
     let (push_tx, push_rx) = mpsc::unbounded_channel();
     let version = cfg.version;
-    let handle = SpdyHandle {
-        tx: tx.clone(),
-        version,
-    };
-    let task = tokio::spawn(drive(io, cfg, rx, tx, push_tx, log));
+    let handle = SpdyHandle { tx, version };
+    let task = tokio::spawn(drive(io, cfg, rx, push_tx, log));
     (handle, push_rx, task)
 }
 
@@ -59,10 +55,10 @@ async fn drive(
     io: BoxIo,
     cfg: spdy::Config,
     cmds: mpsc::UnboundedReceiver<Cmd>,
-    self_tx: mpsc::UnboundedSender<Cmd>,
     pushes: mpsc::UnboundedSender<ResponseStream>,
     log: Option<FrameLog>,
 ) {
+    let (credit_tx, credit_rx) = mpsc::unbounded_channel();
     let mut cfg = cfg;
     cfg.log_frames = log.is_some();
     let mut session = Session::new(cfg);
@@ -70,7 +66,8 @@ async fn drive(
         version: session.version(),
         cmds,
         cmds_open: true,
-        self_tx,
+        credit_tx,
+        credit_rx,
         pushes,
         log,
         streams: HashMap::new(),
@@ -93,7 +90,9 @@ struct ClientOwner {
     version: Version,
     cmds: mpsc::UnboundedReceiver<Cmd>,
     cmds_open: bool,
-    self_tx: mpsc::UnboundedSender<Cmd>,
+    /// Bodies give flow-control credit back (and cancel) through this.
+    credit_tx: CreditTx,
+    credit_rx: mpsc::UnboundedReceiver<Credit>,
     pushes: mpsc::UnboundedSender<ResponseStream>,
     log: Option<FrameLog>,
     streams: HashMap<StreamId, Waiting>,
@@ -125,15 +124,21 @@ impl ClientOwner {
             },
             headers,
             protocol: self.version.alpn(),
-            body: Body::spdy(id, brx, self.self_tx.clone()),
+            body: Body::spdy(brx, id, self.credit_tx.clone(), true, None),
         }
     }
 }
 
-type BodyRx = mpsc::UnboundedReceiver<Result<Bytes, ClientError>>;
+type BodyRx = mpsc::UnboundedReceiver<std::io::Result<Bytes>>;
+
+/// What the client's loop waits for besides the socket.
+enum Input {
+    Cmd(Cmd),
+    Credit(Credit),
+}
 
 impl Owner for ClientOwner {
-    type Input = Cmd;
+    type Input = Input;
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {
         match ev {
@@ -232,18 +237,34 @@ impl Owner for ClientOwner {
     }
 
     fn wants_input(&self) -> bool {
-        self.cmds_open
+        true // the credit channel's sender lives in self: it never closes
     }
 
-    async fn next_input(&mut self) -> Option<Cmd> {
-        let c = self.cmds.recv().await;
-        if c.is_none() {
-            self.cmds_open = false;
+    async fn next_input(&mut self) -> Option<Input> {
+        let cmds_open = self.cmds_open;
+        tokio::select! {
+            c = self.cmds.recv(), if cmds_open => match c {
+                Some(c) => Some(Input::Cmd(c)),
+                None => {
+                    self.cmds_open = false;
+                    None
+                }
+            },
+            Some(c) = self.credit_rx.recv() => Some(Input::Credit(c)),
         }
-        c
     }
 
-    fn on_input(&mut self, session: &mut Session, cmd: Cmd) {
+    fn on_input(&mut self, session: &mut Session, input: Input) {
+        let cmd = match input {
+            Input::Cmd(c) => c,
+            Input::Credit(Credit::Release(id, n)) => return session.release(id, n),
+            Input::Credit(Credit::Cancel(id)) => {
+                if self.streams.remove(&id).is_some() {
+                    session.reset(id, RstStatus::CANCEL);
+                }
+                return;
+            }
+        };
         match cmd {
             Cmd::Request {
                 headers,
@@ -266,12 +287,6 @@ impl Owner for ClientOwner {
                     let _ = reply.send(Err(e));
                 }
             },
-            Cmd::Release(id, n) => session.release(id, n),
-            Cmd::Cancel(id) => {
-                if self.streams.remove(&id).is_some() {
-                    session.reset(id, RstStatus::CANCEL);
-                }
-            }
             Cmd::Ping(tx) => {
                 self.pings.push(tx);
                 session.ping(Instant::now());
@@ -298,7 +313,7 @@ fn fail(streams: &mut HashMap<StreamId, Waiting>, id: StreamId, e: ClientError) 
             let _ = r.send(Err(e.clone()));
         }
         if let Some(b) = w.body.take() {
-            let _ = b.send(Err(e));
+            let _ = b.send(Err(std::io::Error::other(e)));
         }
     }
 }

@@ -3,8 +3,8 @@
 //! behind them), answers come back as headers plus a body that is pulled chunk by chunk
 //! while the stream's queue is short, so a slow reader holds the producer back.
 
-use crate::body::Body;
-use crate::server::{Handler, Request, Response, ServerConfig};
+use crate::body::{Body, Credit, CreditTx};
+use crate::handler::{Handler, Request, Response, ServerConfig};
 use crate::spdy_conn::{self, Owner, Tuning};
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -24,10 +24,7 @@ const BODY_LOW: usize = 32 * 1024;
 type Answer = Pin<Box<dyn Future<Output = (StreamId, u8, String, Response)> + Send>>;
 type Pull = Pin<Box<dyn Future<Output = (StreamId, Body, Option<std::io::Result<Bytes>>)> + Send>>;
 type Chunk = std::io::Result<Bytes>;
-type ReleaseChannel = (
-    mpsc::UnboundedSender<(StreamId, usize)>,
-    mpsc::UnboundedReceiver<(StreamId, usize)>,
-);
+type CreditChannel = (CreditTx, mpsc::UnboundedReceiver<Credit>);
 
 /// Runs a SPDY server session on `io` until the peer goes away.
 pub(crate) async fn run(
@@ -52,7 +49,7 @@ pub(crate) async fn run(
         answers: FuturesUnordered::new(),
         pulls: FuturesUnordered::new(),
         parked: HashMap::new(),
-        release: None,
+        credit: None,
         peer_closed: false,
     };
     match spdy_conn::run(io, &mut session, &mut owner, Tuning::SERVER).await {
@@ -76,7 +73,7 @@ struct Upload {
 enum Input {
     Answer(StreamId, u8, String, Response),
     Chunk(StreamId, Body, Option<Chunk>),
-    Release(StreamId, usize),
+    Credit(Credit),
 }
 
 struct ServerOwner {
@@ -90,7 +87,7 @@ struct ServerOwner {
     /// Response bodies waiting for their stream's queue to drain.
     parked: HashMap<StreamId, Body>,
     /// Credit given back as handlers consume request bodies (made on first use).
-    release: Option<ReleaseChannel>,
+    credit: Option<CreditChannel>,
     peer_closed: bool,
 }
 
@@ -141,11 +138,11 @@ impl ServerOwner {
     /// Starts a streaming request body: the handler gets it now, DATA follows.
     fn start_upload(&mut self, session: &Session, id: StreamId, w: Waiting) {
         let len = content_length(&w.headers);
-        let (rtx, _) = self.release.get_or_insert_with(mpsc::unbounded_channel);
-        let release = rtx.clone();
+        let (ctx, _) = self.credit.get_or_insert_with(mpsc::unbounded_channel);
+        let credit = ctx.clone();
         let (tx, rx) = mpsc::unbounded_channel();
         self.uploads.insert(id, Upload { tx, received: 0 });
-        self.dispatch(session, id, w, Body::spdy(rx, id, release, len));
+        self.dispatch(session, id, w, Body::spdy(rx, id, credit, false, len));
     }
 
     fn on_data(&mut self, session: &mut Session, id: StreamId, data: Bytes, fin: bool) {
@@ -318,13 +315,13 @@ impl Owner for ServerOwner {
     }
 
     fn wants_input(&self) -> bool {
-        !self.answers.is_empty() || !self.pulls.is_empty() || self.release.is_some()
+        !self.answers.is_empty() || !self.pulls.is_empty() || self.credit.is_some()
     }
 
     async fn next_input(&mut self) -> Option<Input> {
-        let rel = &mut self.release;
-        let release = async {
-            match rel {
+        let credit = &mut self.credit;
+        let credit = async {
+            match credit {
                 Some((_, rx)) => rx.recv().await,
                 None => std::future::pending().await,
             }
@@ -336,7 +333,7 @@ impl Owner for ServerOwner {
             Some((id, body, c)) = self.pulls.next(), if !self.pulls.is_empty() => {
                 Some(Input::Chunk(id, body, c))
             }
-            Some((id, n)) = release => Some(Input::Release(id, n)),
+            Some(c) = credit => Some(Input::Credit(c)),
             else => None,
         }
     }
@@ -345,7 +342,8 @@ impl Owner for ServerOwner {
         match input {
             Input::Answer(id, prio, host, resp) => self.answer(session, id, prio, &host, resp),
             Input::Chunk(id, body, c) => self.on_chunk(session, id, body, c),
-            Input::Release(id, n) => session.release(id, n),
+            Input::Credit(Credit::Release(id, n)) => session.release(id, n),
+            Input::Credit(Credit::Cancel(_)) => {} // request bodies never cancel
         }
     }
 

@@ -410,7 +410,10 @@ async fn hold_idle(
                     .request(ClientRequest::get(&path))
                     .await
                     .map_err(|e| e.to_string())?;
-                r.body.collect().await.map_err(|e| e.to_string())?;
+                r.body
+                    .collect(usize::MAX)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 Ok::<Client, String>(c)
             }));
         }

@@ -6,8 +6,9 @@ use bytes::Bytes;
 use clap::Args;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use speedy_net::client::{Body, Client, ClientConfig, ClientRequest, Protocol, ResponseStream};
+use speedy_net::client::{Client, ClientConfig, ClientRequest, Protocol, ResponseStream};
 use speedy_net::tls::Verify;
+use speedy_net::Body;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -329,41 +330,71 @@ async fn finish(
     };
     let status = resp.status;
     let body: Body = resp.body;
-    match body.collect().await {
-        Ok(b) => {
-            let sha = hex::encode(Sha256::digest(&b));
-            if let Some(dir) = &ctx.out_dir {
-                let path = url.split_once("://").map_or("", |x| x.1);
-                let path = path.find('/').map_or("/", |i| &path[i..]);
-                let name = path
-                    .split('?')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start_matches('/')
-                    .replace('/', "_");
-                let name = if name.is_empty() || name.starts_with('.') {
-                    format!("index{name}.html")
-                } else {
-                    name
-                };
-                if let Err(e) = std::fs::write(dir.join(&name), &b) {
-                    eprintln!("speedy fetch: writing {}: {e}", dir.join(&name).display());
-                }
-            }
+    // Streamed: hashed and written as it arrives, never held whole.
+    let path = ctx.out_dir.as_ref().map(|dir| dir.join(file_name(&url)));
+    match drain(body, path.as_deref()).await {
+        Ok((n, sha)) => {
             let ms = t0.elapsed().as_secs_f64() * 1000.0;
             print_line(json!({
-                "url": url, "status": status, "protocol": protocol, "bytes": b.len(),
+                "url": url, "status": status, "protocol": protocol, "bytes": n,
                 "sha256": sha, "pushed": pushed, "elapsed_ms": (ms * 1000.0).round() / 1000.0,
             }));
             status < 400
         }
         Err(e) => {
             print_line(
-                json!({"url": url, "status": status, "protocol": protocol, "pushed": pushed, "error": e.to_string()}),
+                json!({"url": url, "status": status, "protocol": protocol, "pushed": pushed, "error": e}),
             );
             false
         }
     }
+}
+
+/// The file name a URL's body is saved under in `--output-dir`.
+fn file_name(url: &str) -> String {
+    let path = url.split_once("://").map_or("", |x| x.1);
+    let path = path.find('/').map_or("/", |i| &path[i..]);
+    let name = path
+        .split('?')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('/')
+        .replace('/', "_");
+    if name.is_empty() || name.starts_with('.') {
+        format!("index{name}.html")
+    } else {
+        name
+    }
+}
+
+/// Reads a body to its end, hashing it and writing it to `save` if given; returns its
+/// length and SHA-256 (hex).
+async fn drain(mut body: Body, save: Option<&std::path::Path>) -> Result<(u64, String), String> {
+    use tokio::io::AsyncWriteExt;
+    let mut file = match save {
+        Some(p) => Some(
+            tokio::fs::File::create(p)
+                .await
+                .map_err(|e| format!("writing {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut sha = Sha256::new();
+    let mut n = 0u64;
+    while let Some(c) = body.chunk().await {
+        let c = c.map_err(|e| e.to_string())?;
+        n += c.len() as u64;
+        sha.update(&c);
+        if let (Some(f), Some(p)) = (&mut file, save) {
+            f.write_all(&c)
+                .await
+                .map_err(|e| format!("writing {}: {e}", p.display()))?;
+        }
+    }
+    if let Some(f) = &mut file {
+        f.flush().await.map_err(|e| e.to_string())?;
+    }
+    Ok((n, hex::encode(sha.finalize())))
 }
 
 #[cfg(test)]

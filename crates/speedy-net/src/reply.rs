@@ -1,0 +1,57 @@
+//! What a client request gives back: a streaming response or why it failed, and the
+//! frame log hook. Shared by the client and its SPDY session owner.
+
+use crate::body::Body;
+use spdy::{Headers, RstStatus};
+use std::sync::Arc;
+
+/// Receives every frame sent (`true`) or received, as one line.
+pub type FrameLog = Arc<dyn Fn(bool, &str) + Send + Sync>;
+
+/// Why a request failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// Connecting or TLS failed.
+    Connect(String),
+    /// The stream was reset (status, by whom).
+    Reset(RstStatus, &'static str),
+    /// The server sent GOAWAY before processing it; safe to retry.
+    NotProcessed,
+    /// The connection closed first.
+    Closed,
+    /// A protocol error.
+    Protocol(String),
+    /// HTTP/1.1 failure.
+    Http(String),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Connect(e) => write!(f, "connect: {e}"),
+            ClientError::Reset(s, who) => write!(f, "stream reset by {who}: {s}"),
+            ClientError::NotProcessed => {
+                write!(f, "not processed by the server (GOAWAY); safe to retry")
+            }
+            ClientError::Closed => write!(f, "connection closed"),
+            ClientError::Protocol(e) => write!(f, "protocol error: {e}"),
+            ClientError::Http(e) => write!(f, "http: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// A response whose body arrives as it streams in.
+pub struct ResponseStream {
+    /// Status code.
+    pub status: u16,
+    /// Headers (lower-case names).
+    pub headers: Headers,
+    /// Protocol it came over.
+    pub protocol: &'static str,
+    /// For pushed streams, the pushed URL.
+    pub pushed_url: Option<String>,
+    /// The body.
+    pub body: Body,
+}
