@@ -6,6 +6,7 @@
 //! its parent completes plus some compute time (script- or style-initiated). The on-disk
 //! format is documented in `docs/archive.md`.
 
+pub mod date;
 pub mod export;
 pub mod har;
 pub mod import;
