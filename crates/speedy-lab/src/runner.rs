@@ -13,6 +13,7 @@
 use crate::experiment::{Experiment, Network, Pages, Variant};
 use crate::results::{append_row, read_rows, Row, SweepPoint};
 use linkem::{Side, Topology, TopologyConfig};
+use speedy_archive::har::Har;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -476,7 +477,7 @@ fn run_lane(
             &after,
             cc.trim(),
         )
-        .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
+        .map_err(|e| format!("{e} (loader exit {status})"))?;
         append_row(results, &row)?;
         last_har.insert(page.name.clone(), har.clone());
         let mut p = progress.lock().expect("lock");
@@ -616,11 +617,13 @@ fn row_from_har(
     after: &linkem::Counters,
     cc: &str,
 ) -> Result<Row, String> {
-    let text = std::fs::read_to_string(har).map_err(|e| e.to_string())?;
-    let h: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let p = &h["log"]["pages"][0];
-    let t = &p["_totals"];
-    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    // The loader's HAR through the one model: a missing field (a `_totals` counter, the
+    // page timings, `_protocol`) is an error naming the file, never a 0.
+    let h = Har::read(har).map_err(|e| e.to_string())?;
+    let lp = h
+        .loaded_page()
+        .map_err(|e| format!("{}: {e}", har.display()))?;
+    let (p, t) = (lp.page, lp.totals);
     let drops =
         |c: &linkem::Counters| c.up.drops.iter().sum::<u64>() + c.down.drops.iter().sum::<u64>();
     Ok(Row {
@@ -635,28 +638,25 @@ fn row_from_har(
         }),
         variant: v.name.clone(),
         baseline: v.baseline,
-        protocol: p["_protocol"]
-            .as_str()
-            .unwrap_or(&v.protocol)
-            .to_ascii_lowercase(),
+        protocol: lp.protocol.to_ascii_lowercase(),
         tls: v.tls,
         run,
-        on_load_ms: num(&p["pageTimings"]["onLoad"]),
-        on_content_load_ms: num(&p["pageTimings"]["onContentLoad"]),
-        objects: num(&t["requests"]) as u32,
-        failed_objects: num(&t["failed"]) as u32,
+        on_load_ms: p.page_timings.on_load,
+        on_content_load_ms: p.page_timings.on_content_load,
+        objects: t.requests as u32,
+        failed_objects: t.failed as u32,
         bytes_down: after.down.bytes_out - before.down.bytes_out,
         bytes_up: after.up.bytes_out - before.up.bytes_out,
         packets_down: after.down.packets_out - before.down.packets_out,
         packets_up: after.up.packets_out - before.up.packets_out,
         link_drops: drops(after) - drops(before),
-        header_bytes_sent_raw: num(&t["header_bytes_sent_raw"]) as u64,
-        header_bytes_sent_compressed: num(&t["header_bytes_sent"]) as u64,
-        header_bytes_received_raw: num(&t["header_bytes_received_raw"]) as u64,
-        header_bytes_received_compressed: num(&t["header_bytes_received"]) as u64,
-        connections: num(&t["connections"]) as u32,
+        header_bytes_sent_raw: t.header_bytes_sent_raw,
+        header_bytes_sent_compressed: t.header_bytes_sent,
+        header_bytes_received_raw: t.header_bytes_received_raw,
+        header_bytes_received_compressed: t.header_bytes_received,
+        connections: t.connections as u32,
         tcp_cc: cc.to_string(),
-        tcp_retransmissions: num(&t["retransmits"]) as u64,
+        tcp_retransmissions: t.retransmits,
         har: rel.to_string(),
     })
 }
