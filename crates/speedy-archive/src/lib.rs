@@ -13,6 +13,7 @@ pub mod import;
 pub mod model;
 pub mod rng;
 pub mod synth;
+pub mod url;
 pub mod warc;
 
 pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page};
