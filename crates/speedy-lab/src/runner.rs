@@ -12,12 +12,12 @@
 
 use crate::experiment::{Experiment, Network, Pages, Variant};
 use crate::results::{append_row, read_rows, Row, SweepPoint};
-use linkem::{Side, Topology, TopologyConfig};
+use crate::testbed::{topology_for, ReplayServer, ReplaySpec};
+use linkem::{Side, Topology};
 use speedy_archive::har::Har;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -234,20 +234,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     Ok(results)
 }
 
-struct Servers {
-    children: Vec<Child>,
-    /// (push, hint) → host → address.
-    resolve: HashMap<(String, bool), Vec<(String, String)>>,
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+/// The lane's replay servers, one per (push policy, hint) the variants use.
+type Servers = HashMap<(String, bool), ReplayServer>;
 
 fn start_servers(
     exp: &Experiment,
@@ -256,11 +244,6 @@ fn start_servers(
     archive: &Path,
     ca_dir: &Path,
 ) -> Result<Servers, String> {
-    let ips: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
-    let mut servers = Servers {
-        children: Vec::new(),
-        resolve: HashMap::new(),
-    };
     let mut configs: Vec<(String, bool)> = exp
         .variants
         .iter()
@@ -268,77 +251,20 @@ fn start_servers(
         .collect();
     configs.sort();
     configs.dedup();
-    for (i, (push, hint)) in configs.iter().enumerate() {
-        let port = 8443 + i;
-        let mut cmd = topo.command(Side::Server, &opts.speedy);
-        cmd.args(["serve", "--archive"]).arg(archive);
-        cmd.args([
-            "--listen",
-            &format!("0.0.0.0:{port}"),
-            "--bind-origins",
-            &ips.join(","),
-            "--push",
-            push,
-            "--ca-dir",
-        ])
-        .arg(ca_dir);
-        if *hint {
-            cmd.arg("--hint");
-        }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", opts.speedy.display()))?;
-        let mut out = BufReader::new(child.stdout.take().expect("piped"));
-        // First line: `listening on ADDR (...; N origins)`, then one `origin HOST ADDR` each.
-        let mut line = String::new();
-        out.read_line(&mut line).map_err(|e| e.to_string())?;
-        let n: usize = line
-            .strip_prefix("listening on ")
-            .and_then(|l| l.rsplit(", ").next())
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("the replay server did not start: {line:?}"))?;
-        let mut map = Vec::new();
-        for _ in 0..n {
-            line.clear();
-            out.read_line(&mut line).map_err(|e| e.to_string())?;
-            let parts: Vec<&str> = line.split_whitespace().collect();
-            match parts.as_slice() {
-                ["origin", host, addr] => map.push((host.to_string(), addr.to_string())),
-                _ => return Err(format!("unexpected replay server line {line:?}")),
-            }
-        }
-        servers.children.push(child);
-        servers.resolve.insert((push.clone(), *hint), map);
+    let mut servers = Servers::new();
+    for (i, (push, hint)) in configs.into_iter().enumerate() {
+        let spec = ReplaySpec {
+            speedy: &opts.speedy,
+            archive,
+            ca_dir,
+            port: 8443 + i as u16,
+            push: &push,
+            hint,
+        };
+        let server = ReplayServer::start(topo, &spec)?;
+        servers.insert((push, hint), server);
     }
     Ok(servers)
-}
-
-/// Namespaces and a running link for loading `pages`: one server address per origin
-/// (up to 32; origins share addresses beyond that).
-pub(crate) fn topology_for(
-    pages: &[PageInfo],
-    link: &linkem::LinkConfig,
-    seed: u64,
-) -> Result<Topology, String> {
-    let max_hosts = pages
-        .iter()
-        .map(|p| p.hosts.len())
-        .max()
-        .unwrap_or(1)
-        .clamp(1, 32);
-    let mut topo = Topology::create(&TopologyConfig {
-        server_addrs: max_hosts,
-        ..Default::default()
-    })
-    .map_err(|e| format!("creating namespaces: {e}"))?;
-    let mut link = link.clone();
-    link.seed = seed;
-    topo.start_link(&link)
-        .map_err(|e| format!("starting the link: {e}"))?;
-    Ok(topo)
 }
 
 fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, String> {
@@ -448,7 +374,7 @@ fn run_lane(
         );
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
-        let resolve = &servers.resolve[&(variant.push.clone(), variant.hint)];
+        let resolve = servers[&(variant.push.clone(), variant.hint)].resolve();
         let before = topo.counters();
         let t0 = Instant::now();
         let status = load(
@@ -459,7 +385,7 @@ fn run_lane(
             variant,
             archive,
             ca_dir,
-            resolve,
+            &resolve,
             &har,
             last_har.get(&page.name),
         )?;
