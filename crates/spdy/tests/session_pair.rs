@@ -520,6 +520,27 @@ fn stalls_on_the_spdy31_session_window() {
 }
 
 #[test]
+fn never_announces_a_session_window_past_the_maximum() {
+    // A session_window above 2^31-1 is granted only up to 2^31-1: the peer's window
+    // must not overflow (it would answer GOAWAY).
+    let v = Version::V3_1;
+    let mut c = cfg(Role::Client, v);
+    c.session_window = 0x8000_0000;
+    let mut p = Pair::new(c, cfg(Role::Server, v));
+    let id = p.c.s.open(request(v, "/"), 0, true).unwrap();
+    p.pump();
+    assert!(p.c.sent.contains(&Frame::WindowUpdate {
+        stream_id: StreamId(0),
+        delta: 0x7fff_ffff - 65_536
+    }));
+    p.s.s.reply(id, response(v), false).unwrap();
+    p.s.s.send_data(id, pattern(100_000, 0), true).unwrap();
+    p.pump();
+    assert_eq!(p.c.body(id), pattern(100_000, 0));
+    assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
+}
+
+#[test]
 fn spdy3_has_no_session_window() {
     let v = Version::V3;
     let mut p = Pair::of(v);

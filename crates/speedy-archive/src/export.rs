@@ -9,9 +9,13 @@
 //! `_resourceType` fields, and the body (text, or base64 for binary content) when the
 //! archive stores one, so `speedy corpus import` gives the archive back.
 
+use crate::har::{
+    self, Content, Creator, Entry, EntrySpeedy, Har, Log, NameValue, PageSpeedy, PageTimings,
+    SpeedyDiscovery, Timings,
+};
 use crate::model::{Archive, BodySource, Discovery, Object, ObjectType};
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
@@ -34,32 +38,6 @@ fn type_name(t: ObjectType) -> &'static str {
         ObjectType::Image => "image",
         ObjectType::Other => "other",
     }
-}
-
-fn nv(h: &[(String, String)]) -> Value {
-    Value::Array(
-        h.iter()
-            .map(|(n, v)| json!({"name": n, "value": v}))
-            .collect(),
-    )
-}
-
-fn query_string(url: &str) -> Value {
-    let q = url
-        .split('#')
-        .next()
-        .unwrap_or("")
-        .split_once('?')
-        .map_or("", |(_, q)| q);
-    Value::Array(
-        q.split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                let (n, v) = p.split_once('=').unwrap_or((p, ""));
-                json!({"name": n, "value": v})
-            })
-            .collect(),
-    )
 }
 
 /// The identity bytes of a stored body, if they can be had (gzip and deflate are undone).
@@ -127,10 +105,15 @@ impl Times {
     }
 }
 
-/// Builds the HAR 1.2 document of an archive.
+/// Builds the HAR 1.2 document of an archive, as JSON.
 pub fn to_har(a: &Archive) -> Value {
+    serde_json::to_value(har_of(a)).expect("a HAR serializes")
+}
+
+/// Builds the HAR 1.2 document of an archive.
+pub fn har_of(a: &Archive) -> Har {
     let mut pages = Vec::new();
-    let mut entries: Vec<(f64, Value)> = Vec::new();
+    let mut entries: Vec<(f64, Entry)> = Vec::new();
     for (pi, page) in a.pages.iter().enumerate() {
         let t0 = MODEL_EPOCH_MS + pi as f64 * 60_000.0;
         let page_id = format!("page_{}", pi + 1);
@@ -203,13 +186,24 @@ pub fn to_har(a: &Archive) -> Value {
         let root_end = times.get(&page.root).map_or(0.0, Times::end);
         let on_load = times.values().map(Times::end).fold(0.0, f64::max);
         let root_url = a.objects.get(page.root).map_or("", |o| o.url.as_str());
-        pages.push(json!({
-            "startedDateTime": crate::har::format_date(t0),
-            "id": page_id,
-            "title": root_url,
-            "pageTimings": {"onContentLoad": round3(root_end), "onLoad": round3(on_load)},
-            "_speedy": {"name": page.name},
-        }));
+        pages.push(har::Page {
+            started_date_time: crate::date::format_ms(t0),
+            id: page_id.clone(),
+            title: root_url.to_string(),
+            page_timings: PageTimings {
+                on_content_load: round3(root_end),
+                on_load: round3(on_load),
+            },
+            protocol: None,
+            totals: None,
+            connections: None,
+            dns_cost_ms: None,
+            timed_out: false,
+            speedy: Some(PageSpeedy {
+                name: page.name.clone(),
+            }),
+            extra: Map::new(),
+        });
         for &id in &page.objects {
             let o = &a.objects[id];
             let t = times.get(&id).copied().unwrap_or_default();
@@ -218,56 +212,69 @@ pub fn to_har(a: &Archive) -> Value {
     }
     // Entries sorted by start time (stable: same-time entries keep page order).
     entries.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
-    json!({
-        "log": {
-            "version": "1.2",
-            "creator": {"name": "speedy", "version": env!("CARGO_PKG_VERSION")},
-            "pages": pages,
-            "entries": entries.into_iter().map(|(_, e)| e).collect::<Vec<_>>(),
-            "comment": format!("exported from a speedy archive ({}); timings follow the model of docs/archive.md", a.source),
-        }
-    })
+    Har {
+        log: Log {
+            version: "1.2".into(),
+            creator: Creator {
+                name: "speedy".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            browser: None,
+            pages,
+            entries: entries.into_iter().map(|(_, e)| e).collect(),
+            comment: Some(format!(
+                "exported from a speedy archive ({}); timings follow the model of docs/archive.md",
+                a.source
+            )),
+        },
+    }
 }
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
-    let stored = match o.body {
-        BodySource::Stored { .. } => a.bodies.get(&o.id).map(|b| b.to_vec()),
-        BodySource::Synthetic { .. } => None,
-    };
+/// `response.content` of an object: the decoded text when speedy can undo the stored
+/// encoding (base64 for binary bodies); none with an encoding speedy cannot undo (HAR
+/// text is decoded; the stored bytes are in `_speedy.encoded_body` either way).
+fn content(o: &Object, stored: Option<&[u8]>) -> Content {
     let wire = o.body.size();
-    let mut content = json!({"size": wire, "mimeType": o.content_type});
-    // With an encoding speedy cannot undo there is no text (HAR text is decoded); the
-    // stored bytes are in `_speedy.encoded_body` either way.
-    if let Some(plain) = stored.as_deref().and_then(|bytes| decoded(o, bytes)) {
-        content["size"] = json!(plain.len());
+    let mut c = Content {
+        size: wire as i64,
+        compression: None,
+        mime_type: o.content_type.clone(),
+        text: None,
+        encoding: None,
+    };
+    if let Some(plain) = stored.and_then(|bytes| decoded(o, bytes)) {
+        c.size = plain.len() as i64;
         if o.content_encoding.is_some() {
-            content["compression"] = json!(plain.len() as i64 - wire as i64);
+            c.compression = Some(plain.len() as i64 - wire as i64);
         }
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
         match String::from_utf8(plain) {
-            Ok(s) if textual(&o.content_type) => content["text"] = json!(s),
-            Ok(s) => {
-                content["text"] =
-                    json!(base64::engine::general_purpose::STANDARD.encode(s.as_bytes()));
-                content["encoding"] = json!("base64");
-            }
-            Err(e) => {
-                content["text"] =
-                    json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
-                content["encoding"] = json!("base64");
-            }
+            Ok(s) if textual(&o.content_type) => c.text = Some(s),
+            Ok(s) => (c.text, c.encoding) = (Some(b64(s.as_bytes())), Some("base64".into())),
+            Err(e) => (c.text, c.encoding) = (Some(b64(e.as_bytes())), Some("base64".into())),
         }
     }
-    let mut discovery = json!({"kind": "root"});
+    c
+}
+
+/// An object's `_speedy.discovery` and Chrome-style `_initiator`.
+fn discovery(a: &Archive, o: &Object) -> (SpeedyDiscovery, Value) {
+    let mut d = SpeedyDiscovery {
+        kind: "root".into(),
+        parent: None,
+        offset: None,
+        after_ms: None,
+    };
     let mut initiator = json!({"type": "other"});
     match o.discovery {
         Discovery::Root => {}
         Discovery::Parsed { parent, offset } => {
             let pu = &a.objects[parent].url;
-            discovery = json!({"kind": "parsed", "parent": pu, "offset": offset});
+            (d.kind, d.parent, d.offset) = ("parsed".into(), Some(pu.clone()), Some(offset));
             let line = a
                 .bodies
                 .get(&parent)
@@ -282,62 +289,90 @@ fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Value {
         }
         Discovery::Computed { parent, after_ms } => {
             let pu = &a.objects[parent].url;
-            discovery = json!({"kind": "computed", "parent": pu, "after_ms": after_ms});
+            (d.kind, d.parent, d.after_ms) = ("computed".into(), Some(pu.clone()), Some(after_ms));
             initiator = json!({"type": "script", "stack": {"callFrames": [
                 {"functionName": "", "scriptId": "0", "url": pu, "lineNumber": 0, "columnNumber": 0}
             ]}});
         }
     }
+    (d, initiator)
+}
+
+fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Entry {
+    let stored = match o.body {
+        BodySource::Stored { .. } => a.bodies.get(&o.id).map(|b| b.to_vec()),
+        BodySource::Synthetic { .. } => None,
+    };
+    let (discovery, initiator) = discovery(a, o);
     let location = o
         .response_headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("location"))
         .map_or("", |(_, v)| v.as_str());
-    let time = t.dns + t.connect + t.wait + t.receive;
-    let mut speedy =
-        json!({"type": type_name(o.kind), "think_ms": o.think_ms, "discovery": discovery});
-    if let (Some(bytes), Some(_)) = (&stored, &o.content_encoding) {
-        speedy["encoded_body"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+    let encoded_body = match (&stored, &o.content_encoding) {
+        (Some(bytes), Some(_)) => Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        _ => None,
+    };
+    let or_na = |x: f64| if x > 0.0 { x } else { -1.0 };
+    Entry {
+        pageref: Some(page_id.to_string()),
+        started_date_time: crate::date::format_ms(t0 + t.start),
+        time: round3(t.dns + t.connect + t.wait + t.receive),
+        request: har::Request {
+            method: o.method.clone(),
+            url: o.url.clone(),
+            http_version: "HTTP/1.1".into(),
+            cookies: vec![],
+            headers: NameValue::list(&o.request_headers),
+            query_string: har::query_string(&o.url),
+            headers_size: -1,
+            body_size: if o.method == "GET" || o.method == "HEAD" {
+                0
+            } else {
+                -1
+            },
+        },
+        response: har::Response {
+            status: o.status,
+            status_text: spdy::http::reason_phrase(o.status).into(),
+            http_version: "HTTP/1.1".into(),
+            cookies: vec![],
+            headers: NameValue::list(&o.response_headers),
+            content: content(o, stored.as_deref()),
+            redirect_url: location.to_string(),
+            headers_size: -1,
+            body_size: o.body.size() as i64,
+            transfer_size: None,
+            extra: Map::new(),
+        },
+        cache: json!({}),
+        timings: Timings {
+            blocked: 0.0,
+            dns: or_na(t.dns),
+            connect: or_na(t.connect),
+            ssl: -1.0,
+            send: 0.0,
+            wait: round3(t.wait),
+            receive: round3(t.receive),
+        },
+        server_ip_address: None,
+        connection: None,
+        priority: None,
+        spdy_priority: None,
+        initiator: Some(initiator),
+        resource_type: Some(type_name(o.kind).into()),
+        was_pushed: false,
+        archive_id: None,
+        error: None,
+        connection_id: None,
+        speedy: Some(EntrySpeedy {
+            kind: type_name(o.kind).into(),
+            think_ms: o.think_ms,
+            discovery,
+            encoded_body,
+        }),
+        extra: Map::new(),
     }
-    json!({
-        "pageref": page_id,
-        "startedDateTime": crate::har::format_date(t0 + t.start),
-        "time": round3(time),
-        "request": {
-            "method": o.method,
-            "url": o.url,
-            "httpVersion": "HTTP/1.1",
-            "cookies": [],
-            "headers": nv(&o.request_headers),
-            "queryString": query_string(&o.url),
-            "headersSize": -1,
-            "bodySize": if o.method == "GET" || o.method == "HEAD" { 0 } else { -1 },
-        },
-        "response": {
-            "status": o.status,
-            "statusText": spdy::http::reason_phrase(o.status),
-            "httpVersion": "HTTP/1.1",
-            "cookies": [],
-            "headers": nv(&o.response_headers),
-            "content": content,
-            "redirectURL": location,
-            "headersSize": -1,
-            "bodySize": wire,
-        },
-        "cache": {},
-        "timings": {
-            "blocked": 0,
-            "dns": if t.dns > 0.0 { json!(t.dns) } else { json!(-1) },
-            "connect": if t.connect > 0.0 { json!(t.connect) } else { json!(-1) },
-            "ssl": -1,
-            "send": 0,
-            "wait": round3(t.wait),
-            "receive": round3(t.receive),
-        },
-        "_initiator": initiator,
-        "_resourceType": type_name(o.kind),
-        "_speedy": speedy,
-    })
 }
 
 /// Loads the archive in `dir` and writes it as HAR 1.2 to `out`.
@@ -354,4 +389,27 @@ pub fn export_har(dir: &Path, out: &Path) -> Result<Value, crate::model::Archive
         err,
     })?;
     Ok(har)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{synthesize, SynthOptions};
+
+    #[test]
+    fn the_export_is_valid_har_and_reads_back_through_the_model() {
+        let a = synthesize(SynthOptions { pages: 2, seed: 3 });
+        let har = har_of(&a);
+        let json = serde_json::to_vec(&har).unwrap();
+        crate::har::validate(&serde_json::from_slice(&json).unwrap(), 0.0011).unwrap();
+        assert_eq!(Har::from_slice(&json).unwrap(), har);
+        assert_eq!(
+            har.log.pages[0].started_date_time,
+            "2013-03-05T10:00:00.000Z"
+        );
+        assert_eq!(
+            har.log.pages[1].started_date_time,
+            "2013-03-05T10:01:00.000Z"
+        );
+    }
 }

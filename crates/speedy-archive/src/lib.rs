@@ -6,12 +6,14 @@
 //! its parent completes plus some compute time (script- or style-initiated). The on-disk
 //! format is documented in `docs/archive.md`.
 
+pub mod date;
 pub mod export;
 pub mod har;
 pub mod import;
 pub mod model;
 pub mod rng;
 pub mod synth;
+pub mod url;
 pub mod warc;
 
 pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page};

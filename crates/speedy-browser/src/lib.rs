@@ -28,12 +28,15 @@
 pub mod config;
 pub mod conn;
 pub mod discover;
-pub mod har;
 pub mod loader;
 pub mod net;
 pub mod prefetch;
 pub mod report;
-pub mod url;
+
+/// The HAR 1.2 model the loader writes: the workspace's one, from `speedy-archive`.
+pub use speedy_archive::har;
+/// Absolute http(s) URLs: the workspace's one type, from `speedy-archive`.
+pub use speedy_archive::url;
 
 pub use config::{Domains, LoadConfig, Proto, Transport};
 pub use loader::{load, LoadResult};

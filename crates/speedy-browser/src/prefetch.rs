@@ -19,18 +19,26 @@ pub fn learned(path: &Path, page: &str) -> Result<Vec<(String, ObjectType)>, Str
     let v: Value =
         serde_json::from_slice(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
     let page_norm = crate::url::Url::parse(page).map(|u| u.to_string());
-    if let Some(entries) = v.pointer("/log/entries").and_then(Value::as_array) {
-        return Ok(entries
+    if v.get("log").is_some() {
+        let har: crate::har::Har = serde_json::from_value(v).map_err(|e| {
+            format!(
+                "{}: not a HAR 1.2 file as speedy writes it: {e}",
+                path.display()
+            )
+        })?;
+        return Ok(har
+            .log
+            .entries
             .iter()
             .filter_map(|e| {
-                let url = e.pointer("/request/url")?.as_str()?;
+                let url = e.request.url.as_str();
                 let norm = crate::url::Url::parse(url)?.to_string();
                 if Some(&norm) == page_norm.as_ref() {
                     return None;
                 }
                 let kind = e
-                    .get("_resourceType")
-                    .and_then(Value::as_str)
+                    .resource_type
+                    .as_deref()
                     .and_then(type_from_name)
                     .unwrap_or_else(|| ObjectType::guess("", url));
                 Some((norm, kind))

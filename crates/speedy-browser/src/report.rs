@@ -1,7 +1,9 @@
 //! Turns a [`LoadResult`] into HAR 1.2 and a one-line summary.
 
 use crate::config::type_name;
-use crate::har::{self, Content, Creator, Entry, Har, Log, NameValue, Page, PageTimings, Timings};
+use crate::har::{
+    self, Content, Creator, Entry, Har, Log, NameValue, Page, PageTimings, Timings, Totals,
+};
 use crate::loader::{ConnRecord, Initiator, LoadResult, Req};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
@@ -88,16 +90,6 @@ fn priority_name(p: u8) -> &'static str {
     }
 }
 
-fn nv(pairs: &[(String, String)]) -> Vec<NameValue> {
-    pairs
-        .iter()
-        .map(|(n, v)| NameValue {
-            name: n.clone(),
-            value: v.clone(),
-        })
-        .collect()
-}
-
 fn cookies(pairs: &[(String, String)], header: &str) -> Vec<NameValue> {
     let mut out = Vec::new();
     for (n, v) in pairs {
@@ -107,17 +99,11 @@ fn cookies(pairs: &[(String, String)], header: &str) -> Vec<NameValue> {
         if header == "cookie" {
             for c in v.split(';') {
                 if let Some((a, b)) = c.split_once('=') {
-                    out.push(NameValue {
-                        name: a.trim().into(),
-                        value: b.trim().into(),
-                    });
+                    out.push(NameValue::new(a.trim(), b.trim()));
                 }
             }
         } else if let Some((a, b)) = v.split(';').next().unwrap_or("").split_once('=') {
-            out.push(NameValue {
-                name: a.trim().into(),
-                value: b.trim().into(),
-            });
+            out.push(NameValue::new(a.trim(), b.trim()));
         }
     }
     out
@@ -163,42 +149,13 @@ fn initiator(r: &Req, by_id: &HashMap<u64, &Req>) -> Value {
     }
 }
 
-/// Page totals.
-#[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
-pub struct Totals {
-    /// Requests.
-    pub requests: usize,
-    /// Failed requests (error or status ≥ 400).
-    pub failed: usize,
-    /// Pushed responses used.
-    pub pushed: usize,
-    /// Connections opened (dials that succeeded).
-    pub connections: usize,
-    /// Bytes written by the connections (above TLS).
-    pub bytes_out: u64,
-    /// Bytes read by the connections (above TLS).
-    pub bytes_in: u64,
-    /// Response body bytes as received.
-    pub body_bytes: u64,
-    /// Request header bytes, uncompressed.
-    pub header_bytes_sent_raw: u64,
-    /// Request header bytes as sent (compressed for SPDY).
-    pub header_bytes_sent: u64,
-    /// Response header bytes, uncompressed.
-    pub header_bytes_received_raw: u64,
-    /// Response header bytes as received (compressed for SPDY).
-    pub header_bytes_received: u64,
-    /// Segments retransmitted over all connections (TCP_INFO).
-    pub retransmits: u64,
-}
-
 /// Sums a load's counters.
 pub fn totals(res: &LoadResult) -> Totals {
     let mut t = Totals {
-        requests: res.reqs.len(),
-        failed: res.reqs.iter().filter(|r| r.failed()).count(),
-        pushed: res.reqs.iter().filter(|r| r.pushed).count(),
-        connections: res.conns.iter().filter(|c| c.times.is_some()).count(),
+        requests: res.reqs.len() as u64,
+        failed: res.reqs.iter().filter(|r| r.failed()).count() as u64,
+        pushed: res.reqs.iter().filter(|r| r.pushed).count() as u64,
+        connections: res.conns.iter().filter(|c| c.times.is_some()).count() as u64,
         body_bytes: res.reqs.iter().map(|r| r.body_bytes).sum(),
         ..Default::default()
     };
@@ -252,30 +209,21 @@ pub fn to_har(res: &LoadResult) -> Har {
         res.started + t.saturating_duration_since(res.start)
     };
     let page_id = "page_1".to_string();
-    let tot = totals(res);
-    let mut page_extra = Map::new();
-    page_extra.insert("_protocol".into(), json!(res.protocol));
-    page_extra.insert("_totals".into(), json!(tot));
-    page_extra.insert(
-        "_connections".into(),
-        Value::Array(res.conns.iter().map(|c| conn_json(c, res.start)).collect()),
-    );
-    page_extra.insert(
-        "_dns_cost_ms".into(),
-        json!(har::round_ms(ms(res.dns_cost))),
-    );
-    if res.timed_out {
-        page_extra.insert("_timed_out".into(), json!(true));
-    }
     let page = Page {
-        started_date_time: har::iso8601(res.started),
+        started_date_time: speedy_archive::date::format_system_time(res.started),
         id: page_id.clone(),
         title: res.url.clone(),
         page_timings: PageTimings {
             on_content_load: res.on_content_load.map_or(-1.0, |d| har::round_ms(ms(d))),
             on_load: res.on_load.map_or(-1.0, |d| har::round_ms(ms(d))),
         },
-        extra: page_extra,
+        protocol: Some(res.protocol.to_string()),
+        totals: Some(totals(res)),
+        connections: Some(res.conns.iter().map(|c| conn_json(c, res.start)).collect()),
+        dns_cost_ms: Some(har::round_ms(ms(res.dns_cost))),
+        timed_out: res.timed_out,
+        speedy: None,
+        extra: Map::new(),
     };
     let mut entries = Vec::with_capacity(res.reqs.len());
     for r in &res.reqs {
@@ -286,33 +234,7 @@ pub fn to_har(res: &LoadResult) -> Har {
         }
         req_headers.extend(r.req_headers.iter().cloned());
         let ct = r.content_type().unwrap_or("").to_string();
-        let mut extra = Map::new();
-        extra.insert("_priority".into(), json!(priority_name(r.priority)));
-        extra.insert("_spdy_priority".into(), json!(r.priority));
-        extra.insert("_initiator".into(), initiator(r, &by_id));
-        extra.insert("_resourceType".into(), json!(type_name(r.kind)));
-        if r.pushed {
-            extra.insert("_was_pushed".into(), json!(1));
-        }
-        if let Some(a) = r.archive_id {
-            extra.insert("_archive_id".into(), json!(a));
-        }
-        if let Some(e) = &r.error {
-            extra.insert("_error".into(), json!(e));
-        }
-        if let Some(c) = r.conn {
-            extra.insert("_connection_id".into(), json!(c));
-        }
-        let mut resp_extra = Map::new();
         let header_bytes = r.resp_header_bytes.max(0) as u64;
-        resp_extra.insert(
-            "_transferSize".into(),
-            json!(if r.status == 0 {
-                0
-            } else {
-                header_bytes + r.body_bytes
-            }),
-        );
         let text = r
             .body
             .as_ref()
@@ -321,14 +243,14 @@ pub fn to_har(res: &LoadResult) -> Har {
             (r.decoded_bytes != r.body_bytes).then(|| r.decoded_bytes as i64 - r.body_bytes as i64);
         entries.push(Entry {
             pageref: Some(page_id.clone()),
-            started_date_time: har::iso8601(wall(r.queued)),
+            started_date_time: speedy_archive::date::format_system_time(wall(r.queued)),
             time: har::round_ms(t.total()),
             request: har::Request {
                 method: "GET".into(),
                 url: r.url_s.clone(),
                 http_version: res.protocol.into(),
                 cookies: cookies(&r.req_headers, "cookie"),
-                headers: nv(&req_headers),
+                headers: NameValue::list(&req_headers),
                 query_string: har::query_string(&r.url_s),
                 headers_size: r.req_header_bytes,
                 body_size: 0,
@@ -338,7 +260,7 @@ pub fn to_har(res: &LoadResult) -> Har {
                 status_text: spdy::http::reason_phrase(r.status).into(),
                 http_version: res.protocol.into(),
                 cookies: cookies(&r.resp_headers, "set-cookie"),
-                headers: nv(&r.resp_headers),
+                headers: NameValue::list(&r.resp_headers),
                 content: Content {
                     size: r.decoded_bytes as i64,
                     compression,
@@ -362,7 +284,12 @@ pub fn to_har(res: &LoadResult) -> Har {
                 } else {
                     r.body_bytes as i64
                 },
-                extra: resp_extra,
+                transfer_size: Some(if r.status == 0 {
+                    0
+                } else {
+                    header_bytes + r.body_bytes
+                }),
+                extra: Map::new(),
             },
             cache: json!({}),
             timings: t,
@@ -372,7 +299,16 @@ pub fn to_har(res: &LoadResult) -> Har {
                 .and_then(|c| c.peer)
                 .map(|p| p.ip().to_string()),
             connection: r.conn.map(|c| c.to_string()),
-            extra,
+            priority: Some(priority_name(r.priority).into()),
+            spdy_priority: Some(r.priority),
+            initiator: Some(initiator(r, &by_id)),
+            resource_type: Some(type_name(r.kind).into()),
+            was_pushed: r.pushed,
+            archive_id: r.archive_id.map(|a| a as u64),
+            error: r.error.clone(),
+            connection_id: r.conn,
+            speedy: None,
+            extra: Map::new(),
         });
     }
     Har {
@@ -388,6 +324,7 @@ pub fn to_har(res: &LoadResult) -> Har {
             }),
             pages: vec![page],
             entries,
+            comment: None,
         },
     }
 }

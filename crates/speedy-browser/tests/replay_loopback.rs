@@ -124,6 +124,14 @@ async fn load_and_check(
         if let Err(errs) = har::validate(&h, 0.0011) {
             panic!("{what}: invalid HAR:\n{}", errs.join("\n"));
         }
+        // The one model reads the loader's HAR back whole: the same document, with the
+        // page's typed `_protocol` and `_totals`.
+        let text = serde_json::to_vec(&report::to_har(&res)).unwrap();
+        let back = har::Har::from_slice(&text).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(back, report::to_har(&res), "{what}");
+        let page = back.loaded_page().unwrap();
+        assert_eq!(page.totals.requests, want.len() as u64, "{what}");
+        assert_eq!(page.totals, &report::totals(&res), "{what}");
         let entries = h["log"]["entries"].as_array().unwrap();
         assert_eq!(entries.len(), want.len());
         for e in entries {
@@ -149,7 +157,7 @@ async fn load_and_check(
             (_, Domains::Single) => assert_eq!(tot.connections, 1, "{what}"),
             (_, Domains::PerOrigin) => {
                 let origins: HashSet<String> = res.reqs.iter().map(|r| r.url.origin()).collect();
-                assert_eq!(tot.connections, origins.len(), "{what}");
+                assert_eq!(tot.connections, origins.len() as u64, "{what}");
             }
         }
         if proto == Proto::Spdy {
@@ -344,7 +352,7 @@ async fn pipelines_on_one_connection_per_host() {
         assert!(r.body.as_ref().unwrap()[..] == a.body(r.archive_id.unwrap())[..]);
     }
     let hosts: HashSet<&str> = res.reqs.iter().map(|r| r.url.host.as_str()).collect();
-    assert_eq!(report::totals(&res).connections, hosts.len());
+    assert_eq!(report::totals(&res).connections, hosts.len() as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -74,24 +74,7 @@ fn net(
 
 /// ISO 8601 (UTC, ms) of an epoch time in ms.
 fn iso(ms: f64) -> String {
-    let total = ms.round() as i64;
-    let (secs, milli) = (total.div_euclid(1000), total.rem_euclid(1000));
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    speedy_archive::date::format_ms(ms)
 }
 
 fn uniform(rng: &mut Rng) -> f64 {

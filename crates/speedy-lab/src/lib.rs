@@ -9,4 +9,5 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod stats;
+pub mod testbed;
 pub mod validate;

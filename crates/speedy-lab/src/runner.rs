@@ -12,11 +12,12 @@
 
 use crate::experiment::{Experiment, Network, Pages, Variant};
 use crate::results::{append_row, read_rows, Row, SweepPoint};
-use linkem::{Side, Topology, TopologyConfig};
+use crate::testbed::{topology_for, ReplayServer, ReplaySpec};
+use linkem::{Side, Topology};
+use speedy_archive::har::Har;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -233,20 +234,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     Ok(results)
 }
 
-struct Servers {
-    children: Vec<Child>,
-    /// (push, hint) → host → address.
-    resolve: HashMap<(String, bool), Vec<(String, String)>>,
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+/// The lane's replay servers, one per (push policy, hint) the variants use.
+type Servers = HashMap<(String, bool), ReplayServer>;
 
 fn start_servers(
     exp: &Experiment,
@@ -255,11 +244,6 @@ fn start_servers(
     archive: &Path,
     ca_dir: &Path,
 ) -> Result<Servers, String> {
-    let ips: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
-    let mut servers = Servers {
-        children: Vec::new(),
-        resolve: HashMap::new(),
-    };
     let mut configs: Vec<(String, bool)> = exp
         .variants
         .iter()
@@ -267,77 +251,20 @@ fn start_servers(
         .collect();
     configs.sort();
     configs.dedup();
-    for (i, (push, hint)) in configs.iter().enumerate() {
-        let port = 8443 + i;
-        let mut cmd = topo.command(Side::Server, &opts.speedy);
-        cmd.args(["serve", "--archive"]).arg(archive);
-        cmd.args([
-            "--listen",
-            &format!("0.0.0.0:{port}"),
-            "--bind-origins",
-            &ips.join(","),
-            "--push",
-            push,
-            "--ca-dir",
-        ])
-        .arg(ca_dir);
-        if *hint {
-            cmd.arg("--hint");
-        }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", opts.speedy.display()))?;
-        let mut out = BufReader::new(child.stdout.take().expect("piped"));
-        // First line: `listening on ADDR (...; N origins)`, then one `origin HOST ADDR` each.
-        let mut line = String::new();
-        out.read_line(&mut line).map_err(|e| e.to_string())?;
-        let n: usize = line
-            .strip_prefix("listening on ")
-            .and_then(|l| l.rsplit(", ").next())
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("the replay server did not start: {line:?}"))?;
-        let mut map = Vec::new();
-        for _ in 0..n {
-            line.clear();
-            out.read_line(&mut line).map_err(|e| e.to_string())?;
-            let parts: Vec<&str> = line.split_whitespace().collect();
-            match parts.as_slice() {
-                ["origin", host, addr] => map.push((host.to_string(), addr.to_string())),
-                _ => return Err(format!("unexpected replay server line {line:?}")),
-            }
-        }
-        servers.children.push(child);
-        servers.resolve.insert((push.clone(), *hint), map);
+    let mut servers = Servers::new();
+    for (i, (push, hint)) in configs.into_iter().enumerate() {
+        let spec = ReplaySpec {
+            speedy: &opts.speedy,
+            archive,
+            ca_dir,
+            port: 8443 + i as u16,
+            push: &push,
+            hint,
+        };
+        let server = ReplayServer::start(topo, &spec)?;
+        servers.insert((push, hint), server);
     }
     Ok(servers)
-}
-
-/// Namespaces and a running link for loading `pages`: one server address per origin
-/// (up to 32; origins share addresses beyond that).
-pub(crate) fn topology_for(
-    pages: &[PageInfo],
-    link: &linkem::LinkConfig,
-    seed: u64,
-) -> Result<Topology, String> {
-    let max_hosts = pages
-        .iter()
-        .map(|p| p.hosts.len())
-        .max()
-        .unwrap_or(1)
-        .clamp(1, 32);
-    let mut topo = Topology::create(&TopologyConfig {
-        server_addrs: max_hosts,
-        ..Default::default()
-    })
-    .map_err(|e| format!("creating namespaces: {e}"))?;
-    let mut link = link.clone();
-    link.seed = seed;
-    topo.start_link(&link)
-        .map_err(|e| format!("starting the link: {e}"))?;
-    Ok(topo)
 }
 
 fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, String> {
@@ -447,7 +374,7 @@ fn run_lane(
         );
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
-        let resolve = &servers.resolve[&(variant.push.clone(), variant.hint)];
+        let resolve = servers[&(variant.push.clone(), variant.hint)].resolve();
         let before = topo.counters();
         let t0 = Instant::now();
         let status = load(
@@ -458,7 +385,7 @@ fn run_lane(
             variant,
             archive,
             ca_dir,
-            resolve,
+            &resolve,
             &har,
             last_har.get(&page.name),
         )?;
@@ -476,7 +403,7 @@ fn run_lane(
             &after,
             cc.trim(),
         )
-        .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
+        .map_err(|e| format!("{e} (loader exit {status})"))?;
         append_row(results, &row)?;
         last_har.insert(page.name.clone(), har.clone());
         let mut p = progress.lock().expect("lock");
@@ -616,11 +543,13 @@ fn row_from_har(
     after: &linkem::Counters,
     cc: &str,
 ) -> Result<Row, String> {
-    let text = std::fs::read_to_string(har).map_err(|e| e.to_string())?;
-    let h: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let p = &h["log"]["pages"][0];
-    let t = &p["_totals"];
-    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    // The loader's HAR through the one model: a missing field (a `_totals` counter, the
+    // page timings, `_protocol`) is an error naming the file, never a 0.
+    let h = Har::read(har).map_err(|e| e.to_string())?;
+    let lp = h
+        .loaded_page()
+        .map_err(|e| format!("{}: {e}", har.display()))?;
+    let (p, t) = (lp.page, lp.totals);
     let drops =
         |c: &linkem::Counters| c.up.drops.iter().sum::<u64>() + c.down.drops.iter().sum::<u64>();
     Ok(Row {
@@ -635,28 +564,25 @@ fn row_from_har(
         }),
         variant: v.name.clone(),
         baseline: v.baseline,
-        protocol: p["_protocol"]
-            .as_str()
-            .unwrap_or(&v.protocol)
-            .to_ascii_lowercase(),
+        protocol: lp.protocol.to_ascii_lowercase(),
         tls: v.tls,
         run,
-        on_load_ms: num(&p["pageTimings"]["onLoad"]),
-        on_content_load_ms: num(&p["pageTimings"]["onContentLoad"]),
-        objects: num(&t["requests"]) as u32,
-        failed_objects: num(&t["failed"]) as u32,
+        on_load_ms: p.page_timings.on_load,
+        on_content_load_ms: p.page_timings.on_content_load,
+        objects: t.requests as u32,
+        failed_objects: t.failed as u32,
         bytes_down: after.down.bytes_out - before.down.bytes_out,
         bytes_up: after.up.bytes_out - before.up.bytes_out,
         packets_down: after.down.packets_out - before.down.packets_out,
         packets_up: after.up.packets_out - before.up.packets_out,
         link_drops: drops(after) - drops(before),
-        header_bytes_sent_raw: num(&t["header_bytes_sent_raw"]) as u64,
-        header_bytes_sent_compressed: num(&t["header_bytes_sent"]) as u64,
-        header_bytes_received_raw: num(&t["header_bytes_received_raw"]) as u64,
-        header_bytes_received_compressed: num(&t["header_bytes_received"]) as u64,
-        connections: num(&t["connections"]) as u32,
+        header_bytes_sent_raw: t.header_bytes_sent_raw,
+        header_bytes_sent_compressed: t.header_bytes_sent,
+        header_bytes_received_raw: t.header_bytes_received_raw,
+        header_bytes_received_compressed: t.header_bytes_received,
+        connections: t.connections as u32,
         tcp_cc: cc.to_string(),
-        tcp_retransmissions: num(&t["retransmits"]) as u64,
+        tcp_retransmissions: t.retransmits,
         har: rel.to_string(),
     })
 }

@@ -24,6 +24,7 @@
 
 use crate::experiment::{Experiment, Network};
 use crate::runner::{prepare_pages, PageInfo};
+use crate::testbed::{ReplayServer, ReplaySpec};
 use linkem::{Side, Topology};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -354,10 +355,11 @@ struct Timing {
     objects: u32,
 }
 
-/// One network's namespaces, link and replay server.
+/// One network's namespaces, link and replay server (declared first: it is killed before
+/// the namespaces go).
 struct NetLab {
+    _server: ReplayServer,
     topo: Topology,
-    _server: Group,
     archive: PathBuf,
     ca_dir: PathBuf,
     /// (host, address) of every origin.
@@ -375,7 +377,7 @@ impl NetLab {
         archive: &Path,
         ca_dir: &Path,
     ) -> Result<NetLab, String> {
-        let topo = crate::runner::topology_for(
+        let topo = crate::testbed::topology_for(
             pages,
             &net.link,
             exp.seed.wrapping_add(index as u64 * 104_729),
@@ -392,40 +394,18 @@ impl NetLab {
             }
         }
         std::fs::create_dir_all(ca_dir).map_err(|e| format!("{}: {e}", ca_dir.display()))?;
-        let ips: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
-        let mut cmd = topo.command(Side::Server, &opts.speedy);
-        cmd.args(["serve", "--archive"])
-            .arg(archive)
-            .args(["--listen", "0.0.0.0:8443", "--bind-origins", &ips.join(",")])
-            .arg("--ca-dir")
-            .arg(ca_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        own_group(&mut cmd);
-        let mut server = Group(
-            cmd.spawn()
-                .map_err(|e| format!("starting {}: {e}", opts.speedy.display()))?,
-        );
-        let mut out = BufReader::new(server.0.stdout.take().expect("piped"));
-        let mut line = String::new();
-        out.read_line(&mut line).map_err(|e| e.to_string())?;
-        // `listening on ADDR (...; N origins)`, then `origin HOST ADDR` per origin.
-        let n: usize = line
-            .strip_prefix("listening on ")
-            .and_then(|l| l.rsplit(", ").next())
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("the replay server did not start: {line:?}"))?;
-        let mut origins = Vec::with_capacity(n);
-        for _ in 0..n {
-            line.clear();
-            out.read_line(&mut line).map_err(|e| e.to_string())?;
-            match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-                ["origin", host, addr] => origins.push((host.to_string(), addr.to_string())),
-                _ => return Err(format!("unexpected replay server line {line:?}")),
-            }
-        }
+        let server = ReplayServer::start(
+            &topo,
+            &ReplaySpec {
+                speedy: &opts.speedy,
+                archive,
+                ca_dir,
+                port: 8443,
+                push: "none",
+                hint: false,
+            },
+        )?;
+        let origins = server.resolve();
         let scratch = opts.out.join("chromium-profiles");
         std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
         Ok(NetLab {

@@ -12,11 +12,13 @@
 //! The session reads no clock: `now` is a parameter wherever time matters.
 
 mod error;
+mod flow;
 mod recv;
 mod send;
 mod stream;
 
 pub use error::{Action, Violation};
+pub use flow::{DEFAULT_WINDOW, MAX_WINDOW};
 pub use send::OutBuf;
 
 use crate::codes::{GoAwayStatus, RstStatus, SettingId};
@@ -25,6 +27,7 @@ use crate::frame::{Frame, Setting, StreamId, SynStream};
 use crate::headers::Headers;
 use crate::Version;
 use bytes::Bytes;
+use flow::{RecvWindow, Window};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use stream::{Out, Stream};
@@ -37,11 +40,6 @@ pub enum Role {
     /// Opens even (pushed) streams.
     Server,
 }
-
-/// The SPDY default initial window (digest §5.1).
-pub const DEFAULT_WINDOW: u32 = 65_536;
-/// The largest window (2^31-1).
-pub const MAX_WINDOW: i64 = 0x7fff_ffff;
 
 /// Session settings.
 #[derive(Clone, Debug)]
@@ -255,10 +253,11 @@ pub struct Session {
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS.
     peer_max_streams: u32,
     /// The peer's SETTINGS_INITIAL_WINDOW_SIZE (our initial send window).
-    peer_initial_window: i64,
-    session_send_window: i64,
-    session_recv_window: i64,
-    session_recv_released: u32,
+    peer_initial_window: u32,
+    /// Our session credit (enforced in SPDY/3.1, counted always).
+    session_send: Window,
+    /// The peer's session credit (enforced in SPDY/3.1, counted always).
+    session_recv: RecvWindow,
     /// PING answers, sent before anything else.
     urgent: VecDeque<Frame>,
     /// Other control frames, FIFO.
@@ -293,10 +292,9 @@ impl Session {
             peer_streams: 0,
             local_streams: 0,
             peer_max_streams: u32::MAX,
-            peer_initial_window: DEFAULT_WINDOW as i64,
-            session_send_window: DEFAULT_WINDOW as i64,
-            session_recv_window: DEFAULT_WINDOW as i64,
-            session_recv_released: 0,
+            peer_initial_window: DEFAULT_WINDOW,
+            session_send: Window::new(DEFAULT_WINDOW),
+            session_recv: RecvWindow::new(DEFAULT_WINDOW),
             urgent: VecDeque::new(),
             control: VecDeque::new(),
             syn_queue: VecDeque::new(),
@@ -337,13 +335,8 @@ impl Session {
             clear: false,
             entries,
         });
-        if version.has_session_flow_control() && s.cfg.session_window > DEFAULT_WINDOW {
-            let delta = s.cfg.session_window - DEFAULT_WINDOW;
-            s.session_recv_window += delta as i64;
-            s.control.push_back(Frame::WindowUpdate {
-                stream_id: StreamId(0),
-                delta,
-            });
+        if version.has_session_flow_control() {
+            s.grant_session_window();
         }
         s
     }
@@ -387,7 +380,7 @@ impl Session {
             id,
             priority.min(self.version.lowest_priority()),
             self.peer_initial_window,
-            self.cfg.initial_window as i64,
+            self.cfg.initial_window,
         );
         st.opened = false;
         st.fin_queued = fin;
@@ -480,7 +473,7 @@ impl Session {
 
     /// The current send window of a stream (flow control), if it exists.
     pub fn send_window(&self, id: StreamId) -> Option<i64> {
-        self.streams.get(&id.0).map(|s| s.send_window)
+        self.streams.get(&id.0).map(|s| s.send.get())
     }
 
     /// Server: pushes a resource tied to the request `assoc`. `headers` must carry
@@ -548,7 +541,8 @@ impl Session {
     }
 
     /// Tells the session the application consumed `n` bytes of a stream's DATA; credit
-    /// goes back to the peer with WINDOW_UPDATE once half a window has been consumed.
+    /// goes back to the peer with WINDOW_UPDATE once half a window has been consumed
+    /// (the policy is in `session/flow.rs`, `RecvWindow::release`).
     pub fn release(&mut self, id: StreamId, n: usize) {
         if n == 0 {
             return;
@@ -557,13 +551,9 @@ impl Session {
         if !self.version.has_stream_flow_control() {
             return;
         }
-        let half = (self.cfg.initial_window / 2).max(1);
         if let Some(st) = self.streams.get_mut(&id.0) {
-            st.recv_released = st.recv_released.saturating_add(n as u32);
-            if st.remote_open && st.recv_released >= half {
-                let delta = st.recv_released;
-                st.recv_released = 0;
-                st.recv_window += delta as i64;
+            // No WINDOW_UPDATE after the peer's FIN (§5.1).
+            if let Some(delta) = st.recv.release(n, self.cfg.initial_window, st.remote_open) {
                 self.control.push_back(Frame::WindowUpdate {
                     stream_id: id,
                     delta,
@@ -572,15 +562,26 @@ impl Session {
         }
     }
 
+    /// Returns session credit for `n` consumed (or ignored) bytes.
     fn release_session(&mut self, n: usize) {
         // Counted in SPDY/3 too, in case the peer turns out to speak 3.1 (auto_spdy31).
-        self.session_recv_released = self.session_recv_released.saturating_add(n as u32);
-        if self.version.has_session_flow_control()
-            && self.session_recv_released >= (self.cfg.session_window / 2).max(1)
+        let enforced = self.version.has_session_flow_control();
+        if let Some(delta) = self
+            .session_recv
+            .release(n, self.cfg.session_window, enforced)
         {
-            let delta = self.session_recv_released;
-            self.session_recv_released = 0;
-            self.session_recv_window += delta as i64;
+            self.control.push_back(Frame::WindowUpdate {
+                stream_id: StreamId(0),
+                delta,
+            });
+        }
+    }
+
+    /// Session flow control starts (SPDY/3.1, at the opening or on the upgrade from 3):
+    /// raises the peer's session credit to [`Config::session_window`] (plus what was
+    /// released meanwhile) with a WINDOW_UPDATE for stream 0.
+    fn grant_session_window(&mut self) {
+        if let Some(delta) = self.session_recv.grant(self.cfg.session_window) {
             self.control.push_back(Frame::WindowUpdate {
                 stream_id: StreamId(0),
                 delta,
@@ -629,15 +630,14 @@ impl Session {
             seen.push(e.id);
             match e.id {
                 SettingId::MAX_CONCURRENT_STREAMS => self.cfg.max_concurrent_streams = e.value,
-                SettingId::INITIAL_WINDOW_SIZE
-                    if self.version.has_stream_flow_control() && e.value as i64 <= MAX_WINDOW =>
-                {
-                    let delta = e.value as i64 - self.cfg.initial_window as i64;
+                SettingId::INITIAL_WINDOW_SIZE if self.version.has_stream_flow_control() => {
+                    let Some(delta) = flow::initial_window_delta(self.cfg.initial_window, e.value)
+                    else {
+                        continue;
+                    };
                     self.cfg.initial_window = e.value;
-                    if delta > 0 {
-                        for st in self.streams.values_mut() {
-                            st.recv_window += delta;
-                        }
+                    for st in self.streams.values_mut() {
+                        st.recv.apply_initial_delta(delta);
                     }
                 }
                 _ => {}

@@ -1,5 +1,6 @@
 //! Input: bytes → frames → state changes and events.
 
+use super::flow::{self, Scope};
 use super::{is_local, Event, Role, Session, Stream, Violation};
 use crate::codes::{frame_type as ft, RstStatus, SettingId};
 use crate::frame::{
@@ -303,10 +304,11 @@ impl Session {
         let n = data.len();
         self.stats.data_bytes_received += n as u64;
         // Every byte counts against the session window, even for ignored streams (§5.2).
-        self.session_recv_window -= n as i64;
-        if self.version.has_session_flow_control() && self.session_recv_window < 0 {
-            self.violation(Violation::SessionFlowControl);
-            return true;
+        if let Err(e) = self.session_recv.receive(n) {
+            if self.version.has_session_flow_control() {
+                self.violation(e.at(Scope::Session));
+                return true;
+            }
         }
         if !ignore && !self.streams.contains_key(&id.0) {
             ignore = true;
@@ -316,11 +318,12 @@ impl Session {
             return true;
         }
         let st = self.streams.get_mut(&id.0).expect("checked");
-        st.recv_window -= n as i64;
-        if self.version.has_stream_flow_control() && st.recv_window < 0 {
-            self.violation(Violation::StreamFlowControl(id));
-            self.release_session(n);
-            return true;
+        if let Err(e) = st.recv.receive(n) {
+            if self.version.has_stream_flow_control() {
+                self.violation(e.at(Scope::Stream(id)));
+                self.release_session(n);
+                return true;
+            }
         }
         if fin {
             st.remote_open = false;
@@ -474,7 +477,7 @@ impl Session {
             id,
             s.priority,
             self.peer_initial_window,
-            self.cfg.initial_window as i64,
+            self.cfg.initial_window,
         );
         st.remote_open = !s.fin;
         if let Some(a) = assoc {
@@ -586,11 +589,12 @@ impl Session {
             match e.id {
                 SettingId::MAX_CONCURRENT_STREAMS => self.peer_max_streams = e.value,
                 SettingId::INITIAL_WINDOW_SIZE if self.version.has_stream_flow_control() => {
-                    if e.value as i64 > super::MAX_WINDOW {
-                        continue; // spdylay ignores values ≥ 2^31 (§5.1)
-                    }
-                    let delta = e.value as i64 - self.peer_initial_window;
-                    self.peer_initial_window = e.value as i64;
+                    // Values ≥ 2^31 are ignored, as spdylay does (§5.1).
+                    let Some(delta) = flow::initial_window_delta(self.peer_initial_window, e.value)
+                    else {
+                        continue;
+                    };
+                    self.peer_initial_window = e.value;
                     let ids: Vec<StreamId> = self
                         .streams
                         .values()
@@ -599,11 +603,9 @@ impl Session {
                         .collect();
                     for id in ids {
                         let st = self.streams.get_mut(&id.0).expect("listed");
-                        st.send_window += delta;
-                        if st.send_window > super::MAX_WINDOW {
-                            self.violation(Violation::StreamWindowOverflow(id));
-                        } else {
-                            self.make_ready(id);
+                        match st.send.adjust(delta) {
+                            Ok(()) => self.make_ready(id),
+                            Err(e) => self.violation(e.at(Scope::Stream(id))),
                         }
                     }
                 }
@@ -636,30 +638,34 @@ impl Session {
     }
 
     fn on_window_update(&mut self, id: StreamId, delta: u32) {
-        if delta == 0 {
-            return self.violation(Violation::ZeroWindowDelta(id));
+        let scope = Scope::of(id);
+        if let Err(e) = flow::check_delta(delta) {
+            return self.violation(e.at(scope));
         }
-        if id.0 == 0 {
-            if self.version == Version::V3 && self.cfg.auto_spdy31 {
-                self.upgrade_to_spdy31();
+        match scope {
+            Scope::Session => {
+                if self.version == Version::V3 && self.cfg.auto_spdy31 {
+                    self.upgrade_to_spdy31();
+                }
+                if !self.version.has_session_flow_control() {
+                    return;
+                }
+                if let Err(e) = self.session_send.increase(delta) {
+                    self.violation(e.at(scope));
+                }
+                // Streams waiting for session credit never left their ready queues.
             }
-            if !self.version.has_session_flow_control() {
-                return;
+            Scope::Stream(_) => {
+                // Unknown or closed: a WINDOW_UPDATE may cross our FIN or RST (§5.1).
+                let Some(st) = self.streams.get_mut(&id.0) else {
+                    return;
+                };
+                match st.send.increase(delta) {
+                    Ok(()) => self.make_ready(id),
+                    Err(e) => self.violation(e.at(scope)),
+                }
             }
-            self.session_send_window += delta as i64;
-            if self.session_send_window > super::MAX_WINDOW {
-                self.violation(Violation::SessionWindowOverflow);
-            }
-            return;
         }
-        let Some(st) = self.streams.get_mut(&id.0) else {
-            return;
-        };
-        st.send_window += delta as i64;
-        if st.send_window > super::MAX_WINDOW {
-            return self.violation(Violation::StreamWindowOverflow(id));
-        }
-        self.make_ready(id);
     }
 
     /// A plain-TCP server cannot tell SPDY/3 from 3.1 by framing; a session WINDOW_UPDATE
@@ -668,19 +674,6 @@ impl Session {
     /// session credit it would have had.
     fn upgrade_to_spdy31(&mut self) {
         self.version = Version::V3_1;
-        let delta = self
-            .cfg
-            .session_window
-            .saturating_sub(super::DEFAULT_WINDOW) as i64
-            + self.session_recv_released as i64;
-        self.session_recv_released = 0;
-        if delta > 0 {
-            let delta = delta.min(super::MAX_WINDOW) as u32;
-            self.session_recv_window += delta as i64;
-            self.control.push_back(Frame::WindowUpdate {
-                stream_id: StreamId(0),
-                delta,
-            });
-        }
+        self.grant_session_window();
     }
 }

@@ -135,11 +135,12 @@ impl Session {
         self.poll_stream_frame(out)
     }
 
-    fn session_window(&self) -> i64 {
+    /// Bytes the session window lets us send now (unlimited before SPDY/3.1).
+    fn session_credit(&self) -> usize {
         if self.version.has_session_flow_control() {
-            self.session_send_window
+            self.session_send.credit()
         } else {
-            i64::MAX
+            usize::MAX
         }
     }
 
@@ -152,7 +153,7 @@ impl Session {
                 let Some(id) = self.ready[level].pop_front() else {
                     break;
                 };
-                let session_window = self.session_window();
+                let session_credit = self.session_credit();
                 let Some(st) = self.streams.get_mut(&id.0) else {
                     continue;
                 };
@@ -162,18 +163,19 @@ impl Session {
                         continue;
                     }
                     Some(Out::Data(data)) => {
-                        let window = if flow { st.send_window } else { i64::MAX };
-                        if window <= 0 {
+                        let credit = if flow { st.send.credit() } else { usize::MAX };
+                        if credit == 0 {
                             st.in_ready = false; // back when a WINDOW_UPDATE or SETTINGS opens it
                             continue;
                         }
-                        if session_window <= 0 {
+                        if session_credit == 0 {
                             self.ready[level].push_back(id); // back when the session window opens
                             continue;
                         }
                         let n = data
                             .len()
-                            .min(window.min(session_window) as usize)
+                            .min(credit)
+                            .min(session_credit)
                             // At least one byte: 0 would write empty frames forever.
                             .min(self.cfg.max_data_frame.max(1));
                         let chunk = if n == data.len() {
@@ -185,7 +187,8 @@ impl Session {
                             st.outq.pop_front();
                         }
                         st.queued_bytes -= n;
-                        st.send_window -= n as i64;
+                        // Counted even when not enforced (SPDY/2; the session in SPDY/3).
+                        st.send.consume(n);
                         // Fold a following bare FIN into this frame.
                         let fin = matches!(st.outq.front(), Some(Out::Fin)) && {
                             st.outq.pop_front();
@@ -194,7 +197,7 @@ impl Session {
                         if fin {
                             st.local_open = false;
                         }
-                        self.session_send_window -= n as i64;
+                        self.session_send.consume(n);
                         Frame::Data {
                             stream_id: id,
                             fin,

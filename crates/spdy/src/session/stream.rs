@@ -16,6 +16,7 @@
 //! `local_open` and `remote_open` are the two halves; a stream is removed from the
 //! session when both are false or when it is reset.
 
+use super::flow::{RecvWindow, Window};
 use crate::frame::StreamId;
 use crate::headers::Headers;
 use bytes::Bytes;
@@ -56,11 +57,9 @@ pub(crate) struct Stream {
     /// The request a push belongs to.
     pub assoc: StreamId,
     /// Our credit to send DATA (may go negative after a SETTINGS shrink).
-    pub send_window: i64,
-    /// The credit the peer has left to send to us.
-    pub recv_window: i64,
-    /// Bytes the application released that we have not yet returned with WINDOW_UPDATE.
-    pub recv_released: u32,
+    pub send: Window,
+    /// The credit the peer has left to send to us, and what we owe it.
+    pub recv: RecvWindow,
     /// Pending output.
     pub outq: VecDeque<Out>,
     /// DATA bytes waiting in `outq`.
@@ -70,7 +69,7 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
-    pub fn new(id: StreamId, priority: u8, send_window: i64, recv_window: i64) -> Stream {
+    pub fn new(id: StreamId, priority: u8, send_window: u32, recv_window: u32) -> Stream {
         Stream {
             id,
             priority,
@@ -81,9 +80,8 @@ impl Stream {
             opened: true,
             pushed: false,
             assoc: StreamId(0),
-            send_window,
-            recv_window,
-            recv_released: 0,
+            send: Window::new(send_window),
+            recv: RecvWindow::new(recv_window),
             outq: VecDeque::new(),
             queued_bytes: 0,
             in_ready: false,

@@ -1,84 +1,11 @@
-//! Reading the HAR 1.2 files of the loads: only what the report draws (page timings,
-//! and per entry its start, phases, URL, status). Unknown fields are ignored, missing
-//! optional ones tolerated; a file that is not HAR at all is an error string.
+//! What the report draws of a load's HAR 1.2 file (page timings, and per entry its
+//! start, phases, URL, status), read through the one HAR model
+//! ([`speedy_archive::har`]): a file that is not a HAR as speedy writes it (a required
+//! field missing, a wrong type) is an error string, noted by the report.
 
-use serde::Deserialize;
-use serde_json::Value;
+use speedy_archive::date::parse_ms;
+use speedy_archive::har::Har;
 use std::path::Path;
-
-#[derive(Deserialize)]
-struct File {
-    log: Log,
-}
-
-#[derive(Deserialize)]
-struct Log {
-    #[serde(default)]
-    pages: Vec<Page>,
-    #[serde(default)]
-    entries: Vec<Entry>,
-}
-
-#[derive(Deserialize)]
-struct Page {
-    #[serde(rename = "startedDateTime", default)]
-    started: String,
-    #[serde(rename = "pageTimings", default)]
-    timings: PageTimings,
-}
-
-#[derive(Deserialize, Default)]
-struct PageTimings {
-    #[serde(rename = "onContentLoad", default)]
-    on_content_load: Option<f64>,
-    #[serde(rename = "onLoad", default)]
-    on_load: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct Entry {
-    #[serde(rename = "startedDateTime")]
-    started: String,
-    #[serde(default)]
-    time: f64,
-    request: Request,
-    #[serde(default)]
-    response: Response,
-    timings: Timings,
-    #[serde(rename = "_priority", default)]
-    priority: Option<Value>,
-    #[serde(rename = "_was_pushed", default)]
-    pushed: Option<Value>,
-    #[serde(rename = "_error", default)]
-    error: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Request {
-    url: String,
-}
-
-#[derive(Deserialize, Default)]
-struct Response {
-    #[serde(default)]
-    status: i64,
-}
-
-#[derive(Deserialize)]
-struct Timings {
-    #[serde(default)]
-    blocked: Option<f64>,
-    #[serde(default)]
-    dns: Option<f64>,
-    #[serde(default)]
-    connect: Option<f64>,
-    #[serde(default)]
-    send: Option<f64>,
-    #[serde(default)]
-    wait: Option<f64>,
-    #[serde(default)]
-    receive: Option<f64>,
-}
 
 /// One object of a load.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,28 +47,24 @@ pub struct Load {
     pub objects: Vec<Object>,
 }
 
-fn phase(v: Option<f64>) -> f64 {
-    v.filter(|x| x.is_finite() && *x > 0.0).unwrap_or(0.0)
-}
-
-fn value_str(v: &Option<Value>) -> Option<String> {
-    match v {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => Some(other.to_string()),
+fn phase(v: f64) -> f64 {
+    if v.is_finite() && v > 0.0 {
+        v
+    } else {
+        0.0
     }
 }
 
 /// Parses HAR text.
 pub fn parse(text: &str) -> Result<Load, String> {
-    let f: File = serde_json::from_str(text).map_err(|e| format!("not a HAR 1.2 file: {e}"))?;
+    let f = Har::from_slice(text.as_bytes())?;
     let page = f.log.pages.first();
-    let page_start = page.and_then(|p| parse_time_ms(&p.started));
+    let page_start = page.and_then(|p| parse_ms(&p.started_date_time));
     let starts: Vec<Option<f64>> = f
         .log
         .entries
         .iter()
-        .map(|e| parse_time_ms(&e.started))
+        .map(|e| parse_ms(&e.started_date_time))
         .collect();
     let first_entry = starts.iter().flatten().copied().reduce(f64::min);
     let origin = match (page_start, first_entry) {
@@ -150,7 +73,7 @@ pub fn parse(text: &str) -> Result<Load, String> {
         (None, Some(e)) => e,
         (None, None) => 0.0,
     };
-    let ok = |v: Option<f64>| v.filter(|x| x.is_finite() && *x >= 0.0);
+    let ok = |v: f64| Some(v).filter(|x| x.is_finite() && *x >= 0.0);
     let mut objects: Vec<Object> = f
         .log
         .entries
@@ -160,7 +83,7 @@ pub fn parse(text: &str) -> Result<Load, String> {
             let t = &e.timings;
             Object {
                 url: e.request.url.clone(),
-                status: e.response.status,
+                status: i64::from(e.response.status),
                 start: s.map_or(0.0, |s| s - origin),
                 phases: [
                     phase(t.blocked),
@@ -170,17 +93,16 @@ pub fn parse(text: &str) -> Result<Load, String> {
                     phase(t.receive),
                 ],
                 time: e.time,
-                priority: value_str(&e.priority),
-                pushed: matches!(&e.pushed, Some(Value::Bool(true)))
-                    || matches!(&e.pushed, Some(Value::Number(n)) if n.as_f64() != Some(0.0)),
-                error: value_str(&e.error),
+                priority: e.priority.clone(),
+                pushed: e.was_pushed,
+                error: e.error.clone(),
             }
         })
         .collect();
     objects.sort_by(|a, b| a.start.total_cmp(&b.start));
     Ok(Load {
-        on_content_load: page.and_then(|p| ok(p.timings.on_content_load)),
-        on_load: page.and_then(|p| ok(p.timings.on_load)),
+        on_content_load: page.and_then(|p| ok(p.page_timings.on_content_load)),
+        on_load: page.and_then(|p| ok(p.page_timings.on_load)),
         objects,
     })
 }
@@ -191,79 +113,47 @@ pub fn read(path: &Path) -> Result<Load, String> {
     parse(&text)
 }
 
-/// Milliseconds since the Unix epoch of an ISO 8601 date-time
-/// (`2026-01-02T03:04:05.678Z`, fraction and offset `±hh:mm` optional).
-pub fn parse_time_ms(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
-    let (h, mi, sec) = (n(11..13)?, n(14..16)?, n(17..19)?);
-    let mut i = 19;
-    let mut frac = 0.0;
-    if b.get(i) == Some(&b'.') {
-        let st = i + 1;
-        i = st;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        frac = format!("0.{}", &s[st..i]).parse::<f64>().ok()?;
-    }
-    let offset_min = match b.get(i) {
-        None | Some(b'Z') | Some(b'z') => 0,
-        Some(b'+') | Some(b'-') => {
-            let sign = if b[i] == b'-' { -1 } else { 1 };
-            let oh = n(i + 1..i + 3)?;
-            let om = if b.get(i + 3) == Some(&b':') {
-                n(i + 4..i + 6)?
-            } else {
-                n(i + 3..i + 5).unwrap_or(0)
-            };
-            sign * (oh * 60 + om)
-        }
-        _ => return None,
-    };
-    // Days from civil (Howard Hinnant).
-    let yy = if mo <= 2 { y - 1 } else { y };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
-    Some(secs as f64 * 1000.0 + frac * 1000.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn iso_times() {
-        assert_eq!(parse_time_ms("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(parse_time_ms("1970-01-01T00:00:01.250Z"), Some(1250.0));
-        assert_eq!(
-            parse_time_ms("2000-03-01T00:00:00Z"),
-            Some(951_868_800_000.0)
-        );
-        assert_eq!(parse_time_ms("1970-01-01T01:00:00+01:00"), Some(0.0));
-        assert_eq!(parse_time_ms("nonsense"), None);
-    }
-
-    #[test]
     fn parses_entries_and_phases() {
-        let text = r#"{"log":{"version":"1.2","pages":[{"startedDateTime":"2026-01-01T00:00:00.000Z",
-          "id":"p","title":"t","pageTimings":{"onContentLoad":-1,"onLoad":300}}],
-          "entries":[{"startedDateTime":"2026-01-01T00:00:00.100Z","time":50,
-            "request":{"url":"http://b/"},"response":{"status":404},
-            "timings":{"blocked":1,"dns":-1,"connect":10,"ssl":5,"send":1,"wait":30,"receive":8},
-            "_priority":"High","_was_pushed":1},
-           {"startedDateTime":"2026-01-01T00:00:00.000Z","time":20,
-            "request":{"url":"http://a/"},"response":{"status":200},
-            "timings":{"blocked":-1,"send":0,"wait":15,"receive":5}}]}}"#;
+        // Complete HAR 1.2 entries: request and response as the model requires them.
+        let entry = |start: &str, time: f64, url: &str, status: u16, timings: &str, ext: &str| {
+            format!(
+                r#"{{"startedDateTime":"{start}","time":{time},
+                "request":{{"method":"GET","url":"{url}","httpVersion":"HTTP/1.1","cookies":[],
+                  "headers":[],"queryString":[],"headersSize":-1,"bodySize":0}},
+                "response":{{"status":{status},"statusText":"","httpVersion":"HTTP/1.1",
+                  "cookies":[],"headers":[],"content":{{"size":0,"mimeType":""}},
+                  "redirectURL":"","headersSize":-1,"bodySize":0}},
+                "cache":{{}},"timings":{timings}{ext}}}"#
+            )
+        };
+        let text = format!(
+            r#"{{"log":{{"version":"1.2","creator":{{"name":"t","version":"0"}},
+          "pages":[{{"startedDateTime":"2026-01-01T00:00:00.000Z",
+          "id":"p","title":"t","pageTimings":{{"onContentLoad":-1,"onLoad":300}}}}],
+          "entries":[{},{}]}}}}"#,
+            entry(
+                "2026-01-01T00:00:00.100Z",
+                50.0,
+                "http://b/",
+                404,
+                r#"{"blocked":1,"dns":-1,"connect":10,"ssl":5,"send":1,"wait":30,"receive":8}"#,
+                r#","_priority":"High","_was_pushed":1"#
+            ),
+            entry(
+                "2026-01-01T00:00:00.000Z",
+                20.0,
+                "http://a/",
+                200,
+                r#"{"blocked":-1,"send":0,"wait":15,"receive":5}"#,
+                ""
+            )
+        );
+        let text = text.as_str();
         let l = parse(text).unwrap();
         assert_eq!((l.on_load, l.on_content_load), (Some(300.0), None));
         assert_eq!(l.objects[0].url, "http://a/");
@@ -273,5 +163,8 @@ mod tests {
         assert!(b.pushed && b.failed());
         assert_eq!(b.priority.as_deref(), Some("High"));
         assert!(parse("{}").is_err());
+        // A required field missing is an error that names it, not a default.
+        let e = parse(&text.replacen(r#""method":"GET","#, "", 1)).unwrap_err();
+        assert!(e.contains("method"), "{e}");
     }
 }

@@ -11,8 +11,16 @@ use std::sync::{Arc, Mutex};
 /// Arguments of `speedy serve`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Plain TCP: SPDY and HTTP/1.1 are told apart by the first bytes. TLS: by ALPN \
-(spdy/3.1, spdy/3, spdy/2, http/1.1).\n\nExample:\n  speedy serve --listen 127.0.0.1:0 --root ./site --tls-self-signed"
+    after_help = "Plain TCP: SPDY, HTTP/2 (prior knowledge) and HTTP/1.1 are told apart by the \
+first bytes. TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1).\n\n\
+Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...)`, with \
+--archive one `origin HOST IP:PORT` per origin, then one JSON line for programs:\n  \
+{\"listening\":\"IP:PORT\",\"tls\":BOOL,\"plain\":BOOL,\"protocols\":[\"spdy/3.1\",\"spdy/3\",\
+\"spdy/2\",\"h2\",\"http/1.1\"],\"root\":DIR | \"archive\":DIR,\"origins\":[{\"host\":HOST,\"addr\":\"IP:PORT\"},...]}\n\
+`tls`/`plain`: which connections the port accepts (an archive with https origins: both); \
+`origins` is empty with --root. Read the first line that starts with `{`; fields may be \
+added, so ignore unknown ones. Details: docs/serve.md.\n\n\
+Example:\n  speedy serve --listen 127.0.0.1:0 --root ./site --tls-self-signed"
 )]
 pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port. The chosen address is printed.
@@ -131,11 +139,23 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         .with_context(|| format!("--listen {}", a.listen))?;
     let addr = listener.local_addr()?;
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
-    println!(
-        "listening on {addr} ({mode}; spdy/3.1, spdy/3, spdy/2, http/1.1; root {})",
+    // Human line, then the JSON start-up line (see after_help).
+    let protocols = speedy_net::tls::SERVER_ALPN;
+    let startup = speedy_lab::testbed::ServeStartup {
+        listening: addr,
+        tls: cfg.tls.is_some(),
+        plain: cfg.tls.is_none(),
+        protocols: protocols.map(String::from).to_vec(),
+        root: Some(root.display().to_string()),
+        archive: None,
+        origins: Vec::new(),
+    };
+    let human = format!(
+        "listening on {addr} ({mode}; {}; root {})\n",
+        protocols.join(", "),
         root.display()
     );
-    std::io::stdout().flush()?;
+    startup.announce(&human, std::io::stdout().lock())?;
     let handler = Arc::new(speedy_server::files::FileServer::new(
         root,
         push_map,
@@ -221,16 +241,36 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         .iter()
         .map(|l| l.local_addr())
         .collect::<std::io::Result<_>>()?;
-    println!(
-        "listening on {} ({mode}; spdy/3.1, spdy/3, spdy/2, h2, http/1.1; archive {}, {} origins)",
+    // Human lines, then the JSON start-up line (see after_help).
+    let protocols = speedy_net::tls::SERVER_ALPN;
+    let origins: Vec<speedy_lab::testbed::ServedOrigin> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| speedy_lab::testbed::ServedOrigin {
+            host: h.to_string(),
+            addr: addrs[i % addrs.len()],
+        })
+        .collect();
+    let mut human = format!(
+        "listening on {} ({mode}; {}; archive {}, {} origins)\n",
         addrs[0],
+        protocols.join(", "),
         dir.display(),
         hosts.len()
     );
-    for (i, h) in hosts.iter().enumerate() {
-        println!("origin {h} {}", addrs[i % addrs.len()]);
+    for o in &origins {
+        human.push_str(&format!("origin {} {}\n", o.host, o.addr));
     }
-    std::io::stdout().flush()?;
+    let startup = speedy_lab::testbed::ServeStartup {
+        listening: addrs[0],
+        tls: cfg.tls.is_some(),
+        plain: true,
+        protocols: protocols.map(String::from).to_vec(),
+        root: None,
+        archive: Some(dir.display().to_string()),
+        origins,
+    };
+    startup.announce(&human, std::io::stdout().lock())?;
     let mut tasks = Vec::new();
     for l in listeners {
         tasks.push(tokio::spawn(serve(l, cfg.clone(), handler.clone())));

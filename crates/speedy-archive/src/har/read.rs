@@ -1,5 +1,7 @@
-//! Reading HAR 1.1/1.2 files (Chrome DevTools, chrome-har, WebPageTest, speedy's own
-//! export) into plain records, and the date helpers HAR and WARC share.
+//! Reading HAR 1.1/1.2 files from any tool (Chrome DevTools, chrome-har, WebPageTest,
+//! speedy's own export) for import: a tolerant reader that reduces each entry to the
+//! record an archive needs ([`HarEntry`]). speedy's own HARs are read strictly through
+//! the typed model ([`super::Har`]); this reader is for files speedy did not write.
 //!
 //! The reader walks the JSON by hand so that every error names the entry and field it is
 //! about (`entries[12].response.content.text: invalid base64 ...`) and so that the common
@@ -359,7 +361,7 @@ fn parse_page(i: usize, v: &Value) -> R<HarPage> {
         }
     };
     let started_ms = match opt_string(o, "startedDateTime", &path)? {
-        Some(s) if !s.is_empty() => Some(parse_date(&s).ok_or_else(|| {
+        Some(s) if !s.is_empty() => Some(crate::date::parse_ms(&s).ok_or_else(|| {
             HarError::new(
                 format!("{path}.startedDateTime"),
                 format!("not an ISO 8601 date: {s:?}"),
@@ -396,7 +398,7 @@ fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
         req(o, "startedDateTime", &path)?,
         &format!("{path}.startedDateTime"),
     )?;
-    let started_ms = parse_date(&started).ok_or_else(|| {
+    let started_ms = crate::date::parse_ms(&started).ok_or_else(|| {
         HarError::new(
             format!("{path}.startedDateTime"),
             format!("not an ISO 8601 date: {started:?}"),
@@ -656,136 +658,9 @@ fn parse_speedy(v: &Value, path: &str) -> R<SpeedyExt> {
     Ok(ext)
 }
 
-/// Days from 1970-01-01 to the civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Parses an ISO 8601 date-time (`2024-05-01T10:00:00.123+02:00`, `…Z`, or without a
-/// zone, taken as UTC) into ms since the Unix epoch.
-pub fn parse_date(s: &str) -> Option<f64> {
-    let s = s.trim();
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        if t.bytes().all(|c| c.is_ascii_digit()) && !t.is_empty() {
-            t.parse().ok()
-        } else {
-            None
-        }
-    };
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut frac = 0.0;
-    if i < b.len() && (b[i] == b'.' || b[i] == b',') {
-        let start = i + 1;
-        i = start;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        frac = format!("0.{}", &s[start..i]).parse::<f64>().ok()?;
-    }
-    let offset_min = if i == b.len() || &s[i..] == "Z" || &s[i..] == "z" {
-        0
-    } else {
-        let sign = match b[i] {
-            b'+' => 1,
-            b'-' => -1,
-            _ => return None,
-        };
-        let rest = &s[i + 1..];
-        if !rest.is_ascii() {
-            return None;
-        }
-        let (hh, mm) = match rest.len() {
-            5 if rest.as_bytes()[2] == b':' => (&rest[..2], &rest[3..]),
-            4 => (&rest[..2], &rest[2..]),
-            2 => (rest, "00"),
-            _ => return None,
-        };
-        let hh: i64 = hh.parse().ok()?;
-        let mm: i64 = mm.parse().ok()?;
-        sign * (hh * 60 + mm)
-    };
-    let days = days_from_civil(y, mo, d);
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
-    Some(secs as f64 * 1000.0 + frac * 1000.0)
-}
-
-/// Formats ms since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn format_date(ms: f64) -> String {
-    let total = ms.round() as i64;
-    let (secs, milli) = (total.div_euclid(1000), total.rem_euclid(1000));
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_parse_and_format() {
-        assert_eq!(parse_date("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(parse_date("1970-01-01T00:00:01.5Z"), Some(1500.0));
-        assert_eq!(
-            parse_date("2013-03-05T10:00:00.000+01:00"),
-            parse_date("2013-03-05T09:00:00Z")
-        );
-        assert_eq!(
-            parse_date("2013-03-05T10:00:00-0130"),
-            parse_date("2013-03-05T11:30:00Z")
-        );
-        let t = parse_date("2024-02-29T23:59:59.123Z").unwrap();
-        assert_eq!(format_date(t), "2024-02-29T23:59:59.123Z");
-        assert_eq!(format_date(0.0), "1970-01-01T00:00:00.000Z");
-        for bad in [
-            "",
-            "yesterday",
-            "2024-13-01T00:00:00Z",
-            "2024-01-01T00:00:00+x",
-        ] {
-            assert_eq!(parse_date(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn errors_name_the_entry_and_field() {

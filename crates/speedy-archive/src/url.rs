@@ -1,5 +1,6 @@
 //! Absolute http(s) URLs: parsing, resolving a reference against a base (RFC 3986 §5.2),
-//! and the parts the loader needs (origin, host, port, path and query).
+//! and the parts the loader needs (origin, host, port, path and query). One type for the
+//! archive, the loader (`speedy_browser::url` re-exports it) and the CLI.
 
 /// An absolute `http` or `https` URL without its fragment.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
