@@ -46,33 +46,14 @@ async fn answer(
     handler: Arc<dyn Handler>,
 ) -> Result<(), h2::Error> {
     let (parts, body) = req.into_parts();
-    let mut headers = spdy::Headers::new();
-    for (n, v) in parts.headers.iter() {
-        headers.add(n.as_str(), v.as_bytes());
-    }
-    let len = parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
     let host = parts
         .uri
         .authority()
         .map(|a| a.as_str().to_string())
         .unwrap_or_default();
-    let path = parts
-        .uri
-        .path_and_query()
-        .map_or("/".to_string(), |p| p.as_str().to_string());
-    let r = Request {
-        method: parts.method.as_str().to_string(),
-        path,
-        host: host.clone(),
-        scheme: parts.uri.scheme_str().unwrap_or(scheme).to_string(),
-        headers,
-        body: Body::h2(body, len),
-        protocol: "h2",
-    };
+    let r = Request::from_parts(&parts, host.clone(), scheme, "h2", |len| {
+        Body::h2(body, len)
+    });
     let resp: Response = handler.handle(r).await;
     if resp.reset.is_some() {
         respond.send_reset(h2::Reason::CANCEL);

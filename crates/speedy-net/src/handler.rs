@@ -31,6 +31,41 @@ pub struct Request {
     pub protocol: &'static str,
 }
 
+impl Request {
+    /// A request from an `http` crate head (h2, HTTP/1.1): `host` is the authority the
+    /// protocol names (`:authority` or `Host`), `scheme` the transport's unless the URI
+    /// carries one; `make_body` gets the `content-length`, if any.
+    pub(crate) fn from_parts(
+        parts: &http::request::Parts,
+        host: String,
+        scheme: &str,
+        protocol: &'static str,
+        make_body: impl FnOnce(Option<u64>) -> Body,
+    ) -> Request {
+        let mut headers = Headers::new();
+        for (n, v) in parts.headers.iter() {
+            headers.add(n.as_str(), v.as_bytes());
+        }
+        let len = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        Request {
+            method: parts.method.as_str().to_string(),
+            path: parts
+                .uri
+                .path_and_query()
+                .map_or("/".to_string(), |p| p.as_str().to_string()),
+            host,
+            scheme: parts.uri.scheme_str().unwrap_or(scheme).to_string(),
+            headers,
+            body: make_body(len),
+            protocol,
+        }
+    }
+}
+
 /// A resource to push with a response (SPDY only).
 #[derive(Clone, Debug)]
 pub struct Push {

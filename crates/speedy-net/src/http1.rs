@@ -20,16 +20,6 @@ pub(crate) async fn serve(
         let handler = handler.clone();
         async move {
             let (parts, body) = req.into_parts();
-            let len = parts
-                .headers
-                .get(hyper::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse().ok());
-            let body = Body::http1(body, len);
-            let mut headers = spdy::Headers::new();
-            for (n, v) in parts.headers.iter() {
-                headers.add(n.as_str(), v.as_bytes());
-            }
             let host = parts
                 .headers
                 .get(hyper::header::HOST)
@@ -37,19 +27,9 @@ pub(crate) async fn serve(
                 .or_else(|| parts.uri.authority().map(|a| a.as_str()))
                 .unwrap_or("")
                 .to_string();
-            let path = parts
-                .uri
-                .path_and_query()
-                .map_or("/".to_string(), |p| p.as_str().to_string());
-            let r = Request {
-                method: parts.method.as_str().to_string(),
-                path,
-                host,
-                scheme: scheme.to_string(),
-                headers,
-                body,
-                protocol: "http/1.1",
-            };
+            let r = Request::from_parts(&parts, host, scheme, "http/1.1", |len| {
+                Body::http1(body, len)
+            });
             let resp = handler.handle(r).await;
             let mut b = hyper::Response::builder().status(resp.status);
             for (n, v) in &resp.headers {
