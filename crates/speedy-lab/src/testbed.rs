@@ -172,36 +172,29 @@ impl ReplayServer {
             .spawn()
             .map_err(|e| format!("starting {}: {e}", spec.speedy.display()))?;
         let stdout = child.stdout.take().expect("piped");
-        let mut server = ReplayServer {
-            child,
-            startup: ServeStartup {
-                listening: SocketAddr::from(([0, 0, 0, 0], 0)),
-                tls: false,
-                plain: false,
-                protocols: Vec::new(),
-                root: None,
-                archive: None,
-                origins: Vec::new(),
-            },
-        };
-        // On any error below, dropping `server` kills the process, which ends the reader.
-        server.startup = match read_startup(stdout, STARTUP_TIMEOUT) {
-            Ok(s) => s,
+        let startup = read_startup(stdout, STARTUP_TIMEOUT).and_then(|s| {
+            if s.origins.is_empty() {
+                Err(format!(
+                    "it reported no origins for {}",
+                    spec.archive.display()
+                ))
+            } else {
+                Ok(s)
+            }
+        });
+        match startup {
+            Ok(startup) => Ok(ReplayServer { child, startup }),
             Err(e) => {
-                let status = match server.child.try_wait() {
+                let status = match child.try_wait() {
                     Ok(Some(st)) => format!(" ({st})"),
                     _ => String::new(),
                 };
-                return Err(format!("the replay server did not start{status}: {e}"));
+                // Our own unreaped child, by pid; its exit ends the reader thread.
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!("the replay server did not start{status}: {e}"))
             }
-        };
-        if server.startup.origins.is_empty() {
-            return Err(format!(
-                "the replay server reported no origins for {}",
-                spec.archive.display()
-            ));
         }
-        Ok(server)
     }
 
     /// What the server announced.
