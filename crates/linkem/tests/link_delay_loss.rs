@@ -7,7 +7,23 @@ use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-fn echo_rtts(rtt_ms: u64, pings: u32) {
+// How much the median and the 99th percentile of the echo RTTs may exceed the configured
+// RTT (below it: 1 and 2 ms; nothing arrives early, the lowest RTT measured was +0.10 ms).
+// Noise measured in scripts/test's configuration (release, alone, --test-threads=1), 12
+// runs on the 2-core VM (docs/linkem.md, "Accuracy"); 8 of them with other processes
+// using < 15 % of the CPUs:
+//   median excess: +0.26 to +0.32 ms (10 ms RTT), +0.33 to +0.41 ms (100 ms RTT);
+//   p99 excess:    +0.41 to +1.37 ms (10 ms),     +0.51 to +2.27 ms (100 ms);
+//   (a debug run in the main step once gave +2.9 ms, issue 9).
+// With other processes busy on both cores (37-94 %) the p99 reached +16 ms: the host
+// then stalls even real-time threads for up to 34 ms, which no bound here can absorb.
+// Bounds: median 1 ms (2.4x the largest), p99 5 ms (2.2x the largest on an idle host,
+// 1.7x issue 9's). Still fails: a missing delay stage (-10 / -100 ms), a doubled delay,
+// a forwarder that sleeps through deadlines (up to MAX_SLEEP, 20 ms, late).
+const MEDIAN_LATE_MS: f64 = 1.0;
+const P99_LATE_MS: f64 = 5.0;
+
+fn echo_rtts(rtt_ms: u64, pings: u32, checks: &mut Checks) {
     let mut cfg = LinkConfig::default();
     cfg.down.delay = Duration::from_millis(rtt_ms / 2);
     cfg.up.delay = Duration::from_millis(rtt_ms - rtt_ms / 2);
@@ -37,25 +53,24 @@ fn echo_rtts(rtt_ms: u64, pings: u32) {
         fs.late_max
     );
     let median = percentile(&mut rtts, 0.5);
+    let p90 = percentile(&mut rtts, 0.9);
+    let p95 = percentile(&mut rtts, 0.95);
     let p99 = percentile(&mut rtts, 0.99);
     let min = rtts[0];
     eprintln!(
-        "RTT {rtt_ms} ms: min {min:.3} median {median:.3} p99 {p99:.3} max {:.3} ms over {} pings",
+        "RTT {rtt_ms} ms: min {min:.3} median {median:.3} p90 {p90:.3} p95 {p95:.3} p99 {p99:.3} max {:.3} ms over {} pings",
         rtts[rtts.len() - 1],
         rtts.len()
     );
-    assert!((median - rtt_ms as f64).abs() <= 1.0, "median {median}");
-    assert!((p99 - rtt_ms as f64).abs() <= 2.0, "p99 {p99}");
-}
-
-#[test]
-fn udp_echo_rtt_matches_configured_delay() {
-    if !can_run() {
-        return;
-    }
-    let _g = serial();
-    echo_rtts(10, 300);
-    echo_rtts(100, 200);
+    let want = rtt_ms as f64;
+    checks.within(
+        &format!("RTT {rtt_ms} ms median"),
+        median,
+        want,
+        1.0,
+        MEDIAN_LATE_MS,
+    );
+    checks.within(&format!("RTT {rtt_ms} ms p99"), p99, want, 2.0, P99_LATE_MS);
 }
 
 /// Sends `n` datagrams one way, paced, and returns how many arrived.
@@ -75,11 +90,12 @@ fn blast(t: &linkem::Topology, from: Side, n: u32, port: u16) -> u32 {
         s.set_read_timeout(Some(Duration::from_secs(2)))?;
         let mut buf = [0u8; 256];
         let mut got = 0u32;
-        while let Ok(len) = s.recv(&mut buf) {
-            if len == 1 {
-                break;
+        // Ends at the first end marker, after 2 s without packets, or after n + 20 packets.
+        for _ in 0..n + 20 {
+            match s.recv(&mut buf) {
+                Ok(1) | Err(_) => break,
+                Ok(_) => got += 1,
             }
-            got += 1;
         }
         Ok(got)
     });
@@ -127,35 +143,54 @@ fn check_interval(lost: u32, n: u32, p: f64, what: &str) {
     );
 }
 
-#[test]
-fn measured_loss_falls_in_the_binomial_interval_per_direction() {
-    if !can_run() {
-        return;
+/// Accuracy tests: `scripts/test` runs them after everything else, one at a time, in a
+/// release build (`cargo test --release -p linkem --test 'link_*' -- --test-threads=1
+/// accuracy::`); the bounds below come from the noise measured that way.
+mod accuracy {
+    use super::*;
+
+    #[test]
+    fn udp_echo_rtt_matches_configured_delay() {
+        if !can_run() {
+            return;
+        }
+        let _g = serial();
+        let mut checks = Checks::default();
+        echo_rtts(10, 300, &mut checks);
+        echo_rtts(100, 200, &mut checks);
+        checks.finish();
     }
-    let _g = serial();
-    let n = 100_000;
-    let mut cfg = LinkConfig::default();
-    cfg.up.loss = LossModel::Bernoulli { p: 0.01 };
-    cfg.down.loss = LossModel::Bernoulli { p: 0.03 };
-    cfg.seed = 20240601;
-    let t = start(&cfg);
-    let got_up = blast(&t, Side::Client, n, 7100);
-    let got_down = blast(&t, Side::Server, n, 7101);
-    let c = t.counters();
-    let k: Vec<_> = [Side::Client, Side::Server]
-        .iter()
-        .map(|s| t.tun_stats(*s).unwrap())
-        .collect();
-    eprintln!("counters:\n{c}kernel TUN stats: {k:?}");
-    // The end markers may be lost too; only the n data packets count.
-    check_interval(n - got_up, n, 0.01, "up");
-    check_interval(n - got_down, n, 0.03, "down");
-    // No loss other than the emulated one: every drop is counted as such.
-    for d in [&c.up, &c.down] {
-        assert_eq!(d.dropped(DropCause::TunWrite), 0);
-        assert_eq!(d.dropped_total(), d.dropped(DropCause::Loss));
+
+    #[test]
+    fn measured_loss_falls_in_the_binomial_interval_per_direction() {
+        if !can_run() {
+            return;
+        }
+        let _g = serial();
+        let n = 100_000;
+        let mut cfg = LinkConfig::default();
+        cfg.up.loss = LossModel::Bernoulli { p: 0.01 };
+        cfg.down.loss = LossModel::Bernoulli { p: 0.03 };
+        cfg.seed = 20240601;
+        let t = start(&cfg);
+        let got_up = blast(&t, Side::Client, n, 7100);
+        let got_down = blast(&t, Side::Server, n, 7101);
+        let c = t.counters();
+        let k: Vec<_> = [Side::Client, Side::Server]
+            .iter()
+            .map(|s| t.tun_stats(*s).unwrap())
+            .collect();
+        eprintln!("counters:\n{c}kernel TUN stats: {k:?}");
+        // The end markers may be lost too; only the n data packets count.
+        check_interval(n - got_up, n, 0.01, "up");
+        check_interval(n - got_down, n, 0.03, "down");
+        // No loss other than the emulated one: every drop is counted as such.
+        for d in [&c.up, &c.down] {
+            assert_eq!(d.dropped(DropCause::TunWrite), 0);
+            assert_eq!(d.dropped_total(), d.dropped(DropCause::Loss));
+        }
+        assert!(k
+            .iter()
+            .all(|s| s.queued_dropped == 0 && s.written_dropped == 0));
     }
-    assert!(k
-        .iter()
-        .all(|s| s.queued_dropped == 0 && s.written_dropped == 0));
 }

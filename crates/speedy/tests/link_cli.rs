@@ -136,39 +136,6 @@ fn runs_the_command_in_the_client_namespace_with_server_addresses() {
 }
 
 #[test]
-fn server_command_is_reachable_through_the_link() {
-    if !can_run() || Command::new("python3").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: needs python3 for the echo server");
-        return;
-    }
-    let server = "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
-                  s.bind(('0.0.0.0', 9000)); s.settimeout(5)\n\
-                  while True:\n d, a = s.recvfrom(2048); s.sendto(d, a)";
-    let client = "import socket, os, time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
-                  s.settimeout(3); s.connect((os.environ['SPEEDY_SERVER_ADDR'], 9000)); r=[]\n\
-                  for i in range(20):\n t=time.monotonic(); s.send(b'x'*32); s.recv(64); \
-                  r.append((time.monotonic()-t)*1000); time.sleep(0.01)\n\
-                  r.sort(); print(r[len(r)//2])";
-    let out = Command::new(BIN)
-        .args(["link", "--rtt", "60", "--server-cmd"])
-        .arg(format!("exec python3 -c \"{server}\""))
-        .args(["--", "python3", "-c", client])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let median: f64 = String::from_utf8(out.stdout)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!((median - 60.0).abs() < 2.0, "median RTT {median} ms");
-}
-
-#[test]
 fn tears_down_on_sigterm_and_sigint() {
     if !can_run() {
         return;
@@ -234,4 +201,49 @@ fn removes_debris_of_a_crashed_run() {
         !std::path::Path::new(&format!("/run/netns/{name}")).exists(),
         "stale namespace removed"
     );
+}
+
+/// Accuracy tests: `scripts/test` runs them after everything else, one at a time
+/// (`cargo test -p speedy --test link_cli -- --test-threads=1 accuracy::`); the bound
+/// below comes from the noise measured that way.
+mod accuracy {
+    use super::*;
+
+    #[test]
+    fn server_command_is_reachable_through_the_link() {
+        if !can_run() || Command::new("python3").arg("-V").output().is_err() {
+            eprintln!("SKIPPED: needs python3 for the echo server");
+            return;
+        }
+        let server = "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+                      s.bind(('0.0.0.0', 9000)); s.settimeout(5)\n\
+                      while True:\n d, a = s.recvfrom(2048); s.sendto(d, a)";
+        let client =
+            "import socket, os, time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+                      s.settimeout(3); s.connect((os.environ['SPEEDY_SERVER_ADDR'], 9000)); r=[]\n\
+                      for i in range(20):\n t=time.monotonic(); s.send(b'x'*32); s.recv(64); \
+                      r.append((time.monotonic()-t)*1000); time.sleep(0.01)\n\
+                      r.sort(); print(r[len(r)//2])";
+        let out = Command::new(BIN)
+            .args(["link", "--rtt", "60", "--server-cmd"])
+            .arg(format!("exec python3 -c \"{server}\""))
+            .args(["--", "python3", "-c", client])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let median: f64 = String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        eprintln!("median RTT through speedy link --rtt 60: {median:.3} ms");
+        // Noise, measured in scripts/test's configuration (debug build, alone,
+        // --test-threads=1), 9 runs on the 2-core VM: +0.30 to +0.75 ms. The bound
+        // (unchanged) is 2.7x that; a missing or doubled delay still fails.
+        assert!((median - 60.0).abs() < 2.0, "median RTT {median} ms");
+    }
 }

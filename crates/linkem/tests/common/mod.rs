@@ -161,7 +161,11 @@ pub fn bulk_tcp(t: &Topology, down: bool, port: u16, warmup: Duration, total: Du
     }
 }
 
-/// Starts a UDP echo server on the server side; it stops after `idle` without packets.
+/// Most datagrams an echo server answers before it stops on its own.
+pub const ECHO_MAX_PACKETS: u64 = 100_000;
+
+/// Starts a UDP echo server on the server side; it stops after `idle` without packets
+/// (or after [`ECHO_MAX_PACKETS`]).
 pub fn udp_echo_server(
     t: &Topology,
     port: u16,
@@ -178,7 +182,10 @@ pub fn udp_echo_server(
         s.set_read_timeout(Some(idle))?;
         let mut buf = [0u8; 2048];
         let mut n = 0;
-        while let Ok((len, from)) = s.recv_from(&mut buf) {
+        while n < ECHO_MAX_PACKETS {
+            let Ok((len, from)) = s.recv_from(&mut buf) else {
+                break;
+            };
             s.send_to(&buf[..len], from)?;
             n += 1;
         }
@@ -202,23 +209,52 @@ pub fn realtime() {
     let _ = linkem::io::forward::make_realtime(40);
 }
 
-/// One echo round trip of `size` bytes, in milliseconds.
+/// One echo round trip of `size` bytes, in milliseconds. Answers to earlier pings are
+/// skipped; an error after 3 s (or 1,000 stray answers) without this one's.
 pub fn ping(s: &UdpSocket, seq: u32, size: usize) -> io::Result<f64> {
     let mut msg = vec![0u8; size.max(4)];
     msg[..4].copy_from_slice(&seq.to_be_bytes());
     let t0 = Instant::now();
     s.send(&msg)?;
     let mut buf = [0u8; 2048];
-    loop {
+    for _ in 0..1000 {
         let n = s.recv(&mut buf)?;
         if n >= 4 && buf[..4] == seq.to_be_bytes() {
             return Ok(t0.elapsed().as_secs_f64() * 1e3);
         }
+        if t0.elapsed() > Duration::from_secs(3) {
+            break;
+        }
     }
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("no answer to ping {seq}"),
+    ))
 }
 
 pub fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let idx = ((v.len() as f64 - 1.0) * p).round() as usize;
     v[idx]
+}
+
+/// Every check of a test, so that all measured values are printed before it fails.
+#[derive(Default)]
+pub struct Checks(Vec<String>);
+
+impl Checks {
+    /// `x` must lie in `[want - below, want + above]`.
+    pub fn within(&mut self, what: &str, x: f64, want: f64, below: f64, above: f64) {
+        let ok = x >= want - below && x <= want + above;
+        let line = format!("{what}: {x:.3} (want {want} -{below}/+{above})");
+        eprintln!("{line}{}", if ok { "" } else { "  FAIL" });
+        if !ok {
+            self.0.push(line);
+        }
+    }
+
+    /// Fails the test, listing every failed check.
+    pub fn finish(&self) {
+        assert!(self.0.is_empty(), "failed checks:\n{}", self.0.join("\n"));
+    }
 }
