@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 // How much the median and the 99th percentile of the echo RTTs may exceed the configured
 // RTT (below it: 1 and 2 ms; nothing arrives early, the lowest RTT measured was +0.10 ms).
-// Noise measured in scripts/test's configuration (release, alone, --test-threads=1), 12
-// runs on the 2-core VM (docs/linkem.md, "Accuracy"); 8 of them with other processes
+// Noise measured in scripts/test's configuration (release, alone, --test-threads=1), 34
+// runs on the 2-core VM (docs/linkem.md, "Accuracy"); 19 of them with other processes
 // using < 15 % of the CPUs:
-//   median excess: +0.26 to +0.32 ms (10 ms RTT), +0.33 to +0.41 ms (100 ms RTT);
-//   p99 excess:    +0.41 to +1.37 ms (10 ms),     +0.51 to +2.27 ms (100 ms);
+//   median excess: +0.22 to +0.35 ms (10 ms RTT), +0.31 to +0.41 ms (100 ms RTT);
+//   p99 excess:    +0.36 to +1.78 ms (10 ms),     +0.47 to +2.27 ms (100 ms);
 //   (a debug run in the main step once gave +2.9 ms, issue 9).
-// With other processes busy on both cores (37-94 %) the p99 reached +16 ms: the host
+// With other processes busy on both cores (15-98 %) the p99 reached +13.6 ms: the host
 // then stalls even real-time threads for up to 34 ms, which no bound here can absorb.
 // Bounds: median 1 ms (2.4x the largest), p99 5 ms (2.2x the largest on an idle host,
 // 1.7x issue 9's). Still fails: a missing delay stage (-10 / -100 ms), a doubled delay,

@@ -242,7 +242,7 @@ mod accuracy {
             .unwrap();
         eprintln!("median RTT through speedy link --rtt 60: {median:.3} ms");
         // Noise, measured in scripts/test's configuration (debug build, alone,
-        // --test-threads=1), 9 runs on the 2-core VM: +0.30 to +0.75 ms. The bound
+        // --test-threads=1), 31 runs on the 2-core VM: +0.30 to +0.75 ms. The bound
         // (unchanged) is 2.7x that; a missing or doubled delay still fails.
         assert!((median - 60.0).abs() < 2.0, "median RTT {median} ms");
     }
