@@ -10,8 +10,8 @@
 //! archive stores one, so `speedy corpus import` gives the archive back.
 
 use crate::har::{
-    self, Content, Creator, Entry, EntrySpeedy, Har, Log, NameValue, PageSpeedy, PageTimings,
-    SpeedyDiscovery, Timings,
+    self, Content, Entry, EntrySpeedy, Har, NameValue, PageSpeedy, PageTimings, SpeedyDiscovery,
+    Timings,
 };
 use crate::model::{Archive, BodySource, Discovery, Object, ObjectType};
 use base64::Engine;
@@ -212,22 +212,12 @@ pub fn har_of(a: &Archive) -> Har {
     }
     // Entries sorted by start time (stable: same-time entries keep page order).
     entries.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
-    Har {
-        log: Log {
-            version: "1.2".into(),
-            creator: Creator {
-                name: "speedy".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-            },
-            browser: None,
-            pages,
-            entries: entries.into_iter().map(|(_, e)| e).collect(),
-            comment: Some(format!(
-                "exported from a speedy archive ({}); timings follow the model of docs/archive.md",
-                a.source
-            )),
-        },
-    }
+    let mut har = Har::by_speedy(pages, entries.into_iter().map(|(_, e)| e).collect());
+    har.log.comment = Some(format!(
+        "exported from a speedy archive ({}); timings follow the model of docs/archive.md",
+        a.source
+    ));
+    har
 }
 
 fn round3(x: f64) -> f64 {

@@ -32,13 +32,7 @@ impl Url {
             return None;
         }
         let (host, port) = split_host_port(auth)?;
-        let path = if path.is_empty() {
-            "/".to_string()
-        } else if path.starts_with('?') {
-            format!("/{path}")
-        } else {
-            path.to_string()
-        };
+        let path = path_from_root(path);
         Some(Url {
             scheme,
             host: host.to_ascii_lowercase(),
@@ -195,6 +189,17 @@ fn remove_dot_segments(path: &str) -> String {
         format!("/{j}")
     } else {
         j
+    }
+}
+
+/// The path part of a URL as a request names it: empty → `/`, a bare query `?q` → `/?q`.
+pub fn path_from_root(path: &str) -> String {
+    if path.is_empty() {
+        "/".to_string()
+    } else if path.starts_with('?') {
+        format!("/{path}")
+    } else {
+        path.to_string()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::config::type_name;
 use crate::har::{
-    self, Content, Creator, Entry, Har, Log, NameValue, Page, PageTimings, Timings, Totals,
+    self, Content, Creator, Entry, Har, NameValue, Page, PageTimings, Timings, Totals,
 };
 use crate::loader::{ConnRecord, Initiator, LoadResult, Req};
 use base64::Engine as _;
@@ -311,22 +311,9 @@ pub fn to_har(res: &LoadResult) -> Har {
             extra: Map::new(),
         });
     }
-    Har {
-        log: Log {
-            version: "1.2".into(),
-            creator: Creator {
-                name: "speedy".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-            },
-            browser: Some(Creator {
-                name: "speedy-browser".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-            }),
-            pages: vec![page],
-            entries,
-            comment: None,
-        },
-    }
+    let mut har = Har::by_speedy(vec![page], entries);
+    har.log.browser = Some(Creator::speedy("speedy-browser"));
+    har
 }
 
 /// A one-line JSON summary of a load.

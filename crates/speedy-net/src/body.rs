@@ -123,14 +123,6 @@ impl Body {
         }
     }
 
-    /// A body fed through a channel of at most `depth` chunks in flight: the sender waits
-    /// when the consumer is behind.
-    pub fn channel(depth: usize, len: Option<u64>) -> (mpsc::Sender<io::Result<Bytes>>, Body) {
-        let (tx, mut rx) = mpsc::channel(depth.max(1));
-        let s = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
-        (tx, Body::stream(s, len))
-    }
-
     /// A file read in `chunk`-byte pieces as the consumer asks for them (never whole).
     pub fn file(file: tokio::fs::File, len: u64, chunk: usize) -> Body {
         use tokio::io::AsyncReadExt;
@@ -202,14 +194,6 @@ impl Body {
     /// Whether the body is known to be empty.
     pub fn is_empty(&self) -> bool {
         self.len == Some(0)
-    }
-
-    /// The bytes, if the body is held in memory whole.
-    pub fn as_full(&self) -> Option<&Bytes> {
-        match &self.inner {
-            Inner::Full(b) => Some(b),
-            _ => None,
-        }
     }
 
     /// Takes the in-memory bytes out (leaving an empty body), if the body is held whole.
@@ -368,12 +352,8 @@ mod tests {
 
     #[tokio::test]
     async fn collect_refuses_past_the_limit() {
-        let (tx, body) = Body::channel(4, None);
-        tokio::spawn(async move {
-            for _ in 0..4 {
-                let _ = tx.send(Ok(Bytes::from(vec![1u8; 100]))).await;
-            }
-        });
+        let chunks = (0..4).map(|_| Ok(Bytes::from(vec![1u8; 100])));
+        let body = Body::stream(futures_util::stream::iter(chunks), None);
         let e = body.collect(350).await.unwrap_err();
         assert!(e.to_string().contains("350"), "{e}");
         let b = Body::from("hello").collect(5).await.unwrap();

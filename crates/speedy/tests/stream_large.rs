@@ -64,10 +64,12 @@ fn spdy_download(addr: &str, path: &str) -> (u64, String) {
     })
 }
 
-/// Downloads with curl (`--http1.1` or `--http2-prior-knowledge`), returning the bytes.
-fn curl_download(addr: &str, path: &str, proto_flag: &str) -> Vec<u8> {
+/// Runs curl (`--http1.1` or `--http2-prior-knowledge`) on `path` with `extra` options;
+/// returns its standard output, failing the test if curl failed.
+fn curl(addr: &str, path: &str, proto_flag: &str, extra: &[&str]) -> Vec<u8> {
     let out = Command::new("curl")
-        .args(["-sS", "--fail", proto_flag, "-o", "-"])
+        .args(["-sS", "--fail", proto_flag])
+        .args(extra)
         .arg(format!("http://{addr}{path}"))
         .output()
         .expect("run curl");
@@ -79,27 +81,20 @@ fn curl_download(addr: &str, path: &str, proto_flag: &str) -> Vec<u8> {
     out.stdout
 }
 
+/// Downloads with curl, returning the bytes.
+fn curl_download(addr: &str, path: &str, proto_flag: &str) -> Vec<u8> {
+    curl(addr, path, proto_flag, &["-o", "-"])
+}
+
 /// Counts the bytes curl downloads without keeping them.
 fn curl_count(addr: &str, path: &str, proto_flag: &str) -> u64 {
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "--fail",
-            proto_flag,
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{size_download}",
-        ])
-        .arg(format!("http://{addr}{path}"))
-        .output()
-        .expect("run curl");
-    assert!(
-        out.status.success(),
-        "curl {proto_flag}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = curl(
+        addr,
+        path,
+        proto_flag,
+        &["-o", "/dev/null", "-w", "%{size_download}"],
     );
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out)
         .trim()
         .parse()
         .expect("size_download")

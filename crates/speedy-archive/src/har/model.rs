@@ -53,6 +53,16 @@ pub struct Creator {
     pub version: String,
 }
 
+impl Creator {
+    /// One of speedy's programs, at this workspace's version.
+    pub fn speedy(name: &str) -> Creator {
+        Creator {
+            name: name.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
 /// A page.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Page {
@@ -497,6 +507,21 @@ pub struct LoadedPage<'a> {
 }
 
 impl Har {
+    /// A HAR 1.2 document written by speedy (`creator` is `speedy` at this version), with
+    /// no browser and no comment.
+    pub fn by_speedy(pages: Vec<Page>, entries: Vec<Entry>) -> Har {
+        Har {
+            log: Log {
+                version: "1.2".into(),
+                creator: Creator::speedy("speedy"),
+                browser: None,
+                pages,
+                entries,
+                comment: None,
+            },
+        }
+    }
+
     /// Parses a HAR document written by speedy (strictly: see the module comment).
     pub fn from_slice(data: &[u8]) -> Result<Har, String> {
         let data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);

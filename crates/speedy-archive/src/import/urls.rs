@@ -16,14 +16,7 @@ pub(super) fn normalize(url: &str) -> String {
     {
         host.truncate(host.rfind(':').unwrap_or(host.len()));
     }
-    let path = &rest[i..];
-    let path = if path.is_empty() {
-        "/".to_string()
-    } else if path.starts_with('?') {
-        format!("/{path}")
-    } else {
-        path.to_string()
-    };
+    let path = crate::url::path_from_root(&rest[i..]);
     format!("{scheme}://{host}{path}")
 }
 
