@@ -51,6 +51,53 @@ impl Default for CompressionConfig {
     }
 }
 
+/// How an endpoint compresses its header blocks, by name (the lab's `header_compression`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderCompression {
+    /// zlib with the SPDY dictionary over the whole block, as Chrome did before CRIME
+    /// (2012): cookies share the context and compress against earlier requests.
+    Zlib,
+    /// zlib, but cookie and authorization values Huffman-coded apart (no back-references
+    /// into or out of them): the mode that resists CRIME. This library's default.
+    CrimeSafe,
+    /// Stored blocks (zlib level 0): the header bytes as they are, plus framing.
+    None,
+}
+
+impl HeaderCompression {
+    /// Every mode, by its name.
+    pub const ALL: [HeaderCompression; 3] = [
+        HeaderCompression::Zlib,
+        HeaderCompression::CrimeSafe,
+        HeaderCompression::None,
+    ];
+
+    /// `zlib`, `crime-safe` or `none`.
+    pub fn parse(s: &str) -> Result<HeaderCompression, String> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("{s:?}: one of zlib, crime-safe, none"))
+    }
+
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeaderCompression::Zlib => "zlib",
+            HeaderCompression::CrimeSafe => "crime-safe",
+            HeaderCompression::None => "none",
+        }
+    }
+
+    /// Sets `c` to this mode (the level is kept unless the mode is `none`).
+    pub fn apply(self, c: &mut CompressionConfig) {
+        c.crime_safe = self == HeaderCompression::CrimeSafe;
+        if self == HeaderCompression::None {
+            c.level = 0;
+        }
+    }
+}
+
 /// Compresses header blocks for one direction of one session.
 pub struct HeaderCompressor {
     version: Version,
@@ -196,6 +243,49 @@ mod tests {
             (SPDY2_DICTIONARY.len(), adler32(SPDY2_DICTIONARY)),
             (907, 0xdfa251b2)
         );
+    }
+
+    #[test]
+    fn header_compression_modes_differ_as_named() {
+        let mut h = Headers::new();
+        h.add(":path", "/index.html");
+        h.add(":host", "www.example.test");
+        h.add("user-agent", "Mozilla/5.0 (X11; Linux x86_64) speedy");
+        h.add("cookie", "sid=0123456789abcdef0123456789abcdef; pref=dark");
+        let raw = {
+            let mut v = Vec::new();
+            h.encode(Version::V3, &mut v);
+            v.len()
+        };
+        // The second identical request: what each mode costs once the context is warm.
+        let second = |m: HeaderCompression| {
+            let mut cfg = CompressionConfig::default();
+            m.apply(&mut cfg);
+            let mut c = HeaderCompressor::new(Version::V3, cfg);
+            let mut out = Vec::new();
+            c.compress(&h, &mut out);
+            out.clear();
+            c.compress(&h, &mut out);
+            let mut d = HeaderDecompressor::new(Version::V3, 1 << 16);
+            let mut first = Vec::new();
+            HeaderCompressor::new(Version::V3, cfg).compress(&h, &mut first);
+            assert_eq!(d.decompress(&first).unwrap(), h, "{m:?} round-trips");
+            out.len()
+        };
+        let (zlib, safe, none) = (
+            second(HeaderCompression::Zlib),
+            second(HeaderCompression::CrimeSafe),
+            second(HeaderCompression::None),
+        );
+        assert!(zlib < safe, "zlib {zlib} B < crime-safe {safe} B");
+        assert!(safe < none, "crime-safe {safe} B < none {none} B");
+        assert!(none >= raw, "none {none} B ≥ raw {raw} B");
+        for m in HeaderCompression::ALL {
+            assert_eq!(HeaderCompression::parse(m.name()), Ok(m));
+        }
+        assert!(HeaderCompression::parse("gzip")
+            .unwrap_err()
+            .contains("crime-safe"));
     }
 
     fn chromium_cfg() -> CompressionConfig {

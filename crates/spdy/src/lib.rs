@@ -17,7 +17,7 @@ mod version;
 mod zlib;
 
 pub use codes::{GoAwayStatus, RstStatus, SettingId};
-pub use compress::CompressionConfig;
+pub use compress::{CompressionConfig, HeaderCompression};
 pub use frame::{Frame, StreamId};
 pub use headers::Headers;
 pub use session::{Config, Event, Role, Session};

@@ -192,6 +192,9 @@ pub struct LoadConfig {
     pub keep_bodies: bool,
     /// Give up after this long.
     pub timeout: Duration,
+    /// How SPDY request headers are compressed (CRIME-safe by default; plain zlib is what
+    /// Chrome sent before 2012).
+    pub header_compression: spdy::HeaderCompression,
 }
 
 impl LoadConfig {
@@ -215,6 +218,7 @@ impl LoadConfig {
             archive_fallback: true,
             keep_bodies: false,
             timeout: Duration::from_secs(60),
+            header_compression: spdy::HeaderCompression::CrimeSafe,
         }
     }
 }

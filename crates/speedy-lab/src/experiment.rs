@@ -7,7 +7,8 @@
 //! think_time_ms = 0         # pause between loads
 //!
 //! [pages]
-//! synth = 3                 # synthesized pages (lab-facts §4), or
+//! synth = 3                 # synthesized pages, or
+//! # calibration = "web-2010" # their page statistics: cellular-2013 (default), web-2010, web-2025
 //! # archive = "corpus/"     # an archive made by `speedy corpus`
 //! # select = ["00-news"]    # only these pages of it
 //!
@@ -36,12 +37,21 @@
 //! # hint = true             # server hint (x-subresources)
 //! # prefetch = true         # client prefetch from an earlier load
 //! # cc = "bbr"; initcwnd = 10; slow_start_after_idle = false; no_metrics_save = true
+//! # cc = ["cubic", "reno"]  # the first the host allows (recorded per row)
+//! # initrwnd = 10           # the client's initial receive window (segments)
+//! # header_compression = "zlib"   # SPDY headers: crime-safe (default), zlib, none
+//! # connections_per_host = 6      # HTTP/1.1 connections per host (the loader's default 6)
+//! # max_connections = 32          # HTTP/1.1 connections in all (the loader's default 32)
+//! # calibration = "web-2025"      # this variant's own synthesized pages
+//! # against = "http1-2025"        # the variant its speedup is computed against
 //! ```
 //!
 //! Unknown keys and impossible values are refused before anything runs, with the line.
 
 use linkem::{LinkConfig, LossModel, Server};
 use serde::Deserialize;
+use spdy::HeaderCompression;
+use speedy_archive::synth::{calibration, Calibration};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -71,8 +81,8 @@ pub struct Experiment {
 /// Page source.
 #[derive(Clone, Debug)]
 pub enum Pages {
-    /// Synthesize this many pages with the experiment's seed.
-    Synth(usize),
+    /// Synthesize this many pages with the experiment's seed, from a calibration.
+    Synth(usize, &'static Calibration),
     /// An archive directory, optionally only some pages.
     Archive(PathBuf, Option<Vec<String>>),
 }
@@ -119,6 +129,20 @@ pub struct Variant {
     pub slow_start_after_idle: Option<bool>,
     /// net.ipv4.tcp_no_metrics_save (default true: runs do not learn from each other).
     pub no_metrics_save: bool,
+    /// TCP congestion control in order of preference: the first the host allows is used.
+    pub cc_preference: Vec<String>,
+    /// The client's initial receive window (segments) on its routes, if set.
+    pub initrwnd: Option<u32>,
+    /// SPDY header compression of requests and responses.
+    pub header_compression: HeaderCompression,
+    /// HTTP/1.1 connections per host (the loader's default when `None`).
+    pub connections_per_host: Option<usize>,
+    /// HTTP/1.1 connections in all (the loader's default when `None`).
+    pub max_connections: Option<usize>,
+    /// This variant's own synthesized pages (the experiment's when `None`).
+    pub calibration: Option<&'static Calibration>,
+    /// The variant this one's speedup is computed against (the baseline when `None`).
+    pub against: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +166,7 @@ struct FileSpec {
 #[serde(deny_unknown_fields)]
 struct PagesSpec {
     synth: Option<usize>,
+    calibration: Option<String>,
     archive: Option<PathBuf>,
     select: Option<Vec<String>>,
 }
@@ -190,10 +215,23 @@ struct VariantSpec {
     hint: Option<bool>,
     prefetch: Option<bool>,
     baseline: Option<bool>,
-    cc: Option<String>,
+    cc: Option<OneOrManyStr>,
     initcwnd: Option<u32>,
+    initrwnd: Option<u32>,
     slow_start_after_idle: Option<bool>,
     no_metrics_save: Option<bool>,
+    header_compression: Option<String>,
+    connections_per_host: Option<usize>,
+    max_connections: Option<usize>,
+    calibration: Option<String>,
+    against: Option<String>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum OneOrManyStr {
+    One(String),
+    Many(Vec<String>),
 }
 
 fn line_of(text: &str, span: Range<usize>) -> usize {
@@ -233,7 +271,17 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
                 "pages.synth must be at least 1".into(),
             ))
         }
-        (Some(n), None) => Pages::Synth(n),
+        (Some(n), None) => Pages::Synth(
+            n,
+            calibration(ps.calibration.as_deref().unwrap_or("cellular-2013"))
+                .map_err(|e| at(spec.pages.span(), format!("pages.calibration: {e}")))?,
+        ),
+        (None, Some(_)) if ps.calibration.is_some() => {
+            return Err(at(
+                spec.pages.span(),
+                "pages.calibration applies to synth = N, not to an archive".into(),
+            ))
+        }
         (None, Some(dir)) => {
             let dir = if dir.is_absolute() {
                 dir.clone()
@@ -341,6 +389,28 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
         }
     }
 
+    for v in &variants {
+        if let Some(a) = &v.against {
+            let Some(b) = variants.iter().find(|x| &x.name == a) else {
+                return Err(format!(
+                    "{origin}: variant {:?} is against {a:?}, which no [[variant]] defines",
+                    v.name
+                ));
+            };
+            if b.calibration.map(|c| c.name) != v.calibration.map(|c| c.name) {
+                return Err(format!(
+                    "{origin}: variant {:?} is against {a:?}, which loads other pages (calibration)",
+                    v.name
+                ));
+            }
+        }
+        if v.calibration.is_some() && !matches!(pages, Pages::Synth(..)) {
+            return Err(format!(
+                "{origin}: variant {:?} has a calibration, which needs [pages] synth = N",
+                v.name
+            ));
+        }
+    }
     if variants.iter().filter(|v| v.baseline).count() > 1 {
         return Err(format!(
             "{origin}: more than one variant has baseline = true"
@@ -510,16 +580,37 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
     if v.protocol == "http1" && (push != "none" || single_domain) {
         return Err("push and spdy_domains need protocol spdy or h2".into());
     }
-    if let Some(cc) = &v.cc {
+    let cc_preference = match &v.cc {
+        None => vec![],
+        Some(OneOrManyStr::One(c)) => vec![c.clone()],
+        Some(OneOrManyStr::Many(cs)) if cs.is_empty() => {
+            return Err("cc = []: name at least one of reno, cubic, bbr".into())
+        }
+        Some(OneOrManyStr::Many(cs)) => cs.clone(),
+    };
+    for cc in &cc_preference {
         if !matches!(cc.as_str(), "reno" | "cubic" | "bbr") {
             return Err(format!("cc = {cc:?}: reno, cubic or bbr"));
         }
     }
-    if let Some(w) = v.initcwnd {
-        if !(1..=1000).contains(&w) {
-            return Err(format!("initcwnd = {w}: between 1 and 1000 segments"));
+    for (w, name) in [(v.initcwnd, "initcwnd"), (v.initrwnd, "initrwnd")] {
+        if let Some(w) = w {
+            if !(1..=1000).contains(&w) {
+                return Err(format!("{name} = {w}: between 1 and 1000 segments"));
+            }
         }
     }
+    let header_compression = match &v.header_compression {
+        None => HeaderCompression::CrimeSafe,
+        Some(h) => HeaderCompression::parse(h).map_err(|e| format!("header_compression = {e}"))?,
+    };
+    if v.connections_per_host == Some(0) || v.max_connections == Some(0) {
+        return Err("connections_per_host and max_connections: at least 1".into());
+    }
+    let calibration = match &v.calibration {
+        None => None,
+        Some(c) => Some(calibration(c).map_err(|e| format!("calibration: {e}"))?),
+    };
     if v.name.is_empty() || v.name.contains(['/', ' ']) {
         return Err(format!(
             "variant name {:?}: non-empty, no '/' or spaces",
@@ -535,10 +626,17 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         hint: v.hint.unwrap_or(false),
         prefetch: v.prefetch.unwrap_or(false),
         baseline: v.baseline.unwrap_or(false),
-        cc: v.cc.clone(),
+        cc: cc_preference.first().cloned(),
         initcwnd: v.initcwnd,
         slow_start_after_idle: v.slow_start_after_idle,
         no_metrics_save: v.no_metrics_save.unwrap_or(true),
+        cc_preference,
+        initrwnd: v.initrwnd,
+        header_compression,
+        connections_per_host: v.connections_per_host,
+        max_connections: v.max_connections,
+        calibration,
+        against: v.against.clone(),
     })
 }
 
@@ -557,8 +655,18 @@ pub const BUILT_INS: &[BuiltIn] = &[
     BuiltIn { name: "quick", about: "the default: 3 synthesized pages, whitepaper DSL, HTTP/1.1 against SPDY, 3 runs", toml: include_str!("../experiments/quick.toml") },
     BuiltIn {
         name: "whitepaper",
-        about: "the SPDY whitepaper's matrix: DSL and cable at 1% loss with every SPDY variant over TCP and TLS, the loss sweep and the RTT sweep, 25 pages, 10 runs",
+        about: "the SPDY whitepaper under its own conditions (web-2010 pages, CUBIC, initcwnd 3, zlib headers): Table 1's seven rows on DSL and cable, the loss and RTT sweeps, 25 pages, 10 runs; its tables beside the published ones",
         toml: include_str!("../experiments/whitepaper.toml"),
+    },
+    BuiltIn {
+        name: "factors",
+        about: "where SPDY's advantage went: from the whitepaper's conditions to today's one factor at a time (pages 2010 → 2013 → 2025, initcwnd 3 → 10, CUBIC → BBR, zlib → CRIME-safe, 32 → 256 connections), SPDY against HTTP/1.1 after each step, DSL",
+        toml: include_str!("../experiments/factors.toml"),
+    },
+    BuiltIn {
+        name: "chart",
+        about: "\"Visualizing SPDY vs HTTP\": 300 web-2010 pages at 2 Mbit/s / 386 kbit/s, 100 ms, no loss, HTTP/1.1 against SPDY, one point per page, repeated over the whitepaper's networks and loss rates",
+        toml: include_str!("../experiments/chart.toml"),
     },
 ];
 
@@ -607,6 +715,21 @@ mod tests {
         let w = parse(built_in("whitepaper").unwrap().toml, "w", Path::new(".")).unwrap();
         assert_eq!(w.runs, 10);
         assert!(w.networks.iter().filter(|n| n.sweep.is_some()).count() >= 13);
+        // The whitepaper's own conditions on every variant.
+        assert!(matches!(w.pages, Pages::Synth(25, c) if c.name == "web-2010"));
+        for v in &w.variants {
+            assert_eq!(v.cc_preference, ["cubic", "reno"], "{}", v.name);
+            assert_eq!(v.initcwnd, Some(3), "{}", v.name);
+            assert_eq!(v.header_compression, HeaderCompression::Zlib, "{}", v.name);
+        }
+        // The factor chain: every SPDY step is against its own HTTP/1.1, on its pages.
+        let f = parse(built_in("factors").unwrap().toml, "f", Path::new(".")).unwrap();
+        let spdy: Vec<&Variant> = f.variants.iter().filter(|v| v.protocol == "spdy").collect();
+        assert_eq!(spdy.len(), 7);
+        for v in spdy {
+            let a = v.against.as_deref().unwrap();
+            assert_eq!(a, v.name.replace("spdy-", "http1-"));
+        }
     }
 
     #[test]

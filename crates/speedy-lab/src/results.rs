@@ -75,6 +75,45 @@ pub struct Row {
     pub tcp_retransmissions: u64,
     /// The HAR of this load, relative to the results file's directory.
     pub har: String,
+    /// Where the pages came from: a synthetic calibration (`web-2010`, `cellular-2013`,
+    /// `web-2025`) or `archive`. Empty in files written before it was recorded.
+    #[serde(default)]
+    pub calibration: String,
+    /// SPDY header compression (`zlib`, `crime-safe`, `none`) of requests and responses.
+    #[serde(default)]
+    pub header_compression: String,
+    /// Initial congestion window on the server's routes (segments).
+    #[serde(default)]
+    pub initcwnd: u32,
+    /// Initial receive window on the client's routes (segments), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initrwnd: Option<u32>,
+    /// net.ipv4.tcp_slow_start_after_idle in the namespaces.
+    #[serde(default)]
+    pub slow_start_after_idle: bool,
+    /// HTTP/1.1 connections per host the loader allowed.
+    #[serde(default)]
+    pub connections_per_host: u32,
+    /// HTTP/1.1 connections in all the loader allowed.
+    #[serde(default)]
+    pub max_connections: u32,
+    /// The variant's position in its experiment (report order; older files lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_index: Option<u32>,
+    /// The variant this one's speedup is computed against, when not the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+    /// Segments the server namespace retransmitted during the load (`RetransSegs` of its
+    /// TCP MIB): the sender's retransmissions, which `tcp_retransmissions` (the client's
+    /// sockets) does not see.
+    #[serde(default)]
+    pub server_retransmissions: u64,
+    /// Retransmission timeouts that fired on the server (`TCPTimeouts`).
+    #[serde(default)]
+    pub server_rto_timeouts: u64,
+    /// Segments the server namespace sent during the load (`OutSegs`).
+    #[serde(default)]
+    pub server_segments_out: u64,
 }
 
 /// Reads `results.jsonl`; an unreadable line is an error naming the file and line.

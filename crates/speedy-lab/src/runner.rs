@@ -15,6 +15,7 @@ use crate::results::{append_row, read_rows, Row, SweepPoint};
 use crate::testbed::{topology_for, ReplayServer, ReplaySpec};
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
+use speedy_archive::synth::{Calibration, CALIBRATIONS};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -58,18 +59,42 @@ fn key(page: &str, network: &str, variant: &str, run: u32) -> String {
     format!("{page}\u{1}{network}\u{1}{variant}\u{1}{run}")
 }
 
-/// Makes (or finds) the archive and lists the pages to load.
+/// Makes (or finds) the experiment's archive and lists the pages to load.
 pub fn prepare_pages(exp: &Experiment, out: &Path) -> Result<(PathBuf, Vec<PageInfo>), String> {
+    prepare_corpus(exp, out, None)
+}
+
+/// The directory of a synthesized corpus: `corpus/` for the default calibration (as
+/// before calibrations had names), `corpus-NAME/` for the others.
+fn corpus_dir(out: &Path, cal: &Calibration) -> PathBuf {
+    if cal.name == CALIBRATIONS[0].name {
+        out.join("corpus")
+    } else {
+        out.join(format!("corpus-{}", cal.name))
+    }
+}
+
+/// Makes (or finds) the archive of the experiment's pages, or of its synthesized pages
+/// under calibration `cal` (a variant's own), and lists the pages to load.
+pub fn prepare_corpus(
+    exp: &Experiment,
+    out: &Path,
+    cal: Option<&'static Calibration>,
+) -> Result<(PathBuf, Vec<PageInfo>), String> {
     let (dir, archive) = match &exp.pages {
-        Pages::Synth(n) => {
-            let dir = out.join("corpus");
+        Pages::Synth(n, default) => {
+            let cal = cal.unwrap_or(default);
+            let dir = corpus_dir(out, cal);
             let archive = if dir.join("archive.json").exists() {
                 speedy_archive::Archive::load(&dir).map_err(|e| e.to_string())?
             } else {
-                let a = speedy_archive::synth::synthesize(speedy_archive::synth::SynthOptions {
-                    pages: *n,
-                    seed: exp.seed,
-                });
+                let a = speedy_archive::synth::synthesize_calibrated(
+                    speedy_archive::synth::SynthOptions {
+                        pages: *n,
+                        seed: exp.seed,
+                    },
+                    cal,
+                );
                 a.save(&dir).map_err(|e| e.to_string())?;
                 a
             };
@@ -117,6 +142,99 @@ pub fn prepare_pages(exp: &Experiment, out: &Path) -> Result<(PathBuf, Vec<PageI
     Ok((dir, pages))
 }
 
+/// The pages every variant loads: the experiment's corpus, and one more per calibration
+/// a variant names (each with the same number of pages).
+struct Corpora {
+    /// (archive directory, pages) per corpus; the experiment's first.
+    list: Vec<(PathBuf, Vec<PageInfo>)>,
+    /// Per variant, its corpus in `list`.
+    of_variant: Vec<usize>,
+}
+
+impl Corpora {
+    fn prepare(exp: &Experiment, out: &Path) -> Result<Corpora, String> {
+        let mut names: Vec<Option<&str>> = vec![None];
+        let mut list = vec![prepare_pages(exp, out)?];
+        let mut of_variant = Vec::new();
+        for v in &exp.variants {
+            let name = v.calibration.map(|c| c.name);
+            let default = match &exp.pages {
+                Pages::Synth(_, c) => Some(c.name),
+                Pages::Archive(..) => None,
+            };
+            let i = if name.is_none() || name == default {
+                0
+            } else if let Some(i) = names.iter().position(|n| *n == name) {
+                i
+            } else {
+                names.push(name);
+                list.push(prepare_corpus(exp, out, v.calibration)?);
+                list.len() - 1
+            };
+            of_variant.push(i);
+        }
+        Ok(Corpora { list, of_variant })
+    }
+
+    /// Page `i` as variant `v` loads it, and the archive it comes from.
+    fn page(&self, v: usize, i: usize) -> (&PageInfo, &Path) {
+        let (dir, pages) = &self.list[self.of_variant[v]];
+        (&pages[i], dir)
+    }
+
+    /// Every page of every corpus (for sizing the topology).
+    fn all_pages(&self) -> Vec<PageInfo> {
+        self.list
+            .iter()
+            .flat_map(|(_, p)| p.iter().cloned())
+            .collect()
+    }
+}
+
+/// The congestion control each variant uses: the first of its preference the host lets
+/// namespaces use (`None`: the namespaces' default). Says so when it had to fall back,
+/// and refuses, with the command that allows one, when none is allowed.
+fn resolve_cc(exp: &Experiment, allowed: &str) -> Result<Vec<Option<String>>, String> {
+    let allowed_list: Vec<&str> = allowed.split_whitespace().collect();
+    let mut out = Vec::new();
+    let mut fallbacks: Vec<(String, Vec<String>)> = Vec::new();
+    for v in &exp.variants {
+        if v.cc_preference.is_empty() {
+            out.push(None);
+            continue;
+        }
+        let first = &v.cc_preference[0];
+        let Some(pick) = v
+            .cc_preference
+            .iter()
+            .find(|c| allowed_list.contains(&c.as_str()))
+        else {
+            return Err(format!(
+                "variant {}: none of cc = {:?} may be used in namespaces here                  (net.ipv4.tcp_allowed_congestion_control = {allowed:?}); allow {first} on the                  host with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{allowed} {first}\"",
+                v.name, v.cc_preference
+            ));
+        };
+        if pick != first {
+            let names = format!("{first} → {pick}");
+            match fallbacks.iter_mut().find(|(k, _)| *k == names) {
+                Some((_, vs)) => vs.push(v.name.clone()),
+                None => fallbacks.push((names, vec![v.name.clone()])),
+            }
+        }
+        out.push(Some(pick.clone()));
+    }
+    for (change, variants) in fallbacks {
+        let first = change.split(' ').next().unwrap_or_default();
+        eprintln!(
+            "speedy lab: congestion control {change} for {}: namespaces here may only use \
+             net.ipv4.tcp_allowed_congestion_control = {allowed:?} (recorded in each row). \
+             To run {first}: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{allowed} {first}\"",
+            variants.join(", ")
+        );
+    }
+    Ok(out)
+}
+
 fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
     let nv = exp.variants.len();
     let mut out = Vec::new();
@@ -146,7 +264,11 @@ fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
 /// Runs (or resumes) an experiment; prints progress with an ETA on stderr.
 pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
-    let (archive_dir, pages) = prepare_pages(exp, &opts.out)?;
+    let corpora = Corpora::prepare(exp, &opts.out)?;
+    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+        .unwrap_or_default();
+    let ccs = resolve_cc(exp, allowed.trim())?;
+    let pages = &corpora.list[0].1;
     let results = opts.out.join(if opts.shard.1 > 1 {
         format!("results-shard{}of{}.jsonl", opts.shard.0, opts.shard.1)
     } else {
@@ -166,7 +288,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         .filter(|j| j.index % opts.shard.1 == opts.shard.0)
         .filter(|j| {
             !done.contains(&key(
-                &pages[j.page].name,
+                &corpora.page(j.variant, j.page).0.name,
                 &exp.networks[j.network].name,
                 &exp.variants[j.variant].name,
                 j.run,
@@ -201,20 +323,10 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         std::thread::scope(|s| {
             for lane in 0..lanes {
                 let (queue, errors, progress) = (queue.clone(), errors.clone(), progress.clone());
-                let (pages, archive_dir, results, ca_dir) =
-                    (&pages, &archive_dir, &results, &ca_dir);
+                let (corpora, ccs, results, ca_dir) = (&corpora, &ccs, &results, &ca_dir);
                 s.spawn(move || {
                     let r = run_lane(
-                        exp,
-                        opts,
-                        net,
-                        lane,
-                        pages,
-                        archive_dir,
-                        ca_dir,
-                        results,
-                        &queue,
-                        &progress,
+                        exp, opts, net, lane, corpora, ccs, ca_dir, results, &queue, &progress,
                         total,
                     );
                     if let Err(e) = r {
@@ -234,35 +346,48 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     Ok(results)
 }
 
-/// The lane's replay servers, one per (push policy, hint) the variants use.
-type Servers = HashMap<(String, bool), ReplayServer>;
+/// What tells replay servers apart: corpus, push policy, hint, header compression.
+type ServerKey = (usize, String, bool, &'static str);
+
+/// The server a variant loads from.
+fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
+    let var = &exp.variants[v];
+    (
+        corpora.of_variant[v],
+        var.push.clone(),
+        var.hint,
+        var.header_compression.name(),
+    )
+}
+
+/// The lane's replay servers, one per [`ServerKey`] the variants use.
+type Servers = HashMap<ServerKey, ReplayServer>;
 
 fn start_servers(
     exp: &Experiment,
     opts: &RunOptions,
     topo: &Topology,
-    archive: &Path,
+    corpora: &Corpora,
     ca_dir: &Path,
 ) -> Result<Servers, String> {
-    let mut configs: Vec<(String, bool)> = exp
-        .variants
-        .iter()
-        .map(|v| (v.push.clone(), v.hint))
+    let mut configs: Vec<ServerKey> = (0..exp.variants.len())
+        .map(|v| server_key(corpora, exp, v))
         .collect();
     configs.sort();
     configs.dedup();
     let mut servers = Servers::new();
-    for (i, (push, hint)) in configs.into_iter().enumerate() {
+    for (i, key) in configs.into_iter().enumerate() {
         let spec = ReplaySpec {
             speedy: &opts.speedy,
-            archive,
+            archive: &corpora.list[key.0].0,
             ca_dir,
             port: 8443 + i as u16,
-            push: &push,
-            hint,
+            push: &key.1,
+            hint: key.2,
+            header_compression: key.3,
         };
         let server = ReplayServer::start(topo, &spec)?;
-        servers.insert((push, hint), server);
+        servers.insert(key, server);
     }
     Ok(servers)
 }
@@ -283,8 +408,14 @@ fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, 
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Applies a variant's TCP knobs inside both namespaces (never on the host).
-fn apply_tcp_knobs(topo: &Topology, v: &Variant, default_cc: &str) -> Result<(), String> {
+/// Applies a variant's TCP knobs inside both namespaces (never on the host): `cc` is
+/// the algorithm [`resolve_cc`] picked for it.
+fn apply_tcp_knobs(
+    topo: &Topology,
+    v: &Variant,
+    cc: Option<&str>,
+    default_cc: &str,
+) -> Result<(), String> {
     for side in [Side::Client, Side::Server] {
         let set = [
             format!("net.ipv4.tcp_no_metrics_save={}", v.no_metrics_save as u8),
@@ -299,28 +430,46 @@ fn apply_tcp_knobs(topo: &Topology, v: &Variant, default_cc: &str) -> Result<(),
         // Always set: a variant without `cc` gets the namespaces' default back, not the
         // previous variant's choice (the value is recorded in each row).
         {
-            let cc = v.cc.as_deref().unwrap_or(default_cc);
-            sh(topo, side, "sysctl", &["-q", "-w", &format!("net.ipv4.tcp_congestion_control={cc}")]).map_err(|e| {
-                let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap_or_default();
-                let allowed = allowed.trim();
-                format!(
-                    "{e}\nnamespaces may only use the algorithms in net.ipv4.tcp_allowed_congestion_control ({allowed}); \
-                     allow {cc} on the host with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{allowed} {cc}\""
-                )
-            })?;
+            let cc = cc.unwrap_or(default_cc);
+            sh(
+                topo,
+                side,
+                "sysctl",
+                &["-q", "-w", &format!("net.ipv4.tcp_congestion_control={cc}")],
+            )?;
         }
     }
-    let routes = sh(topo, Side::Server, "ip", &["route", "show"])?;
+    set_route_window(
+        topo,
+        Side::Server,
+        "initcwnd",
+        Some(v.initcwnd.unwrap_or(10)),
+    )?;
+    set_route_window(topo, Side::Client, "initrwnd", v.initrwnd)?;
+    Ok(())
+}
+
+/// Sets (or, with `None`, clears) a per-route window (`initcwnd`, `initrwnd`) on every
+/// route of one namespace.
+fn set_route_window(
+    topo: &Topology,
+    side: Side,
+    knob: &str,
+    segments: Option<u32>,
+) -> Result<(), String> {
+    let routes = sh(topo, side, "ip", &["route", "show"])?;
     for r in routes.lines().filter(|l| !l.trim().is_empty()) {
         let mut words: Vec<&str> = r.split_whitespace().collect();
-        if let Some(i) = words.iter().position(|w| *w == "initcwnd") {
+        if let Some(i) = words.iter().position(|w| *w == knob) {
             words.drain(i..(i + 2).min(words.len()));
         }
-        let mut args = vec!["route", "change"];
+        let mut args = vec!["route", "replace"];
         args.extend(words.iter());
-        let w = v.initcwnd.unwrap_or(10).to_string();
-        args.extend(["initcwnd", w.as_str()]);
-        sh(topo, Side::Server, "ip", &args)?;
+        let w = segments.map(|w| w.to_string());
+        if let Some(w) = &w {
+            args.extend([knob, w.as_str()]);
+        }
+        sh(topo, side, "ip", &args)?;
     }
     Ok(())
 }
@@ -331,8 +480,8 @@ fn run_lane(
     opts: &RunOptions,
     net: &Network,
     _lane: usize,
-    pages: &[PageInfo],
-    archive: &Path,
+    corpora: &Corpora,
+    ccs: &[Option<String>],
     ca_dir: &Path,
     results: &Path,
     queue: &Mutex<std::collections::VecDeque<Job>>,
@@ -340,7 +489,7 @@ fn run_lane(
     total: usize,
 ) -> Result<(), String> {
     let mut link = net.link.clone();
-    let mut topo = topology_for(pages, &link, exp.seed)?;
+    let mut topo = topology_for(&corpora.all_pages(), &link, exp.seed)?;
     // The namespaces' own default congestion control, for variants that name none.
     let default_cc = sh(
         &topo,
@@ -350,14 +499,16 @@ fn run_lane(
     )?
     .trim()
     .to_string();
-    let servers = start_servers(exp, opts, &topo, archive, ca_dir)?;
+    let servers = start_servers(exp, opts, &topo, corpora, ca_dir)?;
     let mut last_har: HashMap<String, PathBuf> = HashMap::new();
     loop {
         let Some(job) = queue.lock().expect("lock").pop_front() else {
             break;
         };
-        let (page, variant) = (&pages[job.page], &exp.variants[job.variant]);
-        apply_tcp_knobs(&topo, variant, &default_cc)?;
+        let (page, archive) = corpora.page(job.variant, job.page);
+        let variant = &exp.variants[job.variant];
+        let cc = ccs[job.variant].as_deref();
+        apply_tcp_knobs(&topo, variant, cc, &default_cc)?;
         // A fresh link per load, seeded by (experiment seed, page, run): every variant of a
         // run meets the same random loss sequence, and which lane runs a load changes
         // nothing.
@@ -374,8 +525,9 @@ fn run_lane(
         );
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
-        let resolve = servers[&(variant.push.clone(), variant.hint)].resolve();
+        let resolve = servers[&server_key(corpora, exp, job.variant)].resolve();
         let before = topo.counters();
+        let server_before = server_tcp_counters(&topo)?;
         let t0 = Instant::now();
         let status = load(
             &topo,
@@ -390,8 +542,9 @@ fn run_lane(
             last_har.get(&page.name),
         )?;
         let after = topo.counters();
-        let cc = variant.cc.as_deref().unwrap_or(&default_cc);
-        let row = row_from_har(
+        let server_after = server_tcp_counters(&topo)?;
+        let cc = cc.unwrap_or(&default_cc);
+        let mut row = row_from_har(
             exp,
             net,
             variant,
@@ -404,6 +557,14 @@ fn run_lane(
             cc.trim(),
         )
         .map_err(|e| format!("{e} (loader exit {status})"))?;
+        row.calibration = match (&exp.pages, variant.calibration) {
+            (_, Some(c)) => c.name.to_string(),
+            (Pages::Synth(_, c), None) => c.name.to_string(),
+            (Pages::Archive(..), None) => "archive".into(),
+        };
+        row.server_retransmissions = server_after.retrans_segs - server_before.retrans_segs;
+        row.server_rto_timeouts = server_after.timeouts - server_before.timeouts;
+        row.server_segments_out = server_after.out_segs - server_before.out_segs;
         append_row(results, &row)?;
         last_har.insert(page.name.clone(), har.clone());
         let mut p = progress.lock().expect("lock");
@@ -500,6 +661,13 @@ fn load(
         cmd.arg("--resolve").arg(format!("{h}={a}"));
     }
     cmd.arg("--ca").arg(ca_dir.join("ca.pem"));
+    cmd.args(["--header-compression", v.header_compression.name()]);
+    if let Some(n) = v.connections_per_host {
+        cmd.args(["--connections-per-host", &n.to_string()]);
+    }
+    if let Some(n) = v.max_connections {
+        cmd.args(["--max-connections", &n.to_string()]);
+    }
     cmd.arg("--har").arg(har);
     cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
@@ -584,6 +752,64 @@ fn row_from_har(
         tcp_cc: cc.to_string(),
         tcp_retransmissions: t.retransmits,
         har: rel.to_string(),
+        calibration: String::new(),
+        header_compression: v.header_compression.name().to_string(),
+        initcwnd: v.initcwnd.unwrap_or(10),
+        initrwnd: v.initrwnd,
+        slow_start_after_idle: v.slow_start_after_idle.unwrap_or(true),
+        connections_per_host: v.connections_per_host.unwrap_or(6) as u32,
+        max_connections: v.max_connections.unwrap_or(32) as u32,
+        against: v.against.clone(),
+        variant_index: exp
+            .variants
+            .iter()
+            .position(|x| x.name == v.name)
+            .map(|i| i as u32),
+        server_retransmissions: 0,
+        server_rto_timeouts: 0,
+        server_segments_out: 0,
+    })
+}
+
+/// TCP counters of the server namespace (its own MIB: only the replay servers' sockets
+/// count): the sender's side of every download.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct ServerTcp {
+    out_segs: u64,
+    retrans_segs: u64,
+    timeouts: u64,
+}
+
+fn server_tcp_counters(topo: &Topology) -> Result<ServerTcp, String> {
+    let text = sh(
+        topo,
+        Side::Server,
+        "cat",
+        &["/proc/net/snmp", "/proc/net/netstat"],
+    )?;
+    parse_tcp_mib(&text)
+        .ok_or_else(|| "the server namespace's /proc/net/snmp has no Tcp counters".into())
+}
+
+/// Reads `Tcp: OutSegs RetransSegs` and `TcpExt: TCPTimeouts` from the text of
+/// `/proc/net/snmp` and `/proc/net/netstat` (a header line of names, then a line of values,
+/// per group).
+fn parse_tcp_mib(text: &str) -> Option<ServerTcp> {
+    let lines: Vec<&str> = text.lines().collect();
+    let field = |group: &str, name: &str| -> Option<u64> {
+        lines.windows(2).find_map(|w| {
+            let (names, values) = (w[0].strip_prefix(group)?, w[1].strip_prefix(group)?);
+            if names.split_whitespace().next()?.parse::<u64>().is_ok() {
+                return None; // a values line, not a header
+            }
+            let i = names.split_whitespace().position(|n| n == name)?;
+            values.split_whitespace().nth(i)?.parse().ok()
+        })
+    };
+    Some(ServerTcp {
+        out_segs: field("Tcp:", "OutSegs")?,
+        retrans_segs: field("Tcp:", "RetransSegs")?,
+        timeouts: field("TcpExt:", "TCPTimeouts").unwrap_or(0),
     })
 }
 
@@ -635,6 +861,45 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_tcp_mib() {
+        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n\
+Tcp: 1 200 120000 -1 0 12 0 0 0 900 1500 37 0 2 0\n\
+TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes\nTcpExt: 0 4 9\n";
+        assert_eq!(
+            parse_tcp_mib(text),
+            Some(ServerTcp {
+                out_segs: 1500,
+                retrans_segs: 37,
+                timeouts: 4
+            })
+        );
+        assert_eq!(parse_tcp_mib("Ip: a\nIp: 1\n"), None);
+    }
+
+    #[test]
+    fn falls_back_along_the_cc_preference_and_refuses_when_none_is_allowed() {
+        let mut exp = crate::experiment::parse(
+            crate::experiment::built_in("quick").unwrap().toml,
+            "q",
+            Path::new("."),
+        )
+        .unwrap();
+        exp.variants[1].cc_preference = vec!["cubic".into(), "reno".into()];
+        let ccs = resolve_cc(&exp, "reno bbr").unwrap();
+        assert_eq!(ccs, vec![None, Some("reno".to_string())]);
+        assert_eq!(
+            resolve_cc(&exp, "reno cubic").unwrap()[1].as_deref(),
+            Some("cubic")
+        );
+        let e = resolve_cc(&exp, "bbr").unwrap_err();
+        assert!(
+            e.contains("sysctl -w net.ipv4.tcp_allowed_congestion_control=\"bbr cubic\""),
+            "{e}"
+        );
+    }
 
     #[test]
     fn alternates_variants_run_by_run() {

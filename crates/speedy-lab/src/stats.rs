@@ -16,7 +16,8 @@
 //!   page has, from that page's loads, so the mix of pages stays the one that was run.
 //! * **Baseline** of a variant on a network: the variant of that network whose rows say
 //!   `baseline: true` and that has the same `tls` as the variant; if there is none with
-//!   the same `tls`, the first baseline variant of the network.
+//!   the same `tls`, the first baseline variant of the network. A variant whose rows name
+//!   `against` (a factor chain's step) is compared with that variant instead.
 //! * **Speedup of a page** = baseline mean onLoad / variant mean onLoad on that page
 //!   (`> 1` is faster than the baseline, `2.0` means half the load time). The **percent
 //!   reduction** is `100 × (1 − 1/speedup)` = `100 × (baseline − variant) / baseline`.
@@ -332,6 +333,8 @@ pub struct VariantInfo {
     pub protocol: String,
     /// Over TLS.
     pub tls: bool,
+    /// The variant its speedup is computed against, when the rows name one.
+    pub against: Option<String>,
 }
 
 /// A network as the rows describe it.
@@ -455,11 +458,19 @@ impl Stats {
                     baseline: r.baseline,
                     protocol: r.protocol.clone(),
                     tls: r.tls,
+                    against: r.against.clone(),
                 });
             }
         }
-        // Stable sorts keep first-appearance order within each class.
-        variants.sort_by_key(|v| !v.baseline);
+        // Baselines first, then the experiment's order where the rows record it; stable
+        // sorts keep first-appearance order otherwise.
+        let order = |name: &str| {
+            rows.iter()
+                .find(|r| r.variant == name)
+                .and_then(|r| r.variant_index)
+                .unwrap_or(u32::MAX)
+        };
+        variants.sort_by_key(|v| (!v.baseline, order(&v.name)));
         st.variants = variants;
         st.networks.sort_by(|a, b| match (&a.sweep, &b.sweep) {
             (None, None) => std::cmp::Ordering::Equal,
@@ -503,7 +514,9 @@ impl Stats {
 
         for net in &st.networks {
             for var in &st.variants {
-                let baseline = if var.baseline {
+                let baseline = if let Some(a) = &var.against {
+                    Some(a.clone())
+                } else if var.baseline {
                     None
                 } else {
                     st.baseline_among(&net.name, var, &times)

@@ -130,6 +130,8 @@ pub struct ReplaySpec<'a> {
     pub push: &'a str,
     /// `--hint`.
     pub hint: bool,
+    /// `--header-compression` (`zlib`, `crime-safe`, `none`).
+    pub header_compression: &'a str,
 }
 
 /// `speedy serve --archive` running in the server namespace, every server address bound
@@ -152,7 +154,8 @@ impl ReplayServer {
             .args(["--bind-origins", &ips.join(",")])
             .args(["--push", spec.push])
             .arg("--ca-dir")
-            .arg(spec.ca_dir);
+            .arg(spec.ca_dir)
+            .args(["--header-compression", spec.header_compression]);
         if spec.hint {
             cmd.arg("--hint");
         }

@@ -403,6 +403,7 @@ impl NetLab {
                 port: 8443,
                 push: "none",
                 hint: false,
+                header_compression: "crime-safe",
             },
         )?;
         let origins = server.resolve();

@@ -151,3 +151,113 @@ fn refuses_a_bad_experiment_before_running_anything() {
     assert!(err.contains("bad.toml:5:") && err.contains("quic"), "{err}");
     assert!(!dir.0.join("out").exists(), "nothing ran");
 }
+
+/// The whitepaper's conditions and a two-step factor chain, for real: an era pair
+/// (web-2010 pages, CUBIC or the next allowed algorithm, initcwnd 3, zlib headers) and a
+/// today pair (web-2025 pages, BBR, initcwnd 10, CRIME-safe headers) whose SPDY is against
+/// its own HTTP/1.1, on the whitepaper's DSL line. Every row must say what it ran under,
+/// the server's own retransmissions must be counted, and the report must carry the
+/// conditions, the whitepaper's tables and the chain.
+#[test]
+fn runs_the_whitepaper_conditions_and_a_factor_chain() {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("speedy-lab-era-{}-{n}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let exp = dir.0.join("era.toml");
+    let era =
+        "cc = [\"cubic\", \"reno\"]\ninitcwnd = 3\ninitrwnd = 10\nheader_compression = \"zlib\"\n";
+    let today = "calibration = \"web-2025\"\ncc = \"bbr\"\ninitcwnd = 10\nheader_compression = \"crime-safe\"\nmax_connections = 256\n";
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"era\"\nruns = 1\nseed = 5\ntimeout_s = 90\n[pages]\nsynth = 1\ncalibration = \"web-2010\"\n\
+[[network]]\nprofile = \"whitepaper-dsl\"\n\
+[[variant]]\nname = \"http1\"\nprotocol = \"http1\"\n{era}\
+[[variant]]\nname = \"spdy\"\nprotocol = \"spdy\"\n{era}\
+[[variant]]\nname = \"http1-today\"\nprotocol = \"http1\"\n{today}\
+[[variant]]\nname = \"spdy-today\"\nprotocol = \"spdy\"\nagainst = \"http1-today\"\n{today}"
+        ),
+    )
+    .unwrap();
+    let out = dir.0.join("out");
+    let o = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .args(["--lanes", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "speedy lab failed: {stderr}");
+    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+        .unwrap_or_default();
+    let era_cc = if allowed.split_whitespace().any(|a| a == "cubic") {
+        "cubic"
+    } else {
+        assert!(
+            stderr.contains("congestion control cubic → reno") && stderr.contains("sysctl -w"),
+            "the fall-back is said before any load: {stderr}"
+        );
+        "reno"
+    };
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4);
+    let mut server_retrans = 0;
+    for r in &rows {
+        let today = r["variant"].as_str().unwrap().ends_with("today");
+        let want = if today {
+            ("web-2025", "bbr", 10, "crime-safe", 256)
+        } else {
+            ("web-2010", era_cc, 3, "zlib", 32)
+        };
+        assert_eq!(r["calibration"], want.0, "{r}");
+        assert_eq!(r["tcp_cc"], want.1, "{r}");
+        assert_eq!(r["initcwnd"], want.2, "{r}");
+        assert_eq!(r["header_compression"], want.3, "{r}");
+        assert_eq!(r["max_connections"], want.4, "{r}");
+        assert_eq!(r["connections_per_host"], 6, "{r}");
+        if !today {
+            assert_eq!(r["initrwnd"], 10, "{r}");
+        }
+        assert_eq!(r["failed_objects"], 0, "{r}");
+        assert!(
+            r["server_segments_out"].as_u64().unwrap() > r["packets_down"].as_u64().unwrap() / 2,
+            "the server namespace's counters saw the download: {r}"
+        );
+        server_retrans += r["server_retransmissions"].as_u64().unwrap();
+        let objects = r["objects"].as_u64().unwrap();
+        assert!(
+            if today {
+                objects > 55
+            } else {
+                (30..60).contains(&objects)
+            },
+            "pages of the calibration: {r}"
+        );
+    }
+    assert!(
+        server_retrans > 0,
+        "1% loss over ~3 MB of downloads: the server retransmits"
+    );
+    let spdy_today = rows.iter().find(|r| r["variant"] == "spdy-today").unwrap();
+    assert_eq!(spdy_today["against"], "http1-today");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for needle in [
+        "id=\"conditions\"",
+        "id=\"whitepaper\"",
+        "3112",
+        "id=\"factors\"",
+        "Changed from the step before",
+        "Server retrans.",
+    ] {
+        assert!(html.contains(needle), "report has {needle}");
+    }
+}

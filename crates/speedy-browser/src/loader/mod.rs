@@ -373,7 +373,11 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
         Proto::Http1 => Arc::new(conn::http1::Http1 {
             pipeline: cfg.pipeline.max(1),
         }),
-        Proto::Spdy => Arc::new(conn::spdy::Spdy::v31()),
+        Proto::Spdy => {
+            let mut spdy = conn::spdy::Spdy::v31();
+            cfg.header_compression.apply(&mut spdy.config.compression);
+            Arc::new(spdy)
+        }
         Proto::H2 => Arc::new(conn::h2::H2::default()),
     };
     let needs_tls = match cfg.transport {

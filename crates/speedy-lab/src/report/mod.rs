@@ -1,7 +1,9 @@
 //! The report: one self-contained `report.html` (inline CSS, inline SVG drawn here, no
 //! script, nothing fetched) from a results file and the HARs it points to.
 //!
-//! Sections: summary (mean onLoad ± 95% CI and speedup per network × variant), speedup
+//! Sections: summary (mean onLoad ± 95% CI and speedup per network × variant), the
+//! conditions of each variant, the whitepaper's tables beside the measured ones and the
+//! factor chain when the rows have them ([`era`]), speedup
 //! per page, the per-page scatter of the baseline against each other variant, box plots
 //! per page, CDFs, sweeps (tables and lines against loss or RTT), the split of object
 //! time into HAR phases, packets and bytes per load, header compression, one waterfall
@@ -13,6 +15,7 @@
 
 mod charts;
 mod dist;
+mod era;
 mod har;
 mod html;
 mod sections;
@@ -80,6 +83,17 @@ pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
     let mut toc = Vec::new();
     let parts: Vec<Section> = vec![
         ("summary", "Summary", sections::summary),
+        ("conditions", "Conditions", era::conditions_section),
+        (
+            "whitepaper",
+            "The whitepaper's tables",
+            era::whitepaper_section,
+        ),
+        (
+            "factors",
+            "Where SPDY's advantage went",
+            era::factors_section,
+        ),
         ("pages", "Speedup per page", sections::per_page),
         ("scatter", "Baseline vs variants", sections::scatter),
         ("boxes", "Distribution per page", sections::boxes),
@@ -92,9 +106,15 @@ pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
         ("limits", "What the lab cannot model", transport::limits),
     ];
     for (id, name, f) in parts {
+        // A section with nothing to say for these rows (no factor chain, none of the
+        // whitepaper's networks) is left out, heading and all.
+        let text = f(&mut cx);
+        if text.is_empty() {
+            continue;
+        }
         toc.push((id.to_string(), name.to_string()));
         body.push_str(&html::h2(id, name));
-        body.push_str(&f(&mut cx));
+        body.push_str(&text);
     }
     toc.push(("notes".into(), "Notes".into()));
     body.push_str(&html::h2("notes", "Notes"));

@@ -9,7 +9,7 @@ use crate::stats::{has_on_load, Speedup};
 const CI_NOTE: &str = "Error bars: 95% percentile-bootstrap confidence interval of the mean.";
 
 /// `1.52×` with its CI in small print, coloured when the CI excludes 1.
-fn speedup_cell(s: Option<&Speedup>) -> Cell {
+pub(super) fn speedup_cell(s: Option<&Speedup>) -> Cell {
     match s {
         None => Cell::num("–"),
         Some(s) => Cell::raw(
@@ -29,7 +29,7 @@ fn speedup_cell(s: Option<&Speedup>) -> Cell {
     }
 }
 
-fn reduction_cell(s: Option<&Speedup>) -> Cell {
+pub(super) fn reduction_cell(s: Option<&Speedup>) -> Cell {
     match s {
         None => Cell::num("–"),
         Some(s) => Cell::num(format!("{:+.1}%", -s.reduction_pct)),

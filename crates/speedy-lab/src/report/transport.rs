@@ -186,6 +186,14 @@ pub fn traffic(cx: &mut Ctx) -> String {
                         "{:.1}",
                         mean_of(&rs, |r| r.tcp_retransmissions as f64)
                     )),
+                    Cell::num(format!(
+                        "{:.1}",
+                        mean_of(&rs, |r| r.server_retransmissions as f64)
+                    )),
+                    Cell::num(format!(
+                        "{:.2}",
+                        mean_of(&rs, |r| r.server_rto_timeouts as f64)
+                    )),
                     Cell::num(format!("{:.1}", mean_of(&rs, |r| r.link_drops as f64))),
                     Cell::num(format!("{:.1}", mean_of(&rs, |r| r.objects as f64))),
                     Cell::num(format!("{:.2}", mean_of(&rs, |r| r.failed_objects as f64))),
@@ -207,7 +215,9 @@ pub fn traffic(cx: &mut Ctx) -> String {
             ("kB down", false),
             ("kB up", false),
             ("Connections", false),
-            ("TCP retrans.", false),
+            ("Client retrans.", false),
+            ("Server retrans.", false),
+            ("Server RTOs", false),
             ("Link drops", false),
             ("Objects", false),
             ("Failed objects", false),
@@ -216,7 +226,9 @@ pub fn traffic(cx: &mut Ctx) -> String {
     );
     out.push_str(&html::p(
         "Means per load. Packets and bytes are IP packets through the emulated link (emulator counters); \
-         kB = 1000 bytes; retransmissions from TCP_INFO of the client's connections.",
+         kB = 1000 bytes. Client retransmissions: TCP_INFO of the loader's connections (they carry the \
+         requests); server retransmissions and retransmission timeouts: the server namespace's TCP \
+         counters (RetransSegs, TCPTimeouts) over the load, the sender's side of every download.",
     ));
     let series: Vec<charts::Series> = vars.iter().map(|v| cx.series(v)).collect();
     let stack = Some((

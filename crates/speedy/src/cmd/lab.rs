@@ -106,7 +106,7 @@ fn lab(a: LabArgs) -> Result<()> {
             for b in BUILT_INS {
                 let e = parse(b.toml, b.name, Path::new(".")).map_err(anyhow::Error::msg)?;
                 let pages = match e.pages {
-                    speedy_lab::experiment::Pages::Synth(n) => n,
+                    speedy_lab::experiment::Pages::Synth(n, _) => n,
                     _ => 0,
                 };
                 let loads = e.loads(pages);
@@ -172,8 +172,8 @@ fn lab(a: LabArgs) -> Result<()> {
             }
             if let Some(p) = a.pages {
                 match &mut exp.pages {
-                    speedy_lab::experiment::Pages::Synth(n) if p > 0 => *n = p,
-                    speedy_lab::experiment::Pages::Synth(_) => bail!("--pages must be at least 1"),
+                    speedy_lab::experiment::Pages::Synth(n, _) if p > 0 => *n = p,
+                    speedy_lab::experiment::Pages::Synth(..) => bail!("--pages must be at least 1"),
                     _ => bail!("--pages applies to synthesized pages only"),
                 }
             }

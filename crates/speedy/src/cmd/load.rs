@@ -81,6 +81,10 @@ pub struct LoadArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 60.0, value_name = "S")]
     timeout: f64,
+    /// SPDY request header compression: crime-safe (cookies kept apart), zlib (one shared
+    /// context, as Chrome before 2012) or none.
+    #[arg(long, default_value = "crime-safe", value_name = "MODE")]
+    header_compression: String,
 }
 
 fn config(a: &LoadArgs) -> Result<LoadConfig> {
@@ -141,6 +145,8 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
         bail!("--timeout {}: must be > 0", a.timeout);
     }
     cfg.timeout = Duration::from_secs_f64(a.timeout);
+    cfg.header_compression = spdy::HeaderCompression::parse(&a.header_compression)
+        .map_err(|e| anyhow::anyhow!("--header-compression {e}"))?;
     Ok(cfg)
 }
 

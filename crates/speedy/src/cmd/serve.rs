@@ -96,6 +96,10 @@ pub struct ServeArgs {
     /// Header compression level 0-9 for responses.
     #[arg(long, default_value_t = 9, value_name = "0-9")]
     header_level: u32,
+    /// SPDY response header compression: crime-safe (set-cookie kept apart), zlib (one
+    /// shared context) or none (stored blocks).
+    #[arg(long, default_value = "crime-safe", value_name = "MODE")]
+    header_compression: String,
 }
 
 /// Serves forever; returns only on a start-up error.
@@ -120,6 +124,9 @@ pub async fn run(a: ServeArgs) -> Result<()> {
     let mut cfg = ServerConfig::default();
     cfg.spdy.max_concurrent_streams = a.max_concurrent_streams;
     cfg.spdy.compression.level = a.header_level;
+    spdy::HeaderCompression::parse(&a.header_compression)
+        .map_err(|e| anyhow::anyhow!("--header-compression {e}"))?
+        .apply(&mut cfg.spdy.compression);
     let tls = if a.tls_self_signed {
         let (c, k) = speedy_net::tls::self_signed(&[]).map_err(anyhow::Error::msg)?;
         Some((c, k))
@@ -186,6 +193,9 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
     let mut cfg = ServerConfig::default();
     cfg.spdy.max_concurrent_streams = a.max_concurrent_streams;
     cfg.spdy.compression.level = a.header_level;
+    spdy::HeaderCompression::parse(&a.header_compression)
+        .map_err(|e| anyhow::anyhow!("--header-compression {e}"))?
+        .apply(&mut cfg.spdy.compression);
     if https && !a.plain {
         let ca_dir = a.ca_dir.clone().unwrap_or_else(|| dir.join("lab-ca"));
         let (c, k) = speedy_server::ca::issue(&ca_dir, &hosts).map_err(anyhow::Error::msg)?;

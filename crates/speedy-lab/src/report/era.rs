@@ -1,0 +1,479 @@
+//! The sections that tie a run to its conditions: what each variant ran under (pages,
+//! congestion control, windows, header compression, connection limits) and how that
+//! differs from the SPDY whitepaper's; the whitepaper's Tables 1-3 in its own layout with
+//! the published figures beside the measured ones; and the factor chain ("where SPDY's
+//! advantage went"), each step's speedup against its own HTTP/1.1 with its CI.
+//!
+//! The published figures are printed for comparison only: nothing in the lab reads them.
+
+use super::charts::{self, Point};
+use super::html::{self, table, with_ci, Cell};
+use super::sections::{reduction_cell, speedup_cell};
+use super::svg;
+use super::Ctx;
+use crate::results::Row;
+
+/// Where the published figures come from.
+const SOURCE: &str = "SPDY whitepaper, \"SPDY: An experimental protocol for a faster web\" \
+(chromium.org/spdy/spdy-whitepaper, 2009), Tables 1-3: 25 of the top 100 sites, 10 loads each, \
+average page load time; its \"speedup\" is the reduction of the average, 100 × (1 − SPDY / HTTP)";
+
+/// Table 1: (row label, the variant of `speedy lab whitepaper` that runs it,
+/// DSL average ms, DSL speedup %, cable average ms, cable speedup %).
+const TABLE1: [(&str, &str, f64, f64, f64, f64); 7] = [
+    ("HTTP", "http1", 3111.916, 0.0, 2348.188, 0.0),
+    (
+        "SPDY basic multi-domain connection / TCP",
+        "spdy",
+        2242.756,
+        27.93,
+        1325.46,
+        43.55,
+    ),
+    (
+        "SPDY basic single-domain connection / TCP",
+        "spdy-single",
+        1695.72,
+        45.51,
+        933.836,
+        60.23,
+    ),
+    (
+        "SPDY single-domain + server push / TCP",
+        "spdy-single-push",
+        1671.28,
+        46.29,
+        950.764,
+        59.51,
+    ),
+    (
+        "SPDY single-domain + server hint / TCP",
+        "spdy-single-hint",
+        1608.928,
+        48.30,
+        856.356,
+        63.53,
+    ),
+    (
+        "SPDY basic single-domain / SSL",
+        "spdy-single-tls",
+        1899.744,
+        38.95,
+        1099.444,
+        53.18,
+    ),
+    (
+        "SPDY single-domain + client prefetch / SSL",
+        "spdy-single-prefetch-tls",
+        1781.864,
+        42.74,
+        1047.308,
+        55.40,
+    ),
+];
+
+/// Table 2 (cable, by loss): loss fraction, HTTP ms, SPDY basic (TCP) ms, speedup %.
+const TABLE2: [(f64, f64, f64, f64); 6] = [
+    (0.0, 1152.0, 1016.0, 11.81),
+    (0.005, 1638.0, 1105.0, 32.54),
+    (0.01, 2060.0, 1200.0, 41.75),
+    (0.015, 2372.0, 1394.0, 41.23),
+    (0.02, 2904.0, 1537.0, 47.7),
+    (0.025, 3028.0, 1707.0, 43.63),
+];
+
+/// Table 3 (cable, by RTT): RTT ms, HTTP ms, SPDY basic (TCP) ms, speedup %.
+const TABLE3: [(f64, f64, f64, f64); 7] = [
+    (20.0, 1240.0, 1087.0, 12.34),
+    (40.0, 1571.0, 1279.0, 18.59),
+    (60.0, 1909.0, 1526.0, 20.06),
+    (80.0, 2268.0, 1727.0, 23.85),
+    (120.0, 2927.0, 2240.0, 23.47),
+    (160.0, 3650.0, 2772.0, 24.05),
+    (200.0, 4498.0, 3293.0, 26.79),
+];
+
+/// The conditions a row ran under, as (name, value) pairs in a fixed order.
+fn conditions(r: &Row) -> Vec<(&'static str, String)> {
+    let or_dash = |s: &str| {
+        if s.is_empty() {
+            "–".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let num = |n: u32| {
+        if n == 0 {
+            "–".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    vec![
+        ("pages", or_dash(&r.calibration)),
+        ("congestion control", or_dash(&r.tcp_cc)),
+        ("initcwnd", num(r.initcwnd)),
+        (
+            "initrwnd",
+            r.initrwnd.map_or("kernel".into(), |w| w.to_string()),
+        ),
+        (
+            "slow start after idle",
+            if r.slow_start_after_idle { "on" } else { "off" }.into(),
+        ),
+        ("SPDY headers", or_dash(&r.header_compression)),
+        ("HTTP/1.1 conns per host", num(r.connections_per_host)),
+        ("HTTP/1.1 conns in all", num(r.max_connections)),
+    ]
+}
+
+/// The whitepaper's conditions in the same order (lab-facts §6).
+const WHITEPAPER: [(&str, &str); 8] = [
+    ("pages", "web-2010"),
+    ("congestion control", "cubic"),
+    ("initcwnd", "3"),
+    ("initrwnd", "kernel"),
+    ("slow start after idle", "on"),
+    ("SPDY headers", "zlib"),
+    ("HTTP/1.1 conns per host", "6"),
+    ("HTTP/1.1 conns in all", "32"),
+];
+
+/// Each variant's conditions, one value per condition (`a / b` when its rows differ).
+fn variant_conditions(cx: &Ctx, variant: &str) -> Vec<(&'static str, String)> {
+    let rows: Vec<&Row> = cx.rows.iter().filter(|r| r.variant == variant).collect();
+    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for r in rows {
+        for (k, v) in conditions(r) {
+            match out.iter_mut().find(|(n, _)| *n == k) {
+                Some((_, vs)) if !vs.contains(&v) => vs.push(v),
+                Some(_) => {}
+                None => out.push((k, vec![v])),
+            }
+        }
+    }
+    out.into_iter().map(|(k, v)| (k, v.join(" / "))).collect()
+}
+
+/// What each variant ran under, and where that differs from the whitepaper.
+pub fn conditions_section(cx: &mut Ctx) -> String {
+    if cx.rows.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = WHITEPAPER.iter().map(|(k, _)| *k).collect();
+    let mut header: Vec<(&str, bool)> = vec![("Variant", true)];
+    header.extend(names.iter().map(|n| (*n, true)));
+    header.push(("Not as in the whitepaper", true));
+    let mut rows = Vec::new();
+    for v in &cx.stats.variants {
+        let conds = variant_conditions(cx, &v.name);
+        let mut cells = vec![Cell::raw(
+            html::swatch(cx.style(&v.name).colour, &cx.variant_label(&v.name)),
+            "l",
+        )];
+        let mut differs = Vec::new();
+        for (k, want) in WHITEPAPER {
+            let got = conds
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map_or("–".to_string(), |(_, v)| v.clone());
+            if got != want && got != "–" {
+                differs.push(format!("{k} {got}"));
+            }
+            cells.push(Cell::text(got));
+        }
+        cells.push(Cell::text(if differs.is_empty() {
+            "—".to_string()
+        } else {
+            differs.join(", ")
+        }));
+        rows.push((cells, false));
+    }
+    let mut out = table(&header, &rows);
+    out.push_str(&html::p(
+        "Recorded per load in results.jsonl. The whitepaper's conditions (lab-facts §6): pages \
+         of its era (web-2010: 320 KB, 44 resources, 7 hosts), CUBIC with the RFC 3390 initial \
+         window of 3 segments, SPDY headers in one zlib context (before CRIME), Chrome's 6 \
+         connections per host. When the host does not let namespaces use CUBIC the lab runs the \
+         next algorithm the variant names and says so before any load; the column on the right \
+         shows every such difference.",
+    ));
+    out
+}
+
+/// Mean onLoad of a variant on a network.
+fn mean_ms(cx: &Ctx, network: &str, variant: &str) -> Option<f64> {
+    cx.stats
+        .network_cell(network, variant)
+        .map(|c| c.summary.mean)
+}
+
+fn pct(http: f64, spdy: f64) -> String {
+    format!("{:.1}%", 100.0 * (1.0 - spdy / http))
+}
+
+/// Tables 1-3 in the whitepaper's layout, measured beside published.
+pub fn whitepaper_section(cx: &mut Ctx) -> String {
+    let has = |n: &str| cx.stats.networks.iter().any(|x| x.name == n);
+    let sweep_of = |param: &str| -> Vec<(f64, String)> {
+        let mut v: Vec<(f64, String)> = cx
+            .stats
+            .networks
+            .iter()
+            .filter_map(|n| {
+                n.sweep
+                    .as_ref()
+                    .filter(|s| s.param == param)
+                    .map(|s| (s.value, n.name.clone()))
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    };
+    let (losses, rtts) = (sweep_of("loss"), sweep_of("rtt_ms"));
+    // The tables compare the whitepaper's HTTP with SPDY basic: without those two
+    // variants (by the names `speedy lab whitepaper` gives them) there is nothing to print.
+    let has_var = |v: &str| cx.stats.variants.iter().any(|x| x.name == v);
+    if !(has_var("http1") && has_var("spdy")) {
+        return String::new();
+    }
+    if !has("whitepaper-dsl") && !has("whitepaper-cable") && losses.is_empty() && rtts.is_empty() {
+        return String::new();
+    }
+    let mut out = html::p(&format!(
+        "Measured here beside the published figures ({SOURCE}). \"Reduction\" is computed as the \
+         whitepaper computes it, from the average load times; the speedup with its 95% CI is the \
+         lab's own (geometric mean of per-page ratios, see Summary). Published figures are shown \
+         for comparison only; nothing is tuned to them."
+    ));
+    out.push_str(&html::h3("Table 1: average page load times (1% loss)"));
+    let mut rows = Vec::new();
+    for (label, var, dsl, dsl_pct, cable, cable_pct) in TABLE1 {
+        let mut cells = vec![Cell::text(label), Cell::text(var)];
+        for (net, ms, p) in [
+            ("whitepaper-dsl", dsl, dsl_pct),
+            ("whitepaper-cable", cable, cable_pct),
+        ] {
+            let measured = mean_ms(cx, net, var);
+            let http = mean_ms(cx, net, "http1");
+            cells.push(Cell::num(measured.map_or("–".into(), svg::ms)));
+            cells.push(Cell::num(match (measured, http) {
+                (Some(m), Some(h)) if var != "http1" => pct(h, m),
+                _ => "–".into(),
+            }));
+            cells.push(speedup_cell(
+                cx.stats
+                    .network_cell(net, var)
+                    .and_then(|c| c.speedup.as_ref()),
+            ));
+            cells.push(Cell::num(format!("{ms:.0}")));
+            cells.push(Cell::num(if p > 0.0 {
+                format!("{p:.1}%")
+            } else {
+                "–".into()
+            }));
+        }
+        rows.push((cells, false));
+    }
+    out.push_str(&table(
+        &[
+            ("Whitepaper row", true),
+            ("Variant", true),
+            ("DSL ms", false),
+            ("DSL reduction", false),
+            ("DSL speedup [CI]", false),
+            ("DSL ms (published)", false),
+            ("DSL reduction (published)", false),
+            ("Cable ms", false),
+            ("Cable reduction", false),
+            ("Cable speedup [CI]", false),
+            ("Cable ms (published)", false),
+            ("Cable reduction (published)", false),
+        ],
+        &rows,
+    ));
+    for (title, points, published, fmt) in [
+        (
+            "Table 2: by packet loss (cable)",
+            &losses,
+            &TABLE2[..],
+            (|v: f64| format!("{}%", v * 100.0)) as fn(f64) -> String,
+        ),
+        (
+            "Table 3: by RTT (cable)",
+            &rtts,
+            &TABLE3[..],
+            (|v: f64| format!("{v} ms")) as fn(f64) -> String,
+        ),
+    ] {
+        if points.is_empty() {
+            continue;
+        }
+        out.push_str(&html::h3(title));
+        let mut rows = Vec::new();
+        for (value, net) in points.iter() {
+            let (h, s) = (mean_ms(cx, net, "http1"), mean_ms(cx, net, "spdy"));
+            let pubd = published.iter().find(|p| (p.0 - value).abs() < 1e-9);
+            let cell = cx
+                .stats
+                .network_cell(net, "spdy")
+                .and_then(|c| c.speedup.as_ref());
+            rows.push((
+                vec![
+                    Cell::text(fmt(*value)),
+                    Cell::num(h.map_or("–".into(), svg::ms)),
+                    Cell::num(s.map_or("–".into(), svg::ms)),
+                    Cell::num(match (h, s) {
+                        (Some(h), Some(s)) => pct(h, s),
+                        _ => "–".into(),
+                    }),
+                    speedup_cell(cell),
+                    Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.1))),
+                    Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.2))),
+                    Cell::num(pubd.map_or("–".into(), |p| format!("{:.1}%", p.3))),
+                ],
+                false,
+            ));
+        }
+        out.push_str(&table(
+            &[
+                ("", true),
+                ("HTTP ms", false),
+                ("SPDY ms", false),
+                ("Reduction", false),
+                ("Speedup [CI]", false),
+                ("HTTP ms (published)", false),
+                ("SPDY ms (published)", false),
+                ("Reduction (published)", false),
+            ],
+            &rows,
+        ));
+    }
+    out
+}
+
+/// The factor chain: every variant that names the variant it is against, in order.
+pub fn factors_section(cx: &mut Ctx) -> String {
+    let steps: Vec<(String, String)> = cx
+        .stats
+        .variants
+        .iter()
+        .filter_map(|v| v.against.clone().map(|a| (v.name.clone(), a)))
+        .collect();
+    if steps.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    for net in cx.main_networks.clone() {
+        let mut rows = Vec::new();
+        let mut points = Vec::new();
+        let mut labels = Vec::new();
+        let mut previous: Option<Vec<(&'static str, String)>> = None;
+        for (i, (v, against)) in steps.iter().enumerate() {
+            let Some(cell) = cx.stats.network_cell(&net, v) else {
+                continue;
+            };
+            let conds = variant_conditions(cx, v);
+            let changed = match &previous {
+                None => "(start)".to_string(),
+                Some(p) => {
+                    let d: Vec<String> = conds
+                        .iter()
+                        .zip(p)
+                        .filter(|(a, b)| a.1 != b.1)
+                        .map(|(a, b)| format!("{} {} → {}", a.0, b.1, a.1))
+                        .collect();
+                    if d.is_empty() {
+                        "nothing".into()
+                    } else {
+                        d.join("; ")
+                    }
+                }
+            };
+            previous = Some(conds);
+            let base = mean_ms(cx, &net, against);
+            let sp = cell.speedup.as_ref();
+            if let Some(s) = sp {
+                points.push(Point {
+                    x: i as f64,
+                    y: s.speedup,
+                    ci: Some((s.ci.low, s.ci.high)),
+                    title: format!("{v}: {:.2}× [{:.2}, {:.2}]", s.speedup, s.ci.low, s.ci.high),
+                });
+                labels.push(v.clone());
+            }
+            rows.push((
+                vec![
+                    Cell::text(format!("{}", i + 1)),
+                    Cell::text(v),
+                    Cell::text(changed),
+                    Cell::num(base.map_or("–".into(), svg::ms)),
+                    Cell::raw(
+                        with_ci(
+                            &svg::ms(cell.summary.mean),
+                            &svg::ms(cell.summary.ci.low),
+                            &svg::ms(cell.summary.ci.high),
+                        ),
+                        "",
+                    ),
+                    speedup_cell(sp),
+                    reduction_cell(sp),
+                ],
+                false,
+            ));
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        out.push_str(&html::h3(&net));
+        let label_of = |x: f64| -> String {
+            labels
+                .get(x.round().max(0.0) as usize)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let series = charts::Series {
+            name: "SPDY speedup over its step's HTTP/1.1".into(),
+            style: svg::style(1),
+        };
+        out.push_str(&html::figure(
+            &charts::lines(
+                "factor chain",
+                &[(
+                    series,
+                    points
+                        .iter()
+                        .enumerate()
+                        .map(|(k, p)| Point {
+                            x: k as f64,
+                            ..p.clone()
+                        })
+                        .collect(),
+                )],
+                "step (one factor changed from the step before)",
+                "speedup (> 1: SPDY faster)",
+                &label_of,
+            ),
+            &cx.caption(
+                std::slice::from_ref(&net),
+                None,
+                "Where SPDY's advantage went: each step changes one condition from the step \
+                 before (the table says which) and compares SPDY with HTTP/1.1 under the same \
+                 conditions, pages and link; error bars are 95% bootstrap CIs over pages and runs.",
+            ),
+        ));
+        out.push_str(&table(
+            &[
+                ("Step", false),
+                ("Variant", true),
+                ("Changed from the step before", true),
+                ("Its HTTP/1.1 mean (ms)", false),
+                ("SPDY mean (ms) [CI]", false),
+                ("Speedup [95% CI]", false),
+                ("Load time change", false),
+            ],
+            &rows,
+        ));
+    }
+    out
+}
