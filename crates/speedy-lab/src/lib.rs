@@ -9,5 +9,6 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod stats;
+pub mod tcpinfo;
 pub mod testbed;
 pub mod validate;

@@ -114,6 +114,10 @@ pub struct Row {
     /// Segments the server namespace sent during the load (`OutSegs`).
     #[serde(default)]
     pub server_segments_out: u64,
+    /// Each server connection as last sampled (`ss -ti` in the server namespace every
+    /// [`crate::runner::SS_EVERY`] during the load and once when it ends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_connections: Vec<crate::tcpinfo::ConnSample>,
 }
 
 /// Reads `results.jsonl`; an unreadable line is an error naming the file and line.

@@ -12,6 +12,7 @@
 
 use crate::experiment::{Experiment, Network, Pages, Variant};
 use crate::results::{append_row, read_rows, Row, SweepPoint};
+use crate::tcpinfo::{parse_ss, parse_tcp_mib, ConnSample, ServerTcp};
 use crate::testbed::{topology_for, ReplayServer, ReplaySpec};
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
@@ -21,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// How often the server's connections are sampled with `ss -ti` during a load.
+pub const SS_EVERY: Duration = Duration::from_millis(250);
 
 /// How to run an experiment.
 #[derive(Clone, Debug)]
@@ -529,6 +533,21 @@ fn run_lane(
         let before = topo.counters();
         let server_before = server_tcp_counters(&topo)?;
         let t0 = Instant::now();
+        let mut conns: Vec<ConnSample> = Vec::new();
+        let mut sample = || {
+            // A failed sample (ss missing) loses only the per-connection figures.
+            if let Ok(t) = sh(&topo, Side::Server, "ss", &["-tinH", "state", "connected"]) {
+                for c in parse_ss(&t) {
+                    match conns
+                        .iter_mut()
+                        .find(|x| x.local == c.local && x.peer == c.peer)
+                    {
+                        Some(x) => *x = c,
+                        None => conns.push(c),
+                    }
+                }
+            }
+        };
         let status = load(
             &topo,
             opts,
@@ -540,7 +559,9 @@ fn run_lane(
             &resolve,
             &har,
             last_har.get(&page.name),
+            &mut sample,
         )?;
+        sample();
         let after = topo.counters();
         let server_after = server_tcp_counters(&topo)?;
         let cc = cc.unwrap_or(&default_cc);
@@ -565,6 +586,7 @@ fn run_lane(
         row.server_retransmissions = server_after.retrans_segs - server_before.retrans_segs;
         row.server_rto_timeouts = server_after.timeouts - server_before.timeouts;
         row.server_segments_out = server_after.out_segs - server_before.out_segs;
+        row.server_connections = conns;
         append_row(results, &row)?;
         last_har.insert(page.name.clone(), har.clone());
         let mut p = progress.lock().expect("lock");
@@ -641,6 +663,7 @@ fn load(
     resolve: &[(String, String)],
     har: &Path,
     earlier: Option<&PathBuf>,
+    sample: &mut dyn FnMut(),
 ) -> Result<String, String> {
     let mut cmd = topo.command(Side::Client, &opts.speedy);
     cmd.arg("load").arg(&page.url).arg("--archive").arg(archive);
@@ -675,7 +698,12 @@ fn load(
         .spawn()
         .map_err(|e| format!("starting the loader: {e}"))?;
     let deadline = Instant::now() + exp.timeout + Duration::from_secs(15);
+    let mut next_sample = Instant::now() + SS_EVERY;
     loop {
+        if Instant::now() >= next_sample {
+            sample();
+            next_sample = Instant::now() + SS_EVERY;
+        }
         if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
             if !har.exists() {
                 let mut err = String::new();
@@ -768,16 +796,8 @@ fn row_from_har(
         server_retransmissions: 0,
         server_rto_timeouts: 0,
         server_segments_out: 0,
+        server_connections: Vec::new(),
     })
-}
-
-/// TCP counters of the server namespace (its own MIB: only the replay servers' sockets
-/// count): the sender's side of every download.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct ServerTcp {
-    out_segs: u64,
-    retrans_segs: u64,
-    timeouts: u64,
 }
 
 fn server_tcp_counters(topo: &Topology) -> Result<ServerTcp, String> {
@@ -789,28 +809,6 @@ fn server_tcp_counters(topo: &Topology) -> Result<ServerTcp, String> {
     )?;
     parse_tcp_mib(&text)
         .ok_or_else(|| "the server namespace's /proc/net/snmp has no Tcp counters".into())
-}
-
-/// Reads `Tcp: OutSegs RetransSegs` and `TcpExt: TCPTimeouts` from the text of
-/// `/proc/net/snmp` and `/proc/net/netstat` (a header line of names, then a line of values,
-/// per group).
-fn parse_tcp_mib(text: &str) -> Option<ServerTcp> {
-    let lines: Vec<&str> = text.lines().collect();
-    let field = |group: &str, name: &str| -> Option<u64> {
-        lines.windows(2).find_map(|w| {
-            let (names, values) = (w[0].strip_prefix(group)?, w[1].strip_prefix(group)?);
-            if names.split_whitespace().next()?.parse::<u64>().is_ok() {
-                return None; // a values line, not a header
-            }
-            let i = names.split_whitespace().position(|n| n == name)?;
-            values.split_whitespace().nth(i)?.parse().ok()
-        })
-    };
-    Some(ServerTcp {
-        out_segs: field("Tcp:", "OutSegs")?,
-        retrans_segs: field("Tcp:", "RetransSegs")?,
-        timeouts: field("TcpExt:", "TCPTimeouts").unwrap_or(0),
-    })
 }
 
 /// Merges shard results (and their HARs, which stay where they are when the shards
@@ -861,23 +859,6 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reads_the_tcp_mib() {
-        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
-Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n\
-Tcp: 1 200 120000 -1 0 12 0 0 0 900 1500 37 0 2 0\n\
-TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes\nTcpExt: 0 4 9\n";
-        assert_eq!(
-            parse_tcp_mib(text),
-            Some(ServerTcp {
-                out_segs: 1500,
-                retrans_segs: 37,
-                timeouts: 4
-            })
-        );
-        assert_eq!(parse_tcp_mib("Ip: a\nIp: 1\n"), None);
-    }
 
     #[test]
     fn falls_back_along_the_cc_preference_and_refuses_when_none_is_allowed() {

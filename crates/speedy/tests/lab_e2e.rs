@@ -233,6 +233,15 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
             "the server namespace's counters saw the download: {r}"
         );
         server_retrans += r["server_retransmissions"].as_u64().unwrap();
+        let conns = r["server_connections"]
+            .as_array()
+            .expect("ss samples of the server");
+        assert!(
+            conns
+                .iter()
+                .any(|c| c["cwnd"].as_u64().unwrap() > 0 && c["rtt_ms"].as_f64().unwrap() >= 90.0),
+            "a sampled server connection with its cwnd and the line's 100 ms RTT: {r}"
+        );
         let objects = r["objects"].as_u64().unwrap();
         assert!(
             if today {
@@ -257,6 +266,7 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
         "id=\"factors\"",
         "Changed from the step before",
         "Server retrans.",
+        "Server final cwnd",
     ] {
         assert!(html.contains(needle), "report has {needle}");
     }

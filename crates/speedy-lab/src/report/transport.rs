@@ -194,6 +194,8 @@ pub fn traffic(cx: &mut Ctx) -> String {
                         "{:.2}",
                         mean_of(&rs, |r| r.server_rto_timeouts as f64)
                     )),
+                    Cell::num(server_conn_mean(&rs, |c| c.cwnd as f64)),
+                    Cell::num(server_conn_mean(&rs, |c| c.rtt_ms)),
                     Cell::num(format!("{:.1}", mean_of(&rs, |r| r.link_drops as f64))),
                     Cell::num(format!("{:.1}", mean_of(&rs, |r| r.objects as f64))),
                     Cell::num(format!("{:.2}", mean_of(&rs, |r| r.failed_objects as f64))),
@@ -218,6 +220,8 @@ pub fn traffic(cx: &mut Ctx) -> String {
             ("Client retrans.", false),
             ("Server retrans.", false),
             ("Server RTOs", false),
+            ("Server final cwnd", false),
+            ("Server RTT (ms)", false),
             ("Link drops", false),
             ("Objects", false),
             ("Failed objects", false),
@@ -228,7 +232,9 @@ pub fn traffic(cx: &mut Ctx) -> String {
         "Means per load. Packets and bytes are IP packets through the emulated link (emulator counters); \
          kB = 1000 bytes. Client retransmissions: TCP_INFO of the loader's connections (they carry the \
          requests); server retransmissions and retransmission timeouts: the server namespace's TCP \
-         counters (RetransSegs, TCPTimeouts) over the load, the sender's side of every download.",
+         counters (RetransSegs, TCPTimeouts) over the load, the sender's side of every download. \
+         Final cwnd (segments) and smoothed RTT: the last `ss -ti` sample of each server connection \
+         that carried data, averaged over connections, then over loads.",
     ));
     let series: Vec<charts::Series> = vars.iter().map(|v| cx.series(v)).collect();
     let stack = Some((
@@ -528,4 +534,29 @@ pub fn notes(cx: &Ctx) -> String {
     }
     o.push_str("</ul>");
     o
+}
+
+/// Mean over loads of the mean over a load's server connections that carried data of
+/// `f`; `–` when no load has a sample.
+fn server_conn_mean(rows: &[&Row], f: impl Fn(&crate::tcpinfo::ConnSample) -> f64) -> String {
+    let per_load: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| {
+            let cs: Vec<f64> = r
+                .server_connections
+                .iter()
+                .filter(|c| c.bytes_acked > 1)
+                .map(&f)
+                .collect();
+            (!cs.is_empty()).then(|| cs.iter().sum::<f64>() / cs.len() as f64)
+        })
+        .collect();
+    if per_load.is_empty() {
+        "–".into()
+    } else {
+        format!(
+            "{:.1}",
+            per_load.iter().sum::<f64>() / per_load.len() as f64
+        )
+    }
 }
