@@ -652,7 +652,7 @@ pub struct BuiltIn {
 
 /// The built-in experiments.
 pub const BUILT_INS: &[BuiltIn] = &[
-    BuiltIn { name: "quick", about: "the default: 3 synthesized pages, whitepaper DSL, HTTP/1.1 against SPDY, 3 runs", toml: include_str!("../experiments/quick.toml") },
+    BuiltIn { name: "quick", about: "the default: 3 web-2010 pages, whitepaper DSL, HTTP/1.1 against SPDY under the whitepaper's conditions, 3 runs", toml: include_str!("../experiments/quick.toml") },
     BuiltIn {
         name: "whitepaper",
         about: "the SPDY whitepaper under its own conditions (web-2010 pages, CUBIC, initcwnd 3, zlib headers): Table 1's seven rows on DSL and cable, the loss and RTT sweeps, 25 pages, 10 runs; its tables beside the published ones",

@@ -868,6 +868,7 @@ mod tests {
             Path::new("."),
         )
         .unwrap();
+        exp.variants[0].cc_preference = vec![];
         exp.variants[1].cc_preference = vec!["cubic".into(), "reno".into()];
         let ccs = resolve_cc(&exp, "reno bbr").unwrap();
         assert_eq!(ccs, vec![None, Some("reno".to_string())]);
