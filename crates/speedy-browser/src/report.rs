@@ -157,6 +157,7 @@ pub fn totals(res: &LoadResult) -> Totals {
         pushed: res.reqs.iter().filter(|r| r.pushed).count() as u64,
         connections: res.conns.iter().filter(|c| c.times.is_some()).count() as u64,
         body_bytes: res.reqs.iter().map(|r| r.body_bytes).sum(),
+        event_loop_lag_max_us: res.event_loop_lag_max.as_micros() as u64,
         ..Default::default()
     };
     for c in &res.conns {

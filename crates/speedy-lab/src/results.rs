@@ -114,6 +114,20 @@ pub struct Row {
     /// Segments the server namespace sent during the load (`OutSegs`).
     #[serde(default)]
     pub server_segments_out: u64,
+    /// The link emulator's mean lateness writing packets during the load, µs (how much
+    /// later than their emulated departure time packets left: a busy CPU shows here).
+    #[serde(default)]
+    pub link_late_mean_us: u64,
+    /// The link emulator's largest lateness during the load, µs.
+    #[serde(default)]
+    pub link_late_max_us: u64,
+    /// The loader's largest event-loop lag during the load, µs.
+    #[serde(default)]
+    pub loader_lag_max_us: u64,
+    /// Set when the load ran with less CPU headroom than [`crate::runner::HEADROOM`]
+    /// allows (its reason); such loads are listed in the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<String>,
     /// Each server connection as last sampled (`ss -ti` in the server namespace every
     /// [`crate::runner::SS_EVERY`] during the load and once when it ends).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

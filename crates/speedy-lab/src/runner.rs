@@ -23,6 +23,57 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The CPU headroom a load must have had for its timings to stand for the network (see
+/// [`Headroom`]).
+pub const HEADROOM: Headroom = Headroom {
+    link_late_mean: Duration::from_micros(500),
+    link_late_max: Duration::from_millis(20),
+    loader_lag_max: Duration::from_millis(50),
+};
+
+/// Bounds on the lab's own lateness. A load that exceeded one is flagged in its row and
+/// listed in the report; its figures are kept (as measured) but say as much about the CPU
+/// as about the link.
+#[derive(Clone, Copy, Debug)]
+pub struct Headroom {
+    /// Mean lateness of the emulator's packet writes.
+    pub link_late_mean: Duration,
+    /// Largest lateness of one packet write.
+    pub link_late_max: Duration,
+    /// Largest lag of the loader's event loop.
+    pub loader_lag_max: Duration,
+}
+
+impl Headroom {
+    /// `None` within bounds, else which bound the row exceeded.
+    pub fn check(&self, r: &Row) -> Option<String> {
+        let us = |d: Duration| d.as_micros() as u64;
+        let mut out = Vec::new();
+        if r.link_late_mean_us > us(self.link_late_mean) {
+            out.push(format!(
+                "link lateness mean {} µs > {} µs",
+                r.link_late_mean_us,
+                us(self.link_late_mean)
+            ));
+        }
+        if r.link_late_max_us > us(self.link_late_max) {
+            out.push(format!(
+                "link lateness max {} ms > {} ms",
+                r.link_late_max_us / 1000,
+                us(self.link_late_max) / 1000
+            ));
+        }
+        if r.loader_lag_max_us > us(self.loader_lag_max) {
+            out.push(format!(
+                "loader lag {} ms > {} ms",
+                r.loader_lag_max_us / 1000,
+                us(self.loader_lag_max) / 1000
+            ));
+        }
+        (!out.is_empty()).then(|| out.join(", "))
+    }
+}
+
 /// How often the server's connections are sampled with `ss -ti` during a load.
 pub const SS_EVERY: Duration = Duration::from_millis(250);
 
@@ -564,6 +615,10 @@ fn run_lane(
         sample();
         let after = topo.counters();
         let server_after = server_tcp_counters(&topo)?;
+        // Stopped here (restarted before the next load) for the forwarding thread's own
+        // measure of this load's timing.
+        topo.stop_link();
+        let fwd = topo.forward_stats();
         let cc = cc.unwrap_or(&default_cc);
         let mut row = row_from_har(
             exp,
@@ -587,6 +642,11 @@ fn run_lane(
         row.server_rto_timeouts = server_after.timeouts - server_before.timeouts;
         row.server_segments_out = server_after.out_segs - server_before.out_segs;
         row.server_connections = conns;
+        row.link_late_mean_us = (fwd.late_sum.as_micros() as u64)
+            .checked_div(fwd.written)
+            .unwrap_or(0);
+        row.link_late_max_us = fwd.late_max.as_micros() as u64;
+        row.headroom = HEADROOM.check(&row);
         append_row(results, &row)?;
         last_har.insert(page.name.clone(), har.clone());
         let mut p = progress.lock().expect("lock");
@@ -603,10 +663,11 @@ fn run_lane(
             job.run,
             row.on_load_ms,
             t0.elapsed().as_secs_f64(),
-            if row.failed_objects > 0 {
-                format!(", {} failed objects", row.failed_objects)
-            } else {
-                String::new()
+            match (row.failed_objects, &row.headroom) {
+                (0, None) => String::new(),
+                (n, None) => format!(", {n} failed objects"),
+                (0, Some(h)) => format!(", short of CPU: {h}"),
+                (n, Some(h)) => format!(", {n} failed objects, short of CPU: {h}"),
             },
             fmt_eta(eta)
         );
@@ -797,6 +858,10 @@ fn row_from_har(
         server_rto_timeouts: 0,
         server_segments_out: 0,
         server_connections: Vec::new(),
+        link_late_mean_us: 0,
+        link_late_max_us: 0,
+        loader_lag_max_us: t.event_loop_lag_max_us,
+        headroom: None,
     })
 }
 

@@ -233,6 +233,11 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
             "the server namespace's counters saw the download: {r}"
         );
         server_retrans += r["server_retransmissions"].as_u64().unwrap();
+        assert!(
+            r["link_late_max_us"].as_u64().unwrap() > 0
+                && r["loader_lag_max_us"].as_u64().unwrap() > 0,
+            "the lab's own lateness is measured per load: {r}"
+        );
         let conns = r["server_connections"]
             .as_array()
             .expect("ss samples of the server");

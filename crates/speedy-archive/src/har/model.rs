@@ -142,6 +142,10 @@ pub struct Totals {
     pub header_bytes_received: u64,
     /// Segments retransmitted over all connections (TCP_INFO).
     pub retransmits: u64,
+    /// The loader's worst event-loop lag during the load, µs (absent in HARs written
+    /// before it was measured).
+    #[serde(default)]
+    pub event_loop_lag_max_us: u64,
 }
 
 /// `pageTimings` (ms from the page start; -1 = not available). Both are required here,

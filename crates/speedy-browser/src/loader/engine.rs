@@ -1072,6 +1072,7 @@ impl Engine<'_> {
             unexpected,
             missed_by_parser: self.missed_by_parser,
             dns_cost,
+            event_loop_lag_max: Duration::ZERO,
         }
     }
 }

@@ -320,6 +320,46 @@ pub struct LoadResult {
     pub missed_by_parser: Vec<String>,
     /// The DNS cost applied per new host.
     pub dns_cost: Duration,
+    /// How late the loader's runtime woke a timer, at worst, during the load (see
+    /// [`LagProbe`]): a loaded CPU shows here before it shows in the timings.
+    pub event_loop_lag_max: Duration,
+}
+
+/// Measures the loader's event-loop lag: a task that sleeps [`LagProbe::TICK`] at a time
+/// and records the largest overshoot of its wake-up. The timings of a load whose lag
+/// reached tens of milliseconds say as much about the CPU as about the network.
+pub struct LagProbe {
+    max_us: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LagProbe {
+    /// The probe's sleep.
+    pub const TICK: Duration = Duration::from_millis(5);
+
+    /// Starts the probe on the current runtime.
+    pub fn start() -> LagProbe {
+        let max_us = Arc::new(AtomicU64::new(0));
+        let m = max_us.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let t = Instant::now();
+                tokio::time::sleep(Self::TICK).await;
+                let late = t.elapsed().saturating_sub(Self::TICK);
+                m.fetch_max(
+                    late.as_micros() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
+        });
+        LagProbe { max_us, task }
+    }
+
+    /// Stops the probe; the largest lag seen.
+    pub fn stop(self) -> Duration {
+        self.task.abort();
+        Duration::from_micros(self.max_us.load(std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 enum Timer {
@@ -452,6 +492,7 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
     let started = SystemTime::now();
     let start = Instant::now();
     let deadline = start + cfg.timeout;
+    let lag = LagProbe::start();
     e.root = e
         .discover(
             root_url.clone(),
@@ -517,7 +558,9 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
             _ => break,
         }
     }
-    Ok(e.finish(started, start, timed_out, dns_cost))
+    let mut res = e.finish(started, start, timed_out, dns_cost);
+    res.event_loop_lag_max = lag.stop();
+    Ok(res)
 }
 
 mod engine;

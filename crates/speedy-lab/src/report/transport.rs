@@ -515,6 +515,37 @@ pub fn notes(cx: &Ctx) -> String {
             failed[0].run
         ));
     }
+    // The lab's own headroom: how late the emulator and the loader ran (recorded per load;
+    // the bounds are runner::HEADROOM).
+    let measured: Vec<&Row> = cx.rows.iter().filter(|r| r.link_late_max_us > 0).collect();
+    if !measured.is_empty() {
+        let worst = |f: fn(&Row) -> u64| measured.iter().map(|r| f(r)).max().unwrap_or(0);
+        let h = crate::runner::HEADROOM;
+        items.push(format!(
+            "CPU headroom: link emulator lateness at worst {} µs mean and {} ms max per load, \
+             loader event-loop lag at worst {} ms (bounds {} µs, {} ms, {} ms).",
+            worst(|r| r.link_late_mean_us),
+            worst(|r| r.link_late_max_us) / 1000,
+            worst(|r| r.loader_lag_max_us) / 1000,
+            h.link_late_mean.as_micros(),
+            h.link_late_max.as_millis(),
+            h.loader_lag_max.as_millis()
+        ));
+    }
+    let short: Vec<&Row> = cx.rows.iter().filter(|r| r.headroom.is_some()).collect();
+    if !short.is_empty() {
+        items.push(format!(
+            "{} of {} loads ran with less CPU headroom than the bounds allow (kept, as measured; \
+             rerun with fewer --lanes). First: {} / {} / {} / run {}: {}.",
+            short.len(),
+            cx.rows.len(),
+            short[0].page,
+            short[0].network,
+            short[0].variant,
+            short[0].run,
+            short[0].headroom.as_deref().unwrap_or_default()
+        ));
+    }
     for c in &cx.stats.network_cells {
         let v = cx.stats.variant(&c.variant);
         if c.baseline.is_none() && !v.is_some_and(|v| v.baseline) {
