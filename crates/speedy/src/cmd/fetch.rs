@@ -24,10 +24,11 @@ Exit status (as curl's):\n  \
 1   some request got none (connection refused, TLS, stream reset, body cut short)\n  \
 2   bad arguments or files\n  \
 22  with -f/--fail: some response's status was not 2xx\n\n\
-Examples (after `speedy serve --listen 127.0.0.1:8080 --root ./site`, and the same with \
---tls-self-signed on 8443):\n  \
-speedy fetch http://127.0.0.1:8080/a.html http://127.0.0.1:8080/b.css\n  \
-speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v"
+Examples (against the servers of `speedy serve --help`'s examples):\n  \
+speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
+speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
+speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
+--resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/"
 )]
 pub struct FetchArgs {
     /// URLs to fetch (http:// or https://); those of one origin share one session.

@@ -31,7 +31,7 @@ is trusted when it exists, unless --cacert or -k is given.
 
 Example (after `speedy corpus synth --out ./corpus` and
 `speedy serve --listen 127.0.0.1:8080 --archive ./corpus`):
-  speedy load https://www.site-000.test/ --archive ./corpus --protocol spdy \\
+  speedy load https://www.site0.example/ --archive ./corpus --protocol spdy \\
       --resolve '*=127.0.0.1:8080' --har out.har";
 
 /// Arguments of `speedy load`.

@@ -22,8 +22,8 @@ Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...
 `tls`/`plain`: which connections the port accepts (an archive with https origins: both); \
 `origins` is empty with --root. Read the first line that starts with `{`; fields may be \
 added, so ignore unknown ones. Details: docs/serve.md.\n\n\
-Examples:\n  \
-speedy serve --listen 127.0.0.1:0 --root ./site --tls-self-signed\n  \
+Examples (./corpus from `speedy corpus synth --out ./corpus`):\n  \
+speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed\n  \
 speedy serve --listen 127.0.0.1:8080 --archive ./corpus"
 )]
 pub struct ServeArgs {
