@@ -37,7 +37,7 @@ pub struct FetchArgs {
     /// spdy (= spdy/3.1), spdy/3, spdy/2 or http1 (= http/1.1); h2 is not in this client
     /// yet. Default: ALPN over TLS, spdy/3.1 on plain TCP.
     #[arg(long, value_name = "PROTOCOL")]
-    protocol: Option<Protocol>,
+    protocol: Option<String>,
     /// Exit with status 22 when some response's status is not 2xx (like curl -f).
     #[arg(short = 'f', long)]
     fail: bool,
@@ -141,7 +141,10 @@ pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>)
 
 /// Runs the command; returns the exit status (see the help).
 pub async fn run(a: FetchArgs) -> Result<u8> {
-    let protocol = a.protocol;
+    let protocol = match &a.protocol {
+        Some(p) => Some(Protocol::parse(p).map_err(|e| anyhow::anyhow!("--protocol {p}: {e}"))?),
+        None => None,
+    };
     if protocol == Some(Protocol::H2) {
         bail!("--protocol h2: fetch has no HTTP/2 client yet (use spdy, spdy/3, spdy/2 or http1; `speedy load --protocol h2` and `speedy bench --protocol h2` speak h2)");
     }

@@ -45,7 +45,7 @@ pub struct LoadArgs {
     archive: Option<PathBuf>,
     /// Protocol: http1 (= http/1.1), spdy (= spdy/3.1) or h2 (= http2).
     #[arg(long, default_value = "http1", value_name = "PROTO")]
-    protocol: speedy_net::Protocol,
+    protocol: String,
     /// SPDY/h2: one connection per origin, or one for all origins (to the page's address).
     #[arg(long, default_value = "per-origin", value_name = "per-origin|single")]
     spdy_domains: String,
@@ -113,7 +113,9 @@ pub struct LoadArgs {
 }
 
 fn config(a: &LoadArgs) -> Result<LoadConfig> {
-    let proto = Proto::from_protocol(a.protocol)
+    let named = speedy_net::Protocol::parse(&a.protocol)
+        .map_err(|e| anyhow::anyhow!("--protocol {}: {e}", a.protocol))?;
+    let proto = Proto::from_protocol(named)
         .map_err(|e| anyhow::anyhow!("--protocol {}: {e}", a.protocol))?;
     let mut cfg = LoadConfig::new(&a.url, proto);
     cfg.domains = match a.spdy_domains.as_str() {
