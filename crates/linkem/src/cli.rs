@@ -75,7 +75,9 @@ pub struct LinkArgs {
     /// Number of server-side addresses (one per origin).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub server_addrs: usize,
-    /// Shell command to run in the server namespace before COMMAND.
+    /// Shell command to run in the server namespace before COMMAND, in its own process
+    /// group: when `link` ends (COMMAND done, an error, SIGINT/SIGTERM/SIGHUP) the whole
+    /// group gets SIGTERM, then SIGKILL after 2 s.
     #[arg(long, value_name = "CMD")]
     pub server_cmd: Option<String>,
     /// Milliseconds to let --server-cmd start before COMMAND runs.
@@ -220,6 +222,70 @@ fn stop_child(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// `--server-cmd`'s process group, ended on drop (every exit path of [`run`], unwinding
+/// included): SIGTERM to the group, SIGKILL after [`ServerGroup::GRACE`] to what is left.
+///
+/// The leader (`sh -c CMD`) is reaped only once the group is empty or killed, so its pid,
+/// which is the group id, cannot be reused by an unrelated process while it is signalled.
+struct ServerGroup {
+    leader: Child,
+}
+
+impl ServerGroup {
+    /// Time the group has to exit after SIGTERM.
+    const GRACE: Duration = Duration::from_secs(2);
+
+    fn pgid(&self) -> i32 {
+        self.leader.id() as i32
+    }
+
+    /// Whether a live (not zombie) process is still in the group.
+    fn group_alive(&self) -> bool {
+        let pgid = self.pgid();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        dir.flatten().any(|e| {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                return false;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+            let Some(rest) = stat.rsplit_once(')').map(|x| x.1) else {
+                return false;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            f.len() > 2 && f[0] != "Z" && f[0] != "X" && f[2].parse::<i32>() == Ok(pgid)
+        })
+    }
+
+    fn stop(&mut self) {
+        let pgid = self.pgid();
+        if self.group_alive() {
+            // SAFETY: signalling the process group of a child we spawned (its leader is
+            // not reaped yet, so the group id is still ours).
+            unsafe { libc::kill(-pgid, libc::SIGTERM) };
+            let deadline = Instant::now() + Self::GRACE;
+            while self.group_alive() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if self.group_alive() {
+                // SAFETY: as above.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            }
+        }
+        let _ = self.leader.wait();
+    }
+}
+
+impl Drop for ServerGroup {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status
@@ -300,20 +366,33 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
             topo.netns_name(Side::Server).to_string(),
         ),
     ];
-    let mut server = match &a.server_cmd {
+    let server = match &a.server_cmd {
         Some(cmd) => {
-            let child = topo
+            use std::os::unix::process::CommandExt;
+            let leader = topo
                 .command(Side::Server, "sh")
                 .arg("-c")
                 .arg(cmd)
                 .envs(env.iter().cloned())
+                .process_group(0)
                 .spawn()
                 .map_err(|e| format!("cannot start --server-cmd: {e}"))?;
-            std::thread::sleep(Duration::from_millis(a.server_wait));
-            Some(child)
+            let group = ServerGroup { leader };
+            let until = Instant::now() + Duration::from_millis(a.server_wait);
+            while Instant::now() < until && SIGNAL.load(Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Some(group)
         }
         None => None,
     };
+    let sig = SIGNAL.load(Ordering::SeqCst);
+    if sig != 0 {
+        // Stopped while the server was starting: end it (the guard does) and go.
+        drop(server);
+        drop(topo);
+        return Ok(128 + sig);
+    }
     let (prog, args) = match a.command.split_first() {
         Some((p, rest)) => (p.clone(), rest.to_vec()),
         None => (
@@ -346,9 +425,7 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
             code = 127;
         }
     }
-    if let Some(s) = &mut server {
-        stop_child(s);
-    }
+    drop(server);
     let kernel: Vec<_> = [Side::Client, Side::Server]
         .iter()
         .map(|s| topo.tun_stats(*s).unwrap_or_default())

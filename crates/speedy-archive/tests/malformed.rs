@@ -434,3 +434,29 @@ fn bodies_of_any_shape_never_panic_the_scanners() {
         }
     }
 }
+
+#[test]
+fn random_bytes_say_what_was_expected() {
+    let dir = std::env::temp_dir().join(format!("speedy-malformed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Bytes that are neither JSON nor WARC, plain and gzip-wrapped.
+    let random: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &random).unwrap();
+    for (name, bytes, what) in [
+        ("random.warc", random.clone(), "it starts with bytes"),
+        ("random.warc.gz", gz.finish().unwrap(), "gzip data"),
+        ("empty.warc", Vec::new(), "the file is empty"),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, &bytes).unwrap();
+        let e = err_of(import_file(&p));
+        assert!(e.starts_with(&p.display().to_string()), "{e}");
+        assert!(e.contains("neither a WARC nor a HAR"), "{e}");
+        assert!(e.contains("WARC/1.0") && e.contains(what), "{e}");
+        assert!(!e.contains("not JSON"), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,13 +19,24 @@ pub enum Proto {
 }
 
 impl Proto {
-    /// Parses `http1`, `http/1.1`, `spdy`, `spdy/3.1`, `h2`.
+    /// Parses a name of the one vocabulary ([`speedy_net::protocol::VOCABULARY`]) that the
+    /// loader speaks: `http1`/`http/1.1`, `spdy`/`spdy/3.1`, `h2`/`http2`.
     pub fn parse(s: &str) -> Option<Proto> {
-        match s.to_ascii_lowercase().as_str() {
-            "http1" | "http/1.1" | "http1.1" | "http" => Some(Proto::Http1),
-            "spdy" | "spdy/3.1" | "spdy3.1" => Some(Proto::Spdy),
-            "h2" | "http2" | "http/2" => Some(Proto::H2),
-            _ => None,
+        speedy_net::Protocol::parse(s)
+            .ok()
+            .and_then(|p| Proto::from_protocol(p).ok())
+    }
+
+    /// The loader's protocol for a protocol of the one vocabulary; SPDY/3 and SPDY/2 are
+    /// refused by name (the loader speaks SPDY/3.1 only).
+    pub fn from_protocol(p: speedy_net::Protocol) -> Result<Proto, String> {
+        match p {
+            speedy_net::Protocol::Http1 => Ok(Proto::Http1),
+            speedy_net::Protocol::Spdy(spdy::Version::V3_1) => Ok(Proto::Spdy),
+            speedy_net::Protocol::H2 => Ok(Proto::H2),
+            other => Err(format!(
+                "the page loader speaks spdy/3.1, not {other} (use http1, spdy or h2)"
+            )),
         }
     }
 }
@@ -239,5 +250,10 @@ mod tests {
         assert!(Priorities::parse("image=9").is_err());
         assert!(Priorities::parse("bogus=1").is_err());
         assert_eq!(Proto::parse("spdy/3.1"), Some(Proto::Spdy));
+        assert_eq!(Proto::parse("http/1.1"), Some(Proto::Http1));
+        assert_eq!(Proto::parse("http2"), Some(Proto::H2));
+        assert_eq!(Proto::parse("spdy/3"), None);
+        let e = Proto::from_protocol(speedy_net::Protocol::parse("spdy/2").unwrap()).unwrap_err();
+        assert!(e.contains("spdy/2"), "{e}");
     }
 }

@@ -189,7 +189,10 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
     let s = tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)
         .await
-        .map_err(|e| format!("TLS with {peer} for {}: {e}", spec.host))?;
+        .map_err(|e| {
+            let why = speedy_net::tls::explain_handshake_error(bare, peer.port(), &e);
+            format!("{why} (connected to {peer})")
+        })?;
     let alpn = s
         .get_ref()
         .1

@@ -15,37 +15,13 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-/// The protocol a client speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    /// SPDY of a version.
-    Spdy(Version),
-    /// HTTP/1.1.
-    Http1,
-}
-
-impl Protocol {
-    /// Parses `spdy/3.1`, `spdy/3`, `spdy/2`, `http/1.1`.
-    pub fn from_name(s: &str) -> Option<Protocol> {
-        if s == "http/1.1" || s == "http1" {
-            return Some(Protocol::Http1);
-        }
-        Version::from_name(s).map(Protocol::Spdy)
-    }
-
-    /// The ALPN id.
-    pub fn alpn(self) -> &'static str {
-        match self {
-            Protocol::Spdy(v) => v.alpn(),
-            Protocol::Http1 => "http/1.1",
-        }
-    }
-}
+pub use crate::protocol::Protocol;
 
 /// Client settings.
 #[derive(Clone)]
 pub struct ClientConfig {
     /// Force a protocol. `None`: ALPN over TLS (SPDY preferred), SPDY/3.1 on plain TCP.
+    /// [`Protocol::H2`] is refused by [`Client::connect`]: this client has no HTTP/2 yet.
     pub protocol: Option<Protocol>,
     /// Certificate checking for TLS.
     pub verify: Verify,
@@ -146,13 +122,19 @@ async fn tls_dial(
     let s = tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)
         .await
-        .map_err(|e| ClientError::Connect(format!("TLS with {host}:{port}: {e}")))?;
+        .map_err(|e| ClientError::Connect(crate::tls::explain_handshake_error(host, port, &e)))?;
     let alpn = s
         .get_ref()
         .1
         .alpn_protocol()
         .map(|a| String::from_utf8_lossy(a).into_owned());
     Ok((Box::new(s), alpn))
+}
+
+fn no_h2() -> ClientError {
+    ClientError::Connect(
+        "HTTP/2 is not supported by this client (spdy/3.1, spdy/3, spdy/2, http/1.1 are)".into(),
+    )
 }
 
 impl Client {
@@ -163,6 +145,9 @@ impl Client {
         port: u16,
         cfg: &ClientConfig,
     ) -> Result<Client, ClientError> {
+        if cfg.protocol == Some(Protocol::H2) {
+            return Err(no_h2());
+        }
         let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
             host.to_string()
         } else {
@@ -198,6 +183,7 @@ impl Client {
                     Some(Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo)
                 }
                 Protocol::Http1 => None,
+                Protocol::H2 => return Err(no_h2()),
             };
             (io, proto)
         };
@@ -215,6 +201,7 @@ impl Client {
                     pushes: Some(pushes),
                 })
             }
+            Protocol::H2 => Err(no_h2()),
             Protocol::Http1 => {
                 let (host2, scheme2, verify) =
                     (host.to_string(), scheme.to_string(), cfg.verify.clone());

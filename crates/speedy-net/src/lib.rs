@@ -12,6 +12,7 @@ mod h2_server;
 pub mod handler;
 mod http1;
 pub mod io;
+pub mod protocol;
 mod reply;
 pub mod server;
 mod spdy_client;
@@ -20,5 +21,6 @@ mod spdy_server;
 pub mod tls;
 
 pub use body::Body;
-pub use client::{Client, ClientConfig, ClientError, Protocol, ResponseStream};
+pub use client::{Client, ClientConfig, ClientError, ResponseStream};
+pub use protocol::Protocol;
 pub use server::{Handler, Push, Request, Response, ServerConfig};

@@ -78,6 +78,49 @@ pub enum Verify {
     Insecure,
 }
 
+/// Reads the certificates of a CA file (PEM); a file that holds none is an error naming
+/// it, so a wrong file is never taken silently for an empty trust store.
+pub fn ca_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let f = std::fs::read(path).map_err(|e| format!("CA file {}: {e}", path.display()))?;
+    let certs: Vec<_> = rustls_pemfile::certs(&mut &f[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("CA file {}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "CA file {}: no certificate in it (expected PEM `-----BEGIN CERTIFICATE-----` blocks)",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
+/// A sentence for a failed client TLS handshake with `host:port`: a peer that answers
+/// without TLS (a plain HTTP port) and an untrusted certificate are said in words, other
+/// errors keep rustls's text.
+pub fn explain_handshake_error(host: &str, port: u16, e: &std::io::Error) -> String {
+    use rustls::{CertificateError, Error as TlsError};
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<TlsError>());
+    match inner {
+        Some(TlsError::InvalidMessage(_)) | Some(TlsError::InappropriateMessage { .. }) => {
+            format!(
+                "the server at {host}:{port} did not answer TLS (is it plain HTTP? try http://)"
+            )
+        }
+        Some(TlsError::InvalidCertificate(CertificateError::UnknownIssuer)) => format!(
+            "the certificate of {host}:{port} is not signed by a trusted CA \
+             (trust its CA with --cacert FILE, or skip the check with -k)"
+        ),
+        Some(TlsError::InvalidCertificate(c)) => {
+            format!("the certificate of {host}:{port} was refused: {c:?}")
+        }
+        _ if e.kind() == std::io::ErrorKind::UnexpectedEof => format!(
+            "the server at {host}:{port} closed the connection during the TLS handshake \
+             (is it plain HTTP? try http://)"
+        ),
+        _ => format!("TLS with {host}:{port}: {e}"),
+    }
+}
+
 /// A client config offering `alpn`.
 pub fn client_config(verify: &Verify, alpn: &[&str]) -> Result<Arc<rustls::ClientConfig>, String> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
@@ -91,11 +134,8 @@ pub fn client_config(verify: &Verify, alpn: &[&str]) -> Result<Arc<rustls::Clien
         Verify::System | Verify::CaFile(_) => {
             let mut roots = rustls::RootCertStore::empty();
             if let Verify::CaFile(p) = verify {
-                let f = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                for c in rustls_pemfile::certs(&mut &f[..]) {
-                    roots
-                        .add(c.map_err(|e| format!("{}: {e}", p.display()))?)
-                        .map_err(|e| e.to_string())?;
+                for c in ca_certs(p)? {
+                    roots.add(c).map_err(|e| format!("{}: {e}", p.display()))?;
                 }
             } else {
                 for c in rustls_native_certs::load_native_certs().certs {

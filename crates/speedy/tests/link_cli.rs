@@ -247,3 +247,128 @@ mod accuracy {
         assert!((median - 60.0).abs() < 2.0, "median RTT {median} ms");
     }
 }
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let state = s.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// The pids a `--server-cmd` of this test wrote, killed (by pid) on drop if a failed
+/// check left them running.
+struct ServerPids(std::path::PathBuf);
+
+impl ServerPids {
+    fn read(&self) -> Vec<i32> {
+        std::fs::read_to_string(&self.0)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for ServerPids {
+    fn drop(&mut self) {
+        for pid in self.read() {
+            let ours = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| c.starts_with(b"sleep") || c.starts_with(b"sh"))
+                .unwrap_or(false);
+            if alive(pid) && ours {
+                // SAFETY: a process the server command of this test started, by pid.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn server_cmd_and_its_children_end_on_every_exit_path() {
+    if !can_run() {
+        return;
+    }
+    // (what, trap in the server command, COMMAND, signal sent to link)
+    let cases: [(&str, &str, &[&str], Option<i32>); 5] = [
+        ("COMMAND exits", "", &["sleep", "1"], None),
+        ("COMMAND not found", "", &["/nonexistent/speedy-test"], None),
+        ("SIGTERM", "", &["sleep", "30"], Some(libc::SIGTERM)),
+        ("SIGINT", "", &["sleep", "30"], Some(libc::SIGINT)),
+        // A server that ignores SIGTERM (its children inherit that) gets SIGKILL.
+        (
+            "SIGTERM ignored",
+            "trap '' TERM; ",
+            &["sleep", "30"],
+            Some(libc::SIGTERM),
+        ),
+    ];
+    for (i, (what, trap, command, sig)) in cases.into_iter().enumerate() {
+        let file =
+            std::env::temp_dir().join(format!("speedy-link-pids-{}-{i}", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let pids = ServerPids(file.clone());
+        // The shell forks a child and waits for it; both pids go to the file.
+        let server_cmd = format!(
+            "{trap}sleep 300 & echo $! >> {f}; echo $$ >> {f}; wait",
+            f = file.display()
+        );
+        let mut child = Command::new(BIN)
+            .args([
+                "link",
+                "--server-wait",
+                "500",
+                "--server-cmd",
+                &server_cmd,
+                "--",
+            ])
+            .args(command)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let link = child.id();
+        let _ns: Vec<NsGuard> = ["c", "s"]
+            .iter()
+            .map(|s| NsGuard(format!("lk{link}-0{s}")))
+            .collect();
+        let start = Instant::now();
+        while pids.read().len() < 2 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let started = pids.read();
+        assert_eq!(started.len(), 2, "{what}: the server command started");
+        assert!(started.iter().all(|&p| alive(p)), "{what}: running");
+        if let Some(sig) = sig {
+            // SAFETY: signalling the child this test spawned, by pid.
+            unsafe { libc::kill(link as i32, sig) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what}: speedy link did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        match sig {
+            Some(s) => assert_eq!(status.code(), Some(128 + s), "{what}"),
+            None if command[0] == "sleep" => assert_eq!(status.code(), Some(0), "{what}"),
+            None => assert_eq!(status.code(), Some(127), "{what}"),
+        }
+        for p in started {
+            assert!(
+                !alive(p),
+                "{what}: pid {p} of the server command survived link"
+            );
+        }
+        assert!(namespaces_of(link).is_empty(), "{what}: namespaces removed");
+    }
+}

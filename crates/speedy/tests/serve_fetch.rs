@@ -219,7 +219,10 @@ fn echoes_uploads_and_reports_resets_and_missing_files() {
         format!("http://{}/index.html", srv.addr),
         format!("http://{}/nope", srv.addr),
     ]);
-    assert_eq!(code, 1, "a reset and a 404 make the exit status non-zero");
+    assert_eq!(
+        code, 1,
+        "a reset (no response) makes the exit status 1; a 404 alone does not"
+    );
     assert!(find(&lines, "/boom", false)["error"]
         .as_str()
         .unwrap()
@@ -304,7 +307,7 @@ fn refuses_bad_command_lines_with_a_message() {
     let run = |args: &[&str]| Command::new(BIN).args(args).output().unwrap();
     let o = run(&["fetch", "--protocol", "spdy/9", "http://127.0.0.1:1/"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--protocol spdy/9"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown protocol \"spdy/9\""));
     let o = run(&["fetch", "ftp://x/"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("scheme must be http or https"));
     let o = run(&["serve", "--root", "/definitely/not/here"]);

@@ -121,8 +121,40 @@ pub fn import_file(path: &Path) -> Result<Imported, ImportError> {
     })?;
     match detect(&data) {
         Format::Warc => import_warc(path, &data),
+        Format::Har if !looks_like_json(&data) => Err(ImportError::Invalid {
+            path: path.to_path_buf(),
+            entry: String::new(),
+            reason: neither_reason(&data),
+        }),
         Format::Har => import_har(path, &data),
     }
+}
+
+/// Whether the first byte past a UTF-8 byte-order mark and white space opens a JSON
+/// object or array (a HAR is an object; the array gets the HAR reader's own message).
+fn looks_like_json(data: &[u8]) -> bool {
+    let data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
+    matches!(
+        data.iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'{') | Some(b'[')
+    )
+}
+
+/// Says what a file that is neither a WARC nor a HAR should have looked like.
+fn neither_reason(data: &[u8]) -> String {
+    let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let what = if data.is_empty() {
+        "the file is empty".to_string()
+    } else if data.starts_with(&[0x1f, 0x8b]) {
+        "it is gzip data whose content does not start with `WARC/`".to_string()
+    } else {
+        format!("it starts with bytes {}", head.join(" "))
+    };
+    format!(
+        "neither a WARC nor a HAR file: expected a WARC (records starting with `WARC/1.0` or \
+         `WARC/1.1`, plain or gzip-compressed) or a HAR (a JSON object, `{{\"log\": ...}}`), \
+         but {what}"
+    )
 }
 
 // ---------------------------------------------------------------------------------------

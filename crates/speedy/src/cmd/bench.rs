@@ -29,7 +29,7 @@ pub struct BenchArgs {
     /// Requests in flight per connection (SPDY, HTTP/2; HTTP/1.1 always 1).
     #[arg(short = 'm', long, default_value_t = 1, value_name = "N")]
     streams: usize,
-    /// Total requests (after warm-up).
+    /// Total requests (after warm-up), at least 1.
     #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
     requests: Option<u64>,
     /// Measuring time, e.g. `10s`, `500ms` (default 10s unless -n).
@@ -38,7 +38,7 @@ pub struct BenchArgs {
     /// Warm-up before measuring.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     warmup: String,
-    /// spdy/3.1, spdy/3, spdy/2, http/1.1 or h2.
+    /// spdy (= spdy/3.1), spdy/3, spdy/2, http1 (= http/1.1) or h2 (= http2).
     #[arg(long, default_value = "spdy/3.1", value_name = "PROTOCOL")]
     protocol: String,
     /// Worker threads (default: all cores).
@@ -48,8 +48,11 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
     /// Accept any TLS certificate.
-    #[arg(short = 'k', long)]
+    #[arg(short = 'k', long, conflicts_with = "cacert")]
     insecure: bool,
+    /// Trust the CA certificates in this PEM file.
+    #[arg(long, alias = "ca", value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
     /// Instead of loading: open N sessions, make one request on each, then hold them idle
     /// for --hold (to measure a server's memory per idle session).
     #[arg(long, value_name = "N")]
@@ -237,22 +240,25 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     if a.connections == 0 || a.streams == 0 {
         bail!("-c and -m must be at least 1");
     }
+    if a.requests == Some(0) {
+        bail!("-n 0: nothing to measure (give at least 1 request, or -d for a duration)");
+    }
     let warmup = parse_duration(&a.warmup)?;
     let duration = match (&a.duration, a.requests) {
         (Some(d), _) => Some(parse_duration(d)?),
         (None, None) => Some(Duration::from_secs(10)),
         (None, Some(_)) => None,
     };
-    let h2 = a.protocol == "h2";
-    let proto = if h2 {
-        None
+    let parsed = Protocol::parse(&a.protocol).map_err(|e| anyhow::anyhow!("--protocol: {e}"))?;
+    let h2 = parsed == Protocol::H2;
+    let proto = if h2 { None } else { Some(parsed) };
+    let verify = if a.insecure {
+        Verify::Insecure
+    } else if let Some(c) = &a.cacert {
+        speedy_net::tls::ca_certs(c).map_err(|e| anyhow::anyhow!("--cacert: {e}"))?;
+        Verify::CaFile(c.clone())
     } else {
-        Some(Protocol::from_name(&a.protocol).with_context(|| {
-            format!(
-                "--protocol {}: spdy/3.1, spdy/3, spdy/2, http/1.1 or h2",
-                a.protocol
-            )
-        })?)
+        Verify::System
     };
     let per_conn = if proto == Some(Protocol::Http1) {
         1
@@ -261,14 +267,9 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     };
     if let Some(n) = a.idle {
         let hold = parse_duration(&a.hold)?;
-        return hold_idle(n, scheme, &host, port, path, proto, hold, a.insecure).await;
+        return hold_idle(n, scheme, &host, port, path, proto, hold, verify).await;
     }
     let mut conns = Vec::with_capacity(a.connections);
-    let verify = if a.insecure {
-        Verify::Insecure
-    } else {
-        Verify::System
-    };
     for _ in 0..a.connections {
         let c = if h2 {
             Conn::H2(h2_connect(scheme, &host, port, &verify).await?)
@@ -376,14 +377,9 @@ async fn hold_idle(
     path: &str,
     proto: Option<Protocol>,
     hold: Duration,
-    insecure: bool,
+    verify: Verify,
 ) -> Result<bool> {
     use std::io::Write;
-    let verify = if insecure {
-        Verify::Insecure
-    } else {
-        Verify::System
-    };
     let cfg = ClientConfig {
         protocol: proto,
         verify,

@@ -41,7 +41,7 @@ struct SynthArgs {
     /// Archive directory to write (archive.json and bodies/).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Number of pages.
+    /// Number of pages (at least 1).
     #[arg(long, default_value_t = 25, value_name = "N")]
     pages: usize,
     /// Seed: the same seed gives the same corpus, byte for byte.
@@ -106,6 +106,9 @@ fn save(a: &Archive, out: &Path) -> Result<()> {
 }
 
 fn synth(a: SynthArgs) -> Result<()> {
+    if a.pages == 0 {
+        anyhow::bail!("--pages 0: an archive needs at least 1 page");
+    }
     let cal = calibration(&a.calibration).map_err(|e| anyhow::anyhow!("--calibration: {e}"))?;
     let archive = synthesize_calibrated(
         SynthOptions {

@@ -18,17 +18,29 @@ use tokio::sync::Semaphore;
 #[derive(Args, Debug)]
 #[command(
     after_help = "Prints one JSON line per response: url, status, protocol, bytes, sha256, pushed, \
-elapsed_ms (or url and error). Exit status 1 when any request failed.\n\nExamples:\n  \
-speedy fetch http://127.0.0.1:8080/a.html http://127.0.0.1:8080/b.css\n  \
-speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v"
+elapsed_ms (or url and error).\n\n\
+Exit status (as curl's):\n  \
+0   every request got a whole response, whatever its HTTP status\n  \
+1   some request got none (connection refused, TLS, stream reset, body cut short)\n  \
+2   bad arguments or files\n  \
+22  with -f/--fail: some response's status was not 2xx\n\n\
+Examples (against the servers of `speedy serve --help`'s examples):\n  \
+speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
+speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
+speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
+--resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/"
 )]
 pub struct FetchArgs {
     /// URLs to fetch (http:// or https://); those of one origin share one session.
     #[arg(required = true, value_name = "URL")]
     urls: Vec<String>,
-    /// spdy/3.1, spdy/3, spdy/2 or http/1.1. Default: ALPN over TLS, spdy/3.1 on plain TCP.
+    /// spdy (= spdy/3.1), spdy/3, spdy/2 or http1 (= http/1.1); h2 is not in this client
+    /// yet. Default: ALPN over TLS, spdy/3.1 on plain TCP.
     #[arg(long, value_name = "PROTOCOL")]
     protocol: Option<String>,
+    /// Exit with status 22 when some response's status is not 2xx (like curl -f).
+    #[arg(short = 'f', long)]
+    fail: bool,
     /// Requests in flight at once.
     #[arg(long, default_value_t = 100, value_name = "N")]
     concurrency: usize,
@@ -50,8 +62,8 @@ pub struct FetchArgs {
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     insecure: bool,
-    /// Trust the certificates in this PEM file.
-    #[arg(long, value_name = "FILE")]
+    /// Trust the CA certificates in this PEM file.
+    #[arg(long, alias = "ca", value_name = "FILE")]
     cacert: Option<PathBuf>,
     /// Header compression level 0-9 for requests.
     #[arg(long, default_value_t = 9, value_name = "0-9")]
@@ -127,14 +139,18 @@ pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>)
     Ok((h.to_ascii_lowercase(), addr))
 }
 
-/// Runs the command; `Ok(false)` when some request failed.
-pub async fn run(a: FetchArgs) -> Result<bool> {
+/// Runs the command; returns the exit status (see the help).
+pub async fn run(a: FetchArgs) -> Result<u8> {
     let protocol = match &a.protocol {
-        Some(p) => Some(Protocol::from_name(p).with_context(|| {
-            format!("--protocol {p}: use spdy/3.1, spdy/3, spdy/2 or http/1.1")
-        })?),
+        Some(p) => Some(Protocol::parse(p).map_err(|e| anyhow::anyhow!("--protocol {p}: {e}"))?),
         None => None,
     };
+    if protocol == Some(Protocol::H2) {
+        bail!("--protocol h2: fetch has no HTTP/2 client yet (use spdy, spdy/3, spdy/2 or http1; `speedy load --protocol h2` and `speedy bench --protocol h2` speak h2)");
+    }
+    if let Some(c) = &a.cacert {
+        speedy_net::tls::ca_certs(c).map_err(|e| anyhow::anyhow!("--cacert: {e}"))?;
+    }
     if a.priority > 7 {
         bail!("--priority {}: must be 0 to 7", a.priority);
     }
@@ -205,6 +221,7 @@ pub async fn run(a: FetchArgs) -> Result<bool> {
         extra,
         priority: a.priority,
         post: a.data.is_some(),
+        not_2xx: std::sync::atomic::AtomicBool::new(false),
     });
     let mut ok = true;
     for (scheme, host, port, list) in origins {
@@ -216,7 +233,14 @@ pub async fn run(a: FetchArgs) -> Result<bool> {
         );
         ok &= fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, &ctx).await;
     }
-    Ok(ok)
+    let not_2xx = ctx.not_2xx.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(if !ok {
+        1
+    } else if a.fail && not_2xx {
+        22
+    } else {
+        0
+    })
 }
 
 struct Ctx {
@@ -225,6 +249,8 @@ struct Ctx {
     extra: Vec<(String, String)>,
     priority: u8,
     post: bool,
+    /// Some response's status was not 2xx (`--fail`).
+    not_2xx: std::sync::atomic::AtomicBool,
 }
 
 fn print_line(v: serde_json::Value) {
@@ -339,7 +365,11 @@ async fn finish(
                 "url": url, "status": status, "protocol": protocol, "bytes": n,
                 "sha256": sha, "pushed": pushed, "elapsed_ms": (ms * 1000.0).round() / 1000.0,
             }));
-            status < 400
+            if !(200..300).contains(&status) {
+                ctx.not_2xx
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            true
         }
         Err(e) => {
             print_line(

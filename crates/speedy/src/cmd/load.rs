@@ -9,20 +9,41 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Exit status: the load completed (failed subresources are reported on stderr).
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the page's root document failed, or the load timed out.
+pub const EXIT_PAGE_FAILED: u8 = 1;
+/// Exit status: with `--fail`, some subresource failed.
+pub const EXIT_PARTIAL: u8 = 3;
+
+const AFTER_HELP: &str = "\
+Prints one JSON line: onContentLoad/onLoad (ms), totals, failed, missing and unexpected URLs.
+
+Exit status:
+  0  the page loaded (failed subresources are listed on stderr, and are not fatal)
+  1  the page's root document failed (connection refused, no address for the host,
+     untrusted certificate, HTTP status >= 400, ...) or the load timed out
+  2  bad arguments or files (start-up error)
+  3  with --fail: some subresource failed
+
+TLS: with --archive DIR, DIR/lab-ca/ca.pem (the CA `speedy serve --archive DIR` signs with)
+is trusted when it exists, unless --cacert or -k is given.
+
+Example (after `speedy corpus synth --out ./corpus` and
+`speedy serve --listen 127.0.0.1:8080 --archive ./corpus`):
+  speedy load https://www.site0.example/ --archive ./corpus --protocol spdy \\
+      --resolve '*=127.0.0.1:8080' --har out.har";
+
 /// Arguments of `speedy load`.
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Prints one JSON line: onContentLoad/onLoad (ms), totals, failed, missing and unexpected URLs.\n\
-Exit status 0 when the load completed (failed objects are recorded, not fatal), 1 when it timed out.\n\n\
-Example:\n  speedy load http://www.example.test/ --archive corpus --protocol spdy \\\n      --resolve '*=127.0.0.1:8080' --har out.har"
-)]
+#[command(after_help = AFTER_HELP)]
 pub struct LoadArgs {
     /// The page URL (an archived page's root URL).
     url: String,
     /// Archive directory (object types, recorded request headers, script-initiated requests).
     #[arg(long, value_name = "DIR")]
     archive: Option<PathBuf>,
-    /// Protocol: http1, spdy (SPDY/3.1) or h2.
+    /// Protocol: http1 (= http/1.1), spdy (= spdy/3.1) or h2 (= http2).
     #[arg(long, default_value = "http1", value_name = "PROTO")]
     protocol: String,
     /// SPDY/h2: one connection per origin, or one for all origins (to the page's address).
@@ -43,12 +64,16 @@ pub struct LoadArgs {
     /// Round-trip time for --dns-cost in RTTs.
     #[arg(long, value_name = "MS")]
     rtt_ms: Option<f64>,
-    /// PEM file of the CA that signed the servers' certificates (the lab CA).
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    ca: Option<PathBuf>,
+    /// Trust the CA certificates in this PEM file (e.g. the lab CA, DIR/lab-ca/ca.pem).
+    #[arg(long, alias = "ca", value_name = "FILE", conflicts_with = "insecure")]
+    cacert: Option<PathBuf>,
     /// Do not check server certificates.
-    #[arg(long)]
+    #[arg(short = 'k', long)]
     insecure: bool,
+    /// Exit with status 3 when some subresource failed (the root document failing is
+    /// always fatal).
+    #[arg(long)]
+    fail: bool,
     /// HTTP/1.1 connections per host.
     #[arg(long, default_value_t = 6, value_name = "N")]
     connections_per_host: usize,
@@ -88,8 +113,10 @@ pub struct LoadArgs {
 }
 
 fn config(a: &LoadArgs) -> Result<LoadConfig> {
-    let proto = Proto::parse(&a.protocol)
-        .with_context(|| format!("--protocol {}: use http1, spdy or h2", a.protocol))?;
+    let named = speedy_net::Protocol::parse(&a.protocol)
+        .map_err(|e| anyhow::anyhow!("--protocol {}: {e}", a.protocol))?;
+    let proto = Proto::from_protocol(named)
+        .map_err(|e| anyhow::anyhow!("--protocol {}: {e}", a.protocol))?;
     let mut cfg = LoadConfig::new(&a.url, proto);
     cfg.domains = match a.spdy_domains.as_str() {
         "per-origin" => Domains::PerOrigin,
@@ -120,8 +147,8 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     };
     cfg.verify = if a.insecure {
         speedy_net::tls::Verify::Insecure
-    } else if let Some(ca) = &a.ca {
-        speedy_net::tls::Verify::CaFile(ca.clone())
+    } else if let Some(ca) = a.cacert.clone().or_else(|| archive_ca(a)) {
+        speedy_net::tls::Verify::CaFile(ca)
     } else {
         speedy_net::tls::Verify::System
     };
@@ -150,8 +177,76 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     Ok(cfg)
 }
 
-/// Runs one load; `Ok(false)` when it timed out.
-pub async fn run(a: LoadArgs) -> Result<bool> {
+/// The lab CA of `--archive DIR` (`DIR/lab-ca/ca.pem`), when it exists.
+fn archive_ca(a: &LoadArgs) -> Option<PathBuf> {
+    let ca = a.archive.as_ref()?.join("lab-ca").join("ca.pem");
+    ca.is_file().then_some(ca)
+}
+
+/// The exit status of a finished load (see [`EXIT_OK`] and the others), with what went
+/// wrong said on stderr.
+fn outcome(res: &loader::LoadResult, fail: bool) -> u8 {
+    let root = res
+        .reqs
+        .iter()
+        .find(|r| matches!(r.initiator, loader::Initiator::Root));
+    let why = |r: &loader::Req| match (&r.error, r.status) {
+        (Some(e), _) => e.clone(),
+        (None, 0) => "no response".to_string(),
+        (None, s) => format!("HTTP status {s}"),
+    };
+    match root {
+        Some(r) if !r.done() && res.timed_out => {
+            eprintln!(
+                "speedy load: the load timed out (see --timeout) before the root document {} \
+                 arrived",
+                r.url_s
+            );
+            return EXIT_PAGE_FAILED;
+        }
+        Some(r) if r.failed() => {
+            eprintln!(
+                "speedy load: the page's root document failed: {}: {}",
+                r.url_s,
+                why(r)
+            );
+            return EXIT_PAGE_FAILED;
+        }
+        None => {
+            eprintln!("speedy load: the page's root document was never requested");
+            return EXIT_PAGE_FAILED;
+        }
+        Some(_) => {}
+    }
+    if res.timed_out {
+        eprintln!("speedy load: the load timed out (see --timeout)");
+        return EXIT_PAGE_FAILED;
+    }
+    let failed: Vec<&loader::Req> = res.reqs.iter().filter(|r| r.failed()).collect();
+    if failed.is_empty() {
+        return EXIT_OK;
+    }
+    eprintln!(
+        "speedy load: {} of {} requests failed{}",
+        failed.len(),
+        res.reqs.len(),
+        if fail { " (fatal with --fail)" } else { "" }
+    );
+    for r in failed.iter().take(10) {
+        eprintln!("  {}: {}", r.url_s, why(r));
+    }
+    if failed.len() > 10 {
+        eprintln!("  ... and {} more (see the JSON line)", failed.len() - 10);
+    }
+    if fail {
+        EXIT_PARTIAL
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Runs one load; returns the exit status (see the `EXIT_*` constants).
+pub async fn run(a: LoadArgs) -> Result<u8> {
     let cfg = config(&a)?;
     let archive = match &a.archive {
         Some(dir) => Some(speedy_archive::Archive::load(dir).map_err(anyhow::Error::msg)?),
@@ -186,5 +281,5 @@ pub async fn run(a: LoadArgs) -> Result<bool> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}")?;
     out.flush()?;
-    Ok(!res.timed_out)
+    Ok(outcome(&res, a.fail))
 }

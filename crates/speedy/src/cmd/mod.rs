@@ -22,9 +22,10 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve a directory over HTTP/1.1 and SPDY/2, 3, 3.1 on one port (TCP or TLS).
+    /// Serve a directory or a page archive over SPDY/3.1, 3, 2, HTTP/2 and HTTP/1.1 on one
+    /// port (TCP or TLS).
     Serve(serve::ServeArgs),
-    /// Fetch URLs over SPDY or HTTP/1.1, one JSON line per response.
+    /// Fetch URLs over SPDY (3.1, 3, 2) or HTTP/1.1, one JSON line per response.
     Fetch(fetch::FetchArgs),
     /// Run a command behind an emulated network link (rate, delay, loss, queue, radio).
     Link(link::LinkArgs),
@@ -56,6 +57,17 @@ fn report(r: anyhow::Result<bool>, cmd: &str) -> ExitCode {
     }
 }
 
+/// Like [`report`], for commands that choose their exit status themselves.
+fn report_status(r: anyhow::Result<u8>, cmd: &str) -> ExitCode {
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("speedy {cmd}: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 impl Cli {
     /// Runs the chosen subcommand and returns the process exit code.
     pub fn run(self) -> ExitCode {
@@ -64,11 +76,11 @@ impl Cli {
                 runtime().block_on(async { serve::run(a).await.map(|_| true) }),
                 "serve",
             ),
-            Command::Fetch(a) => report(runtime().block_on(fetch::run(a)), "fetch"),
+            Command::Fetch(a) => report_status(runtime().block_on(fetch::run(a)), "fetch"),
             Command::Link(a) => link::run(a),
             Command::Lab(a) => lab::run_cmd(a),
             Command::Bench(a) => report(bench::run(a), "bench"),
-            Command::Load(a) => report(runtime().block_on(load::run(a)), "load"),
+            Command::Load(a) => report_status(runtime().block_on(load::run(a)), "load"),
             Command::Corpus(a) => corpus::run(a),
         }
     }

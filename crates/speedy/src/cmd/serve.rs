@@ -1,7 +1,8 @@
-//! `speedy serve`: files from a directory over HTTP/1.1 and SPDY on one port.
+//! `speedy serve`: files from a directory, or a page archive, over SPDY/3.1, 3, 2, HTTP/2
+//! and HTTP/1.1 on one port.
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{ArgGroup, Args};
 use speedy_net::server::{serve, Handler, Request, ResponseFuture, ServerConfig};
 use std::collections::HashMap;
 use std::io::Write;
@@ -11,7 +12,8 @@ use std::sync::{Arc, Mutex};
 /// Arguments of `speedy serve`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Plain TCP: SPDY, HTTP/2 (prior knowledge) and HTTP/1.1 are told apart by the \
+    group(ArgGroup::new("source").required(true).args(["root", "archive"])),
+    after_help = "Speaks SPDY/3.1, SPDY/3, SPDY/2, HTTP/2 (h2) and HTTP/1.1. Plain TCP: SPDY, HTTP/2 (prior knowledge) and HTTP/1.1 are told apart by the \
 first bytes. TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1).\n\n\
 Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...)`, with \
 --archive one `origin HOST IP:PORT` per origin, then one JSON line for programs:\n  \
@@ -20,21 +22,19 @@ Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...
 `tls`/`plain`: which connections the port accepts (an archive with https origins: both); \
 `origins` is empty with --root. Read the first line that starts with `{`; fields may be \
 added, so ignore unknown ones. Details: docs/serve.md.\n\n\
-Example:\n  speedy serve --listen 127.0.0.1:0 --root ./site --tls-self-signed"
+Examples (./corpus from `speedy corpus synth --out ./corpus`):\n  \
+speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed\n  \
+speedy serve --listen 127.0.0.1:8080 --archive ./corpus"
 )]
 pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port. The chosen address is printed.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
     listen: String,
-    /// Directory to serve.
-    #[arg(
-        long,
-        value_name = "DIR",
-        required_unless_present = "archive",
-        conflicts_with = "archive"
-    )]
+    /// Directory to serve (this or --archive).
+    #[arg(long, value_name = "DIR", conflicts_with = "archive")]
     root: Option<PathBuf>,
-    /// Replay a page archive (from `speedy corpus`) from memory, every origin at once.
+    /// Replay a page archive (from `speedy corpus`) from memory, every origin at once
+    /// (this or --root).
     #[arg(long, value_name = "DIR")]
     archive: Option<PathBuf>,
     /// Archive: what HTML responses push over SPDY and HTTP/2 (none, subresources, all).

@@ -105,3 +105,73 @@ pub fn proc_rchar(pid: u32) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .expect("rchar in /proc/PID/io")
 }
+
+/// Runs `cmd` to its end with stdout and stderr captured; kills it (by its pid) and
+/// panics if it is still running after `limit`.
+pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the command");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = out.read_to_end(&mut b);
+        b
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: t_out.join().expect("stdout reader"),
+        stderr: t_err.join().expect("stderr reader"),
+    }
+}
+
+/// `speedy ARGS...` in `dir`, bounded by `limit` (see [`run_bounded`]).
+pub fn speedy_in(dir: &Path, args: &[&str], limit: std::time::Duration) -> std::process::Output {
+    run_bounded(Command::new(BIN).current_dir(dir).args(args), limit)
+}
+
+/// A synthesized corpus of `pages` pages (seed 1) in `dir/corpus`.
+pub fn synth_corpus(dir: &Path, pages: usize) -> PathBuf {
+    let out = speedy_in(
+        dir,
+        &[
+            "corpus",
+            "synth",
+            "--out",
+            "corpus",
+            "--pages",
+            &pages.to_string(),
+            "--seed",
+            "1",
+        ],
+        std::time::Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "synth: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("corpus")
+}

@@ -1,0 +1,127 @@
+//! The one protocol vocabulary of every speedy command line: `http1`, `http/1.1`,
+//! `spdy` (= `spdy/3.1`), `spdy/3.1`, `spdy/3`, `spdy/2`, `h2` (= `http2`).
+//!
+//! [`Protocol::parse`] (also [`std::str::FromStr`], so clap can parse it directly) is the
+//! only parser of these names: `load`, `fetch` and `bench` all go through it, and a
+//! command that cannot speak one of them says so by name instead of calling it unknown.
+
+use spdy::Version;
+use std::fmt;
+
+/// An application protocol over one TCP or TLS connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// SPDY of a version.
+    Spdy(Version),
+    /// HTTP/1.1.
+    Http1,
+    /// HTTP/2.
+    H2,
+}
+
+/// The names [`Protocol::parse`] accepts, for help texts and error messages.
+pub const VOCABULARY: &str =
+    "http1 (= http/1.1), spdy (= spdy/3.1), spdy/3.1, spdy/3, spdy/2, h2 (= http2)";
+
+/// A protocol name that is not in the [`VOCABULARY`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownProtocol(pub String);
+
+impl fmt::Display for UnknownProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown protocol {:?}: use {VOCABULARY}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownProtocol {}
+
+impl Protocol {
+    /// Parses a protocol name, case-insensitively: `http1`, `http/1.1`, `spdy`,
+    /// `spdy/3.1`, `spdy/3`, `spdy/2`, `h2`, `http2` (and the ALPN ids, which are among
+    /// them; older spellings `http1.1`, `http/2`, `spdy3.1`, `3.1`, `3`, `2` still work).
+    pub fn parse(s: &str) -> Result<Protocol, UnknownProtocol> {
+        let p = match s.trim().to_ascii_lowercase().as_str() {
+            "http1" | "http/1.1" | "http1.1" => Protocol::Http1,
+            "spdy" | "spdy/3.1" | "spdy3.1" | "3.1" => Protocol::Spdy(Version::V3_1),
+            "spdy/3" | "spdy3" | "3" => Protocol::Spdy(Version::V3),
+            "spdy/2" | "spdy2" | "2" => Protocol::Spdy(Version::V2),
+            "h2" | "http2" | "http/2" => Protocol::H2,
+            _ => return Err(UnknownProtocol(s.to_string())),
+        };
+        Ok(p)
+    }
+
+    /// Parses a name; `None` when it is unknown (see [`Protocol::parse`]).
+    pub fn from_name(s: &str) -> Option<Protocol> {
+        Protocol::parse(s).ok()
+    }
+
+    /// The ALPN id, which is also the canonical name: `http/1.1`, `spdy/3.1`, `spdy/3`,
+    /// `spdy/2`, `h2`.
+    pub fn alpn(self) -> &'static str {
+        match self {
+            Protocol::Spdy(v) => v.alpn(),
+            Protocol::Http1 => "http/1.1",
+            Protocol::H2 => "h2",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.alpn())
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = UnknownProtocol;
+    fn from_str(s: &str) -> Result<Protocol, UnknownProtocol> {
+        Protocol::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_whole_vocabulary() {
+        for (name, want) in [
+            ("http1", Protocol::Http1),
+            ("http/1.1", Protocol::Http1),
+            ("HTTP/1.1", Protocol::Http1),
+            ("spdy", Protocol::Spdy(Version::V3_1)),
+            ("spdy/3.1", Protocol::Spdy(Version::V3_1)),
+            ("spdy/3", Protocol::Spdy(Version::V3)),
+            ("spdy/2", Protocol::Spdy(Version::V2)),
+            ("h2", Protocol::H2),
+            ("http2", Protocol::H2),
+        ] {
+            assert_eq!(Protocol::parse(name), Ok(want), "{name}");
+        }
+    }
+
+    #[test]
+    fn canonical_names_round_trip() {
+        for p in [
+            Protocol::Http1,
+            Protocol::Spdy(Version::V3_1),
+            Protocol::Spdy(Version::V3),
+            Protocol::Spdy(Version::V2),
+            Protocol::H2,
+        ] {
+            assert_eq!(Protocol::parse(&p.to_string()), Ok(p));
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_names_listing_the_vocabulary() {
+        let e = Protocol::parse("spdy/4").unwrap_err().to_string();
+        assert!(
+            e.contains("\"spdy/4\"") && e.contains("spdy/3.1") && e.contains("h2"),
+            "{e}"
+        );
+        assert!(Protocol::parse("").is_err());
+        assert!(Protocol::parse("h3").is_err());
+    }
+}
