@@ -562,12 +562,21 @@ fn network(n: &NetSpec, sweep: Option<(String, String, f64)>) -> Result<Network,
 }
 
 fn variant(v: &VariantSpec) -> Result<Variant, String> {
-    if !matches!(v.protocol.as_str(), "http1" | "spdy" | "h2") {
-        return Err(format!(
-            "protocol = {:?}: one of http1, spdy, h2",
-            v.protocol
-        ));
-    }
+    // One vocabulary with every other command (speedy_net::protocol); the loader speaks
+    // HTTP/1.1, SPDY/3.1 and h2, named here `http1`, `spdy` and `h2`.
+    use speedy_net::protocol::Protocol;
+    let protocol = match Protocol::parse(&v.protocol) {
+        Ok(Protocol::Http1) => "http1",
+        Ok(Protocol::Spdy(spdy::Version::V3_1)) => "spdy",
+        Ok(Protocol::H2) => "h2",
+        Ok(_) => {
+            return Err(format!(
+                "protocol = {:?}: the loader speaks SPDY/3.1 only (http1, spdy, h2)",
+                v.protocol
+            ))
+        }
+        Err(e) => return Err(format!("protocol = {:?}: {e}", v.protocol)),
+    };
     let single_domain = match v.spdy_domains.as_deref() {
         None | Some("per-origin") => false,
         Some("single") => true,
@@ -577,7 +586,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
     if !matches!(push.as_str(), "none" | "subresources" | "all") {
         return Err(format!("push = {push:?}: none, subresources or all"));
     }
-    if v.protocol == "http1" && (push != "none" || single_domain) {
+    if protocol == "http1" && (push != "none" || single_domain) {
         return Err("push and spdy_domains need protocol spdy or h2".into());
     }
     let cc_preference = match &v.cc {
@@ -619,7 +628,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
     }
     Ok(Variant {
         name: v.name.clone(),
-        protocol: v.protocol.clone(),
+        protocol: protocol.to_string(),
         tls: v.tls.unwrap_or(false),
         single_domain,
         push,

@@ -744,7 +744,7 @@ fn load(
     for (h, a) in resolve {
         cmd.arg("--resolve").arg(format!("{h}={a}"));
     }
-    cmd.arg("--ca").arg(ca_dir.join("ca.pem"));
+    cmd.arg("--cacert").arg(ca_dir.join("ca.pem"));
     cmd.args(["--header-compression", v.header_compression.name()]);
     if let Some(n) = v.connections_per_host {
         cmd.args(["--connections-per-host", &n.to_string()]);

@@ -437,7 +437,7 @@ impl NetLab {
         for (h, a) in &self.origins {
             cmd.arg("--resolve").arg(format!("{h}={a}"));
         }
-        cmd.arg("--ca").arg(self.ca_dir.join("ca.pem"));
+        cmd.arg("--cacert").arg(self.ca_dir.join("ca.pem"));
         cmd.arg("--har").arg(har);
         cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
         cmd.stdin(Stdio::null())
