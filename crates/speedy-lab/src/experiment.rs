@@ -693,6 +693,34 @@ impl Experiment {
         }
     }
 
+    /// A rough wall time of the whole experiment over `lanes` lanes: each load takes its
+    /// page's bytes at the network's downlink rate, six round trips and 0.3 s of set-up
+    /// (pages: their calibration's mean size; an archive's pages are taken as 1 MB).
+    /// Measured on this lab's loads, not a promise: CPU contention and loss add to it.
+    pub fn estimate(&self, pages: usize, lanes: usize) -> Duration {
+        let mut secs = 0.0;
+        for (ni, net) in self.networks.iter().enumerate() {
+            let bps = match &net.link.down.server {
+                Server::Rate(r) if *r > 0 => *r as f64,
+                _ => 2e6,
+            };
+            let rtt = (net.link.down.delay + net.link.up.delay).as_secs_f64();
+            for (vi, v) in self.variants.iter().enumerate() {
+                if !self.runs_on(ni, vi) {
+                    continue;
+                }
+                let kb = match (&self.pages, v.calibration) {
+                    (_, Some(c)) => c.means().1,
+                    (Pages::Synth(_, c), None) => c.means().1,
+                    (Pages::Archive(..), None) => 1024.0,
+                };
+                let per_load = kb * 1024.0 * 8.0 / bps + 6.0 * rtt + 0.3;
+                secs += per_load * (pages * self.runs as usize) as f64;
+            }
+        }
+        Duration::from_secs_f64(secs / lanes.max(1) as f64)
+    }
+
     /// Number of loads the experiment runs.
     pub fn loads(&self, pages: usize) -> usize {
         let cells: usize = (0..self.networks.len())

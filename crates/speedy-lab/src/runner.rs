@@ -74,6 +74,14 @@ impl Headroom {
     }
 }
 
+/// Lanes per CPU core that `--lanes auto` runs (measured: docs/lab.md, "Lanes").
+pub const LANES_PER_CORE: usize = 2;
+
+/// The lanes `--lanes auto` picks on a machine with `cores` cores.
+pub fn auto_lanes(cores: usize) -> usize {
+    (cores.max(1) * LANES_PER_CORE).min(16)
+}
+
 /// How often the server's connections are sampled with `ss -ti` during a load.
 pub const SS_EVERY: Duration = Duration::from_millis(250);
 

@@ -25,9 +25,10 @@ pub struct LabArgs {
     /// Output directory (default: lab-out/NAME).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Loads to run in parallel, each on its own namespace pair and link.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    lanes: usize,
+    /// Loads to run in parallel, each on its own namespace pair and link: a number, or
+    /// `auto` (the default: lanes per CPU core as measured in docs/lab.md, said at the start).
+    #[arg(long, default_value = "auto", value_name = "N|auto")]
+    lanes: String,
     /// Run only shard I of N (0-based), for batch schedulers; combine with `speedy lab merge`.
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
@@ -110,9 +111,7 @@ fn lab(a: LabArgs) -> Result<()> {
                     _ => 0,
                 };
                 let loads = e.loads(pages);
-                // A rough figure: a synthesized page takes about 8 s to load over these
-                // links (1.4 MB average at 2-4 Mbit/s) plus a second of set-up.
-                let secs = loads as f64 * 9.0;
+                let secs = e.estimate(pages, 1).as_secs_f64();
                 println!(
                     "{:<12} {:>7} {:>12}  {}",
                     b.name,
@@ -193,9 +192,21 @@ fn lab(a: LabArgs) -> Result<()> {
                     (i, n)
                 }
             };
-            if a.lanes == 0 {
-                bail!("--lanes must be at least 1");
-            }
+            let lanes = match a.lanes.as_str() {
+                "auto" => {
+                    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    let n = speedy_lab::runner::auto_lanes(cores);
+                    eprintln!(
+                        "speedy lab: {n} lanes ({} per core × {cores} cores; --lanes N to choose)",
+                        speedy_lab::runner::LANES_PER_CORE
+                    );
+                    n
+                }
+                n => match n.parse::<usize>() {
+                    Ok(n) if n > 0 => n,
+                    _ => bail!("--lanes {n}: a number of at least 1, or auto"),
+                },
+            };
             // SAFETY: geteuid has no preconditions.
             if unsafe { libc::geteuid() } != 0 {
                 bail!("the lab needs root (network namespaces and TUN devices); run it with sudo");
@@ -204,7 +215,7 @@ fn lab(a: LabArgs) -> Result<()> {
             let speedy = std::env::current_exe().context("finding the speedy program")?;
             let opts = RunOptions {
                 out: out.clone(),
-                lanes: a.lanes,
+                lanes,
                 shard,
                 speedy,
             };
