@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use clap::Args;
 use hdrhistogram::Histogram;
+use spdy::url::Url;
 use speedy_net::client::{Client, ClientConfig, ClientRequest, Protocol};
 use speedy_net::tls::Verify;
 use std::collections::BTreeMap;
@@ -219,24 +220,13 @@ pub fn run(a: BenchArgs) -> Result<bool> {
 }
 
 async fn bench(a: BenchArgs) -> Result<bool> {
-    let (scheme, rest) = a
-        .url
-        .split_once("://")
-        .context("URL must be http:// or https://")?;
-    if scheme != "http" && scheme != "https" {
-        bail!("{}: scheme must be http or https", a.url);
-    }
-    let (auth, path) = rest
-        .find('/')
-        .map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
-    let (host, port) = match auth.rsplit_once(':') {
-        Some((h, p)) => (
-            h.to_string(),
-            p.parse::<u16>()
-                .with_context(|| format!("bad port in {}", a.url))?,
-        ),
-        None => (auth.to_string(), if scheme == "https" { 443 } else { 80 }),
-    };
+    let url: Url = a.url.parse()?;
+    let (scheme, host, port, path) = (
+        url.scheme.as_str(),
+        url.host_bare().to_string(),
+        url.port_or_default(),
+        url.path.as_str(),
+    );
     if a.connections == 0 || a.streams == 0 {
         bail!("-c and -m must be at least 1");
     }
@@ -300,12 +290,7 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         hist: Mutex::new(Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds")),
         totals: Mutex::new(Totals::default()),
     });
-    let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
-        host.clone()
-    } else {
-        format!("{host}:{port}")
-    };
-    let uri = format!("{scheme}://{authority}{path}");
+    let uri = url.to_string();
     let mut tasks = Vec::new();
     for c in &conns {
         for _ in 0..per_conn {
