@@ -434,6 +434,15 @@ pub struct Timings {
 }
 
 impl Timings {
+    /// ms from the entry's start to its first response byte: the applicable phases up to
+    /// `wait`.
+    pub fn to_first_byte(&self) -> f64 {
+        [self.blocked, self.dns, self.connect, self.send, self.wait]
+            .iter()
+            .filter(|v| **v >= 0.0)
+            .sum()
+    }
+
     /// The entry's `time`: the sum of the applicable phases except `ssl`.
     pub fn total(&self) -> f64 {
         [
