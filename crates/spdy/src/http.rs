@@ -150,10 +150,8 @@ pub fn parse_request(version: Version, h: &Headers) -> Result<RequestHead, &'sta
     let get = |n: &'static str| h.get_str(n).map(str::to_string).ok_or(n);
     if version == Version::V2 {
         let url = get("url")?;
-        let path = match url.find("://") {
-            Some(i) => url[i + 3..]
-                .find('/')
-                .map_or("/".to_string(), |j| url[i + 3 + j..].to_string()),
+        let path = match crate::url::split_url(&url) {
+            Some((_, _, path)) => crate::url::path_from_root(path),
             None => url,
         };
         Ok(RequestHead {
@@ -194,4 +192,24 @@ pub fn push_url(version: Version, h: &Headers) -> Option<String> {
         h.get_str(":host")?,
         h.get_str(":path")?
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_path_of_a_spdy2_absolute_url() {
+        let head = |url: &str| {
+            let mut h = Headers::new();
+            h.add("method", "GET");
+            h.add("url", url);
+            h.add("host", "a.example");
+            parse_request(Version::V2, &h).unwrap().path
+        };
+        assert_eq!(head("http://a.example/x/y?z"), "/x/y?z");
+        assert_eq!(head("http://a.example"), "/");
+        assert_eq!(head("http://a.example?q"), "/?q");
+        assert_eq!(head("/rel?q"), "/rel?q");
+    }
 }

@@ -5,7 +5,9 @@
 //!
 //! - [`frame`]: typed frames, byte-exact encode and decode for every version;
 //! - [`headers`] and [`compress`]: name/value blocks and their shared zlib contexts;
-//! - [`session`]: streams, flow control, priorities, settings, ping, goaway and push.
+//! - [`session`]: streams, flow control, priorities, settings, ping, goaway and push;
+//! - [`http`] and [`url`]: the HTTP mapping of header blocks, and the workspace's one URL
+//!   type.
 
 pub mod codes;
 pub mod compress;
@@ -13,6 +15,7 @@ pub mod frame;
 pub mod headers;
 pub mod http;
 pub mod session;
+pub mod url;
 mod version;
 mod zlib;
 

@@ -153,8 +153,7 @@ pub fn har_of(a: &Archive) -> Har {
                     }
                     (Discovery::Root, Some(_)) => 0.0,
                 };
-                let host = crate::model::split_url(&o.url)
-                    .map_or(String::new(), |(s, h, _)| format!("{s}://{h}"));
+                let host = crate::url::Url::parse(&o.url).map_or(String::new(), |u| u.origin());
                 let new_host = hosts.insert(host);
                 let size = o.body.size() as f64;
                 times.insert(

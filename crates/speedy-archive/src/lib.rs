@@ -13,7 +13,8 @@ pub mod import;
 pub mod model;
 pub mod rng;
 pub mod synth;
-pub mod url;
+/// Absolute http(s) URLs: the workspace's one type, from the `spdy` crate.
+pub use spdy::url;
 pub mod warc;
 
 pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page};

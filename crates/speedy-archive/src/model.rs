@@ -355,13 +355,9 @@ impl Archive {
     }
 }
 
-/// Splits an absolute URL into (scheme, host\[:port\], path+query).
-pub fn split_url(url: &str) -> Option<(&str, &str, &str)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let i = rest.find(['/', '?']).unwrap_or(rest.len());
-    let path = if i == rest.len() { "/" } else { &rest[i..] };
-    Some((scheme, &rest[..i], path))
-}
+/// Splits an absolute URL as written into (scheme, host\[:port\], path+query): the
+/// URL module's raw split, for keys on archived URLs exactly as stored.
+pub use crate::url::split_url;
 
 #[cfg(test)]
 mod tests {

@@ -33,10 +33,10 @@ pub mod net;
 pub mod prefetch;
 pub mod report;
 
+/// Absolute http(s) URLs: the workspace's one type, from the `spdy` crate.
+pub use spdy::url;
 /// The HAR 1.2 model the loader writes: the workspace's one, from `speedy-archive`.
 pub use speedy_archive::har;
-/// Absolute http(s) URLs: the workspace's one type, from `speedy-archive`.
-pub use speedy_archive::url;
 
 pub use config::{Domains, LoadConfig, Proto, Transport};
 pub use loader::{load, LoadResult};

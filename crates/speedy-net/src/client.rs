@@ -100,7 +100,11 @@ struct Http1Pool {
     slots: tokio::sync::Semaphore,
 }
 
-async fn dial(host: &str, port: u16, via: Option<SocketAddr>) -> Result<TcpStream, ClientError> {
+pub(crate) async fn dial(
+    host: &str,
+    port: u16,
+    via: Option<SocketAddr>,
+) -> Result<TcpStream, ClientError> {
     let s = match via {
         Some(a) => TcpStream::connect(a).await,
         None => TcpStream::connect((host, port)).await,
@@ -110,7 +114,7 @@ async fn dial(host: &str, port: u16, via: Option<SocketAddr>) -> Result<TcpStrea
     Ok(s)
 }
 
-async fn tls_dial(
+pub(crate) async fn tls_dial(
     host: &str,
     port: u16,
     via: Option<SocketAddr>,

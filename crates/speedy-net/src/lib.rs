@@ -5,6 +5,7 @@
 //! its [`spdy_conn::Owner`]s. Servers tell SPDY, h2c and HTTP/1.1 apart by the first
 //! bytes on plain TCP and by ALPN over TLS (h2 through the `h2` crate, HTTP/1.1 through
 //! hyper). The same [`Handler`] answers all of them, with streaming [`Body`]s both ways.
+//! [`loadgen`] holds the load generator's lean connections (`speedy bench`).
 
 pub mod body;
 pub mod client;
@@ -12,6 +13,7 @@ mod h2_server;
 pub mod handler;
 mod http1;
 pub mod io;
+pub mod loadgen;
 pub mod protocol;
 mod reply;
 pub mod server;

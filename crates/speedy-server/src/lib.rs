@@ -17,6 +17,7 @@ pub mod ca;
 pub mod files;
 
 use bytes::Bytes;
+use spdy::url::Url;
 use speedy_archive::{Archive, Discovery, ObjectType};
 use speedy_net::server::{Handler, Push, Request, Response, ResponseFuture};
 use std::collections::HashMap;
@@ -103,10 +104,11 @@ impl Replay {
             children: HashMap::new(),
         };
         for o in &archive.objects {
-            let Some((_, host, pq)) = speedy_archive::model::split_url(&o.url) else {
+            let Some(u) = Url::parse(&o.url) else {
                 continue;
             };
-            let host = bare_host(host);
+            let host = u.host_bare().to_string();
+            let pq = u.path;
             let path = pq.split('?').next().unwrap_or("/").to_string();
             r.exact
                 .entry((o.method.clone(), host.clone(), pq.to_string()))
@@ -128,8 +130,8 @@ impl Replay {
     pub fn hosts(&self) -> Vec<String> {
         let mut seen = Vec::new();
         for o in &self.archive.objects {
-            if let Some((_, h, _)) = speedy_archive::model::split_url(&o.url) {
-                let h = bare_host(h);
+            if let Some(u) = Url::parse(&o.url) {
+                let h = u.host_bare().to_string();
                 if !seen.contains(&h) {
                     seen.push(h);
                 }
@@ -154,8 +156,8 @@ impl Replay {
 
     fn same_origin(&self, a: usize, b: usize) -> bool {
         let host = |i: usize| {
-            speedy_archive::model::split_url(&self.archive.objects[i].url)
-                .map(|(s, h, _)| (s.to_string(), bare_host(h)))
+            Url::parse(&self.archive.objects[i].url)
+                .map(|u| (u.scheme.clone(), u.host_bare().to_string()))
         };
         host(a) == host(b)
     }
@@ -225,12 +227,12 @@ impl Handler for Replay {
             if req.protocol != "http/1.1" {
                 for c in self.pushes_for(id) {
                     let co = &self.archive.objects[c];
-                    let Some((_, _, path)) = speedy_archive::model::split_url(&co.url) else {
+                    let Some(Url { path, .. }) = Url::parse(&co.url) else {
                         continue;
                     };
                     let mut r = self.response_for(c, "GET");
                     resp.pushes.push(Push {
-                        path: path.to_string(),
+                        path,
                         status: r.status,
                         body: r.body.take_full().unwrap_or_default(),
                         headers: r.headers,
@@ -297,10 +299,11 @@ mod tests {
         let a = Arc::new(synthesize(SynthOptions { pages: 2, seed: 5 }));
         let r = Replay::new(a.clone(), ReplayOptions::default());
         for o in &a.objects {
-            let (_, host, path) = speedy_archive::model::split_url(&o.url).unwrap();
+            let u = Url::parse(&o.url).unwrap();
+            let (host, path) = (u.authority(), u.path.as_str());
             assert_eq!(r.lookup("GET", &format!("{host}:443"), path), Some(o.id));
             assert_eq!(
-                r.lookup("GET", host, &format!("{path}?cachebust=1")),
+                r.lookup("GET", &host, &format!("{path}?cachebust=1")),
                 Some(o.id)
             );
         }

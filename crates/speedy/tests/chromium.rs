@@ -98,14 +98,8 @@ fn chromium() -> String {
 
 /// `host path` of a URL (port dropped), as the server log has it.
 fn host_path(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let path = path.split('#').next().unwrap_or("");
-    format!(
-        "{} {}",
-        bare_host(host),
-        if path.is_empty() { "/" } else { path }
-    )
+    let u = spdy::url::Url::parse(url).unwrap_or_else(|| panic!("{url}: not an http(s) URL"));
+    format!("{} {}", u.host, u.path)
 }
 
 fn bare_host(h: &str) -> String {

@@ -209,7 +209,7 @@ fn loads_every_page_over_every_protocol() {
     let hosts: HashSet<String> = archive
         .objects
         .iter()
-        .filter_map(|o| speedy_archive::model::split_url(&o.url).map(|(_, h, _)| h.to_string()))
+        .filter_map(|o| spdy::url::Url::parse(&o.url).map(|u| u.authority()))
         .collect();
     let out = tmp("out");
     let _out_guard = Guard(None, out.clone());
@@ -263,11 +263,11 @@ fn loads_every_page_over_every_protocol() {
             if domains == "single" {
                 assert_eq!(conns, 1, "{what}: one connection for all origins");
             } else if proto != "http1" {
-                let origins: HashSet<&str> = page
+                let origins: HashSet<String> = page
                     .objects
                     .iter()
                     .filter_map(|&o| {
-                        speedy_archive::model::split_url(&archive.objects[o].url).map(|(_, h, _)| h)
+                        spdy::url::Url::parse(&archive.objects[o].url).map(|u| u.authority())
                     })
                     .collect();
                 assert_eq!(conns as usize, origins.len(), "{what}: one per origin");

@@ -9,7 +9,5 @@ mod read;
 mod validate;
 
 pub use model::*;
-pub use read::{
-    parse, HarEntry, HarError, HarInitiator, HarLog, HarPage, HarTimings, InitiatorKind, SpeedyExt,
-};
+pub use read::{parse, HarEntry, HarError, HarInitiator, HarLog, InitiatorKind, SpeedyExt};
 pub use validate::validate;

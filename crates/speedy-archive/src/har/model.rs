@@ -434,6 +434,15 @@ pub struct Timings {
 }
 
 impl Timings {
+    /// ms from the entry's start to its first response byte: the applicable phases up to
+    /// `wait`.
+    pub fn to_first_byte(&self) -> f64 {
+        [self.blocked, self.dns, self.connect, self.send, self.wait]
+            .iter()
+            .filter(|v| **v >= 0.0)
+            .sum()
+    }
+
     /// The entry's `time`: the sum of the applicable phases except `ssl`.
     pub fn total(&self) -> f64 {
         [
@@ -584,7 +593,7 @@ mod tests {
                     "bytes_out": 100, "bytes_in": 300, "body_bytes": 3,
                     "header_bytes_sent_raw": 30, "header_bytes_sent": 20,
                     "header_bytes_received_raw": 40, "header_bytes_received": 25,
-                    "retransmits": 0}}],
+                    "retransmits": 0, "event_loop_lag_max_us": 1500}}],
             "entries": [{
                 "pageref": "page_1", "startedDateTime": "2013-05-01T12:00:00.000Z", "time": 6.0,
                 "request": {"method": "GET", "url": "http://a/?x=1", "httpVersion": "spdy/3.1",
@@ -615,8 +624,17 @@ mod tests {
         assert_eq!(e.priority.as_deref(), Some("VeryHigh"));
         assert_eq!(e.response.transfer_size, Some(43));
         assert_eq!(e.extra["_chrome_only"], "kept");
+        assert_eq!(lp.totals.event_loop_lag_max_us, 1500);
         // Written back, it is the same document (ms as floats, as the loader writes them).
         assert_eq!(serde_json::to_value(&h).unwrap(), loader_like());
+        // HARs written before the lag was measured still read, as 0.
+        let mut old = loader_like();
+        old["log"]["pages"][0]["_totals"]
+            .as_object_mut()
+            .unwrap()
+            .remove("event_loop_lag_max_us");
+        let h: Har = serde_json::from_value(old).unwrap();
+        assert_eq!(h.loaded_page().unwrap().totals.event_loop_lag_max_us, 0);
     }
 
     #[test]

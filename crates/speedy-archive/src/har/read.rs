@@ -1,6 +1,11 @@
 //! Reading HAR 1.1/1.2 files from any tool (Chrome DevTools, chrome-har, WebPageTest,
 //! speedy's own export) for import: a tolerant reader that reduces each entry to the
-//! record an archive needs ([`HarEntry`]). speedy's own HARs are read strictly through
+//! record an archive needs ([`HarEntry`]). Pages, timings and `_speedy.discovery` come out
+//! as the model's types ([`Page`], [`Timings`], [`SpeedyDiscovery`], -1 for what is not
+//! known); the entry, the log and the rest of `_speedy` stay their own records here,
+//! because the import needs them in a form the strict model does not have: bodies
+//! decoded to bytes, dates as ms, the initiator of either dialect normalised, and
+//! `_speedy` fields that the model requires but a hand-edited file may lack. speedy's own HARs are read strictly through
 //! the typed model ([`super::Har`]); this reader is for files speedy did not write.
 //!
 //! The reader walks the JSON by hand so that every error names the entry and field it is
@@ -9,6 +14,7 @@
 //! optional fields, `_initiator` as an object (DevTools) or as a URL string (WebPageTest,
 //! chrome-har, with `_initiator_type`, `_initiator_line` and `_initiator_detail`).
 
+use super::model::{Page, PageSpeedy, PageTimings, SpeedyDiscovery, Timings};
 use base64::Engine;
 use serde_json::{Map, Value};
 
@@ -19,63 +25,11 @@ pub struct HarLog {
     pub version: String,
     /// `log.creator.name`.
     pub creator: String,
-    /// `log.pages` (may be empty: pages are optional).
-    pub pages: Vec<HarPage>,
+    /// `log.pages` (may be empty: pages are optional), in the model's type: an absent
+    /// `startedDateTime` is empty, absent or negative `pageTimings` are -1.
+    pub pages: Vec<Page>,
     /// `log.entries`, in file order.
     pub entries: Vec<HarEntry>,
-}
-
-/// One `log.pages[i]`.
-#[derive(Clone, Debug, Default)]
-pub struct HarPage {
-    /// Index in `log.pages`.
-    pub index: usize,
-    /// `id` (what entries' `pageref` names).
-    pub id: String,
-    /// `title`.
-    pub title: String,
-    /// `startedDateTime`, ms since the Unix epoch.
-    pub started_ms: Option<f64>,
-    /// `pageTimings.onContentLoad`, ms after `startedDateTime`.
-    pub on_content_load: Option<f64>,
-    /// `pageTimings.onLoad`, ms after `startedDateTime`.
-    pub on_load: Option<f64>,
-    /// `_speedy.name`: the archive page name (written by `speedy corpus export-har`).
-    pub speedy_name: Option<String>,
-}
-
-/// HAR timings of one entry, ms; `None` where the HAR says -1 or nothing.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct HarTimings {
-    /// Queued for a connection.
-    pub blocked: Option<f64>,
-    /// DNS resolution.
-    pub dns: Option<f64>,
-    /// TCP connect (includes `ssl`).
-    pub connect: Option<f64>,
-    /// TLS handshake.
-    pub ssl: Option<f64>,
-    /// Sending the request.
-    pub send: Option<f64>,
-    /// Request sent → first response byte.
-    pub wait: Option<f64>,
-    /// Receiving the response.
-    pub receive: Option<f64>,
-}
-
-impl HarTimings {
-    /// ms from the entry's start to its first response byte.
-    pub fn to_first_byte(&self) -> f64 {
-        [self.blocked, self.dns, self.connect, self.send, self.wait]
-            .iter()
-            .map(|t| t.unwrap_or(0.0).max(0.0))
-            .sum()
-    }
-
-    /// ms from the entry's start to its last response byte.
-    pub fn total(&self) -> f64 {
-        self.to_first_byte() + self.receive.unwrap_or(0.0).max(0.0)
-    }
 }
 
 /// Who discovered a request, as the HAR tells.
@@ -109,21 +63,16 @@ pub struct SpeedyExt {
     pub kind: Option<String>,
     /// `think_ms`.
     pub think_ms: Option<u32>,
-    /// `discovery.kind`: `root`, `parsed` or `computed`.
-    pub discovery: Option<String>,
-    /// `discovery.parent`: the parent's URL.
-    pub parent: Option<String>,
-    /// `discovery.offset`.
-    pub offset: Option<usize>,
-    /// `discovery.after_ms`.
-    pub after_ms: Option<u32>,
+    /// `discovery`, as the model types it (its `kind` checked, `parent` required unless
+    /// `root`).
+    pub discovery: Option<SpeedyDiscovery>,
     /// `encoded_body`: the stored content-encoded bytes (base64 in the file), so that a
     /// round trip keeps them exactly; `content.text` holds them decoded, as HAR wants.
     pub encoded_body: Option<Vec<u8>>,
 }
 
 /// One `log.entries[i]`, reduced to what an archive needs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct HarEntry {
     /// Index in `log.entries`.
     pub index: usize,
@@ -157,8 +106,9 @@ pub struct HarEntry {
     pub transfer_size: Option<u64>,
     /// `response.redirectURL` (empty when none).
     pub redirect_url: String,
-    /// `timings`.
-    pub timings: HarTimings,
+    /// `timings`, in the model's type: -1 where the HAR says -1, a negative number or
+    /// nothing.
+    pub timings: Timings,
     /// `_initiator` (and WebPageTest's `_initiator_*` fields).
     pub initiator: Option<HarInitiator>,
     /// `_resourceType` (Chrome: document, stylesheet, script, image, font, xhr, fetch, …).
@@ -269,6 +219,11 @@ fn opt_number(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<f64>> {
     }
 }
 
+/// A time where absent or negative means "not known": HAR's -1.
+fn known(v: Option<f64>) -> f64 {
+    v.filter(|x| *x >= 0.0).unwrap_or(-1.0)
+}
+
 /// A size or timing where negative means "not known".
 fn opt_size(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<u64>> {
     Ok(opt_number(o, key, path)?.and_then(|x| (x >= 0.0).then_some(x.round() as u64)))
@@ -346,7 +301,7 @@ pub fn parse(data: &[u8]) -> Result<HarLog, HarError> {
     Ok(out)
 }
 
-fn parse_page(i: usize, v: &Value) -> R<HarPage> {
+fn parse_page(i: usize, v: &Value) -> R<Page> {
     let path = format!("pages[{i}]");
     let o = obj(v, &path)?;
     let id = match o.get("id") {
@@ -360,34 +315,42 @@ fn parse_page(i: usize, v: &Value) -> R<HarPage> {
             ))
         }
     };
-    let started_ms = match opt_string(o, "startedDateTime", &path)? {
-        Some(s) if !s.is_empty() => Some(crate::date::parse_ms(&s).ok_or_else(|| {
-            HarError::new(
-                format!("{path}.startedDateTime"),
-                format!("not an ISO 8601 date: {s:?}"),
-            )
-        })?),
-        _ => None,
+    let started = opt_string(o, "startedDateTime", &path)?.unwrap_or_default();
+    if !started.is_empty() && crate::date::parse_ms(&started).is_none() {
+        return Err(HarError::new(
+            format!("{path}.startedDateTime"),
+            format!("not an ISO 8601 date: {started:?}"),
+        ));
+    }
+    let mut page_timings = PageTimings {
+        on_content_load: -1.0,
+        on_load: -1.0,
     };
-    let (mut on_content_load, mut on_load) = (None, None);
     if let Some(t) = o.get("pageTimings").filter(|t| !t.is_null()) {
         let tp = format!("{path}.pageTimings");
         let t = obj(t, &tp)?;
-        on_content_load = opt_number(t, "onContentLoad", &tp)?.filter(|x| *x >= 0.0);
-        on_load = opt_number(t, "onLoad", &tp)?.filter(|x| *x >= 0.0);
+        let g = |k: &str| -> R<f64> { Ok(known(opt_number(t, k, &tp)?)) };
+        page_timings.on_content_load = g("onContentLoad")?;
+        page_timings.on_load = g("onLoad")?;
     }
-    let speedy_name = match o.get("_speedy") {
-        Some(Value::Object(x)) => opt_string(x, "name", &format!("{path}._speedy"))?,
+    let speedy = match o.get("_speedy") {
+        Some(Value::Object(x)) => {
+            opt_string(x, "name", &format!("{path}._speedy"))?.map(|name| PageSpeedy { name })
+        }
         _ => None,
     };
-    Ok(HarPage {
-        index: i,
-        speedy_name,
+    Ok(Page {
+        started_date_time: started,
         id,
         title: opt_string(o, "title", &path)?.unwrap_or_default(),
-        started_ms,
-        on_content_load,
-        on_load,
+        page_timings,
+        protocol: None,
+        totals: None,
+        connections: None,
+        dns_cost_ms: None,
+        timed_out: false,
+        speedy,
+        extra: Map::new(),
     })
 }
 
@@ -466,12 +429,20 @@ fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
     }
     let redirect_url = opt_string(rs, "redirectURL", &sp)?.unwrap_or_default();
 
-    let mut timings = HarTimings::default();
+    let mut timings = Timings {
+        blocked: -1.0,
+        dns: -1.0,
+        connect: -1.0,
+        send: -1.0,
+        wait: -1.0,
+        receive: -1.0,
+        ssl: -1.0,
+    };
     if let Some(t) = o.get("timings").filter(|t| !t.is_null()) {
         let tp = format!("{path}.timings");
         let t = obj(t, &tp)?;
-        let g = |k: &str| -> R<Option<f64>> { Ok(opt_number(t, k, &tp)?.filter(|x| *x >= 0.0)) };
-        timings = HarTimings {
+        let g = |k: &str| -> R<f64> { Ok(known(opt_number(t, k, &tp)?)) };
+        timings = Timings {
             blocked: g("blocked")?,
             dns: g("dns")?,
             connect: g("connect")?,
@@ -625,9 +596,6 @@ fn parse_speedy(v: &Value, path: &str) -> R<SpeedyExt> {
         kind: opt_string(o, "type", path)?,
         think_ms: opt_number(o, "think_ms", path)?.map(|x| x.max(0.0) as u32),
         discovery: None,
-        parent: None,
-        offset: None,
-        after_ms: None,
         encoded_body: match opt_string(o, "encoded_body", path)? {
             Some(b) => Some(decode_base64(&b).map_err(|e| {
                 HarError::new(
@@ -648,12 +616,17 @@ fn parse_speedy(v: &Value, path: &str) -> R<SpeedyExt> {
                 format!("{kind:?} is not root, parsed or computed"),
             ));
         }
-        if kind != "root" {
-            ext.parent = Some(string(req(d, "parent", &dp)?, &format!("{dp}.parent"))?);
-        }
-        ext.offset = opt_number(d, "offset", &dp)?.map(|x| x.max(0.0) as usize);
-        ext.after_ms = opt_number(d, "after_ms", &dp)?.map(|x| x.max(0.0) as u32);
-        ext.discovery = Some(kind);
+        let parent = if kind != "root" {
+            Some(string(req(d, "parent", &dp)?, &format!("{dp}.parent"))?)
+        } else {
+            None
+        };
+        ext.discovery = Some(SpeedyDiscovery {
+            kind,
+            parent,
+            offset: opt_number(d, "offset", &dp)?.map(|x| x.max(0.0) as usize),
+            after_ms: opt_number(d, "after_ms", &dp)?.map(|x| x.max(0.0) as u32),
+        });
     }
     Ok(ext)
 }
@@ -676,6 +649,59 @@ mod tests {
         let e = parse(har).unwrap_err();
         assert_eq!(e.entry, "entries[1].response.content.text");
         assert!(e.reason.contains("base64"), "{e}");
+    }
+
+    #[test]
+    fn reads_pages_and_timings_into_the_models_types_tolerantly() {
+        let har = br#"{"log":{"pages":[
+            {"id":"p1","title":"t","startedDateTime":"2024-01-01T00:00:00Z",
+             "pageTimings":{"onContentLoad":"12.5","onLoad":-1},"_speedy":{"name":"home"}},
+            {"id":2}],
+          "entries":[
+            {"startedDateTime":"2024-01-01T00:00:00Z","request":{"method":"GET","url":"http://a/"},
+             "response":{"status":200},
+             "timings":{"blocked":-1,"dns":"3","connect":10,"ssl":4,"send":1,"wait":20},
+             "_speedy":{"type":"document","discovery":{"kind":"root"}}},
+            {"startedDateTime":"2024-01-01T00:00:00Z","request":{"method":"GET","url":"http://a/x"},
+             "response":{"status":200},
+             "_speedy":{"discovery":{"kind":"parsed","parent":"http://a/","offset":7}}}]}}"#;
+        let log = parse(har).unwrap();
+        let (p1, p2) = (&log.pages[0], &log.pages[1]);
+        assert_eq!((p1.id.as_str(), p1.title.as_str()), ("p1", "t"));
+        assert_eq!(p1.page_timings.on_content_load, 12.5);
+        assert_eq!(p1.page_timings.on_load, -1.0);
+        assert_eq!(p1.speedy.as_ref().map(|s| s.name.as_str()), Some("home"));
+        assert_eq!((p2.id.as_str(), p2.started_date_time.as_str()), ("2", ""));
+        assert_eq!(p2.page_timings.on_load, -1.0);
+        let t = log.entries[0].timings;
+        assert_eq!((t.blocked, t.dns, t.connect, t.ssl), (-1.0, 3.0, 10.0, 4.0));
+        assert_eq!((t.send, t.wait, t.receive), (1.0, 20.0, -1.0));
+        assert_eq!((t.to_first_byte(), t.total()), (34.0, 34.0));
+        assert_eq!(log.entries[0].time, 34.0);
+        assert_eq!(log.entries[1].timings.total(), 0.0);
+        let d = |i: usize| log.entries[i].speedy.clone().unwrap().discovery.unwrap();
+        assert_eq!((d(0).kind.as_str(), d(0).parent), ("root", None));
+        assert_eq!(d(1).parent.as_deref(), Some("http://a/"));
+        assert_eq!((d(1).offset, d(1).after_ms), (Some(7), None));
+        assert_eq!(log.entries[1].speedy.as_ref().unwrap().kind, None);
+    }
+
+    #[test]
+    fn page_and_discovery_errors_name_the_field() {
+        let e =
+            parse(br#"{"log":{"pages":[{"id":"p","startedDateTime":"yesterday"}],"entries":[]}}"#)
+                .unwrap_err();
+        assert_eq!(e.entry, "pages[0].startedDateTime");
+        let e = parse(
+            br#"{"log":{"entries":[{"startedDateTime":"2024-01-01T00:00:00Z",
+            "request":{"method":"GET","url":"http://a/"},"response":{"status":200},
+            "_speedy":{"discovery":{"kind":"parsed"}}}]}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "entries[0]._speedy.discovery: missing \"parent\""
+        );
     }
 
     #[test]

@@ -32,10 +32,9 @@ pub(super) fn rec_from_har(e: &HarEntry, warnings: &mut Vec<String>) -> Rec {
         start: Some(e.started_ms),
         first_byte: Some(first_byte),
         end: Some(end),
-        wait: t.wait,
-        rtt: t
-            .connect
-            .map(|c| c - t.ssl.unwrap_or(0.0))
+        wait: (t.wait >= 0.0).then_some(t.wait),
+        rtt: (t.connect >= 0.0)
+            .then(|| t.connect - t.ssl.max(0.0))
             .filter(|x| *x > 0.0),
         initiator: e.initiator.clone(),
         speedy: e.speedy.clone(),
@@ -104,6 +103,12 @@ pub fn import_har(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
             format!(", {}", log.creator)
         }
     ));
+    // Pages' start times, ms (the reader checked every date it found).
+    let page_start: Vec<Option<f64>> = log
+        .pages
+        .iter()
+        .map(|p| crate::date::parse_ms(&p.started_date_time))
+        .collect();
     let mut recs: Vec<(Option<usize>, Rec)> = Vec::new();
     for e in &log.entries {
         if e.status == 0 {
@@ -126,16 +131,11 @@ pub fn import_har(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
                     )
                 })?,
                 None if log.pages.len() == 1 => 0,
-                None => log
-                    .pages
+                None => page_start
                     .iter()
                     .enumerate()
-                    .filter(|(_, p)| p.started_ms.is_some_and(|s| s <= e.started_ms))
-                    .max_by(|x, y| {
-                        x.1.started_ms
-                            .partial_cmp(&y.1.started_ms)
-                            .unwrap_or(std::cmp::Ordering::Equal)
-                    })
+                    .filter(|(_, p)| p.is_some_and(|s| s <= e.started_ms))
+                    .max_by(|x, y| x.1.partial_cmp(y.1).unwrap_or(std::cmp::Ordering::Equal))
                     .map_or(0, |(i, _)| i),
             })
         };
@@ -167,7 +167,7 @@ pub fn import_har(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
         }
         log.pages
             .iter()
-            .map(|p| p.speedy_name.clone())
+            .map(|p| p.speedy.as_ref().map(|s| s.name.clone()))
             .zip(g)
             .collect()
     };

@@ -129,15 +129,15 @@ pub(super) fn infer(
         after_ms: gap(&recs[j], r),
     };
     // 1. speedy's own record of the discovery.
-    if let Some(ext) = &r.speedy {
-        if let Some(j) = ext.parent.as_deref().and_then(earlier) {
-            match ext.discovery.as_deref() {
-                Some("parsed") => {
-                    let offset = ext.offset.unwrap_or_else(|| recs[j].body_len());
+    if let Some(d) = r.speedy.as_ref().and_then(|ext| ext.discovery.as_ref()) {
+        if let Some(j) = d.parent.as_deref().and_then(earlier) {
+            match d.kind.as_str() {
+                "parsed" => {
+                    let offset = d.offset.unwrap_or_else(|| recs[j].body_len());
                     return (Discovery::Parsed { parent: j, offset }, "_speedy");
                 }
-                Some("computed") => {
-                    let after_ms = ext.after_ms.unwrap_or_else(|| gap(&recs[j], r));
+                "computed" => {
+                    let after_ms = d.after_ms.unwrap_or_else(|| gap(&recs[j], r));
                     return (
                         Discovery::Computed {
                             parent: j,

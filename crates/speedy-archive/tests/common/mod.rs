@@ -23,8 +23,8 @@ pub fn site_file(path: &str) -> Vec<u8> {
 
 /// The path of a URL without its origin (`http://127.0.0.1:1/css/a.css` → `css/a.css`).
 pub fn rel(url: &str) -> String {
-    let (_, rest) = url.split_once("://").unwrap();
-    rest.split_once('/').map_or("", |(_, p)| p).to_string()
+    let u = speedy_archive::url::Url::parse(url).unwrap_or_else(|| panic!("{url}: not a URL"));
+    u.path[1..].to_string()
 }
 
 /// The object of `page` whose URL path is `path`.

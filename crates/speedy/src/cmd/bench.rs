@@ -1,12 +1,14 @@
 //! `speedy bench`: an h2load-like load generator for SPDY/3.1, SPDY/3, HTTP/1.1 and
 //! HTTP/2, with warm-up, requests/s, bytes/s, latency percentiles (HDR histogram), errors
-//! by kind and JSON output.
+//! by kind and JSON output. The connections are `speedy_net::loadgen`'s; this file parses
+//! the arguments, runs the workers and prints.
 
 use anyhow::{bail, Context, Result};
-use bytes::Bytes;
 use clap::Args;
 use hdrhistogram::Histogram;
+use spdy::url::Url;
 use speedy_net::client::{Client, ClientConfig, ClientRequest, Protocol};
+use speedy_net::loadgen::LoadConn;
 use speedy_net::tls::Verify;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -92,113 +94,6 @@ struct Shared {
     totals: Mutex<Totals>,
 }
 
-enum Conn {
-    Client(Client),
-    H2(h2::client::SendRequest<Bytes>),
-    /// A lean HTTP/1.1 keep-alive connection (one request in flight, as h2load does).
-    H1(tokio::sync::Mutex<H1>),
-}
-
-struct H1 {
-    io: speedy_net::io::BoxIo,
-    buf: bytes::BytesMut,
-    request: Vec<u8>,
-}
-
-impl H1 {
-    async fn connect(
-        scheme: &str,
-        host: &str,
-        port: u16,
-        path: &str,
-        verify: &Verify,
-    ) -> Result<H1> {
-        let tcp = tokio::net::TcpStream::connect((host, port))
-            .await
-            .with_context(|| format!("{host}:{port}"))?;
-        tcp.set_nodelay(true)?;
-        let io: speedy_net::io::BoxIo = if scheme == "https" {
-            let tls = speedy_net::tls::client_config(verify, &["http/1.1"])
-                .map_err(anyhow::Error::msg)?;
-            Box::new(
-                tokio_rustls::TlsConnector::from(tls)
-                    .connect(rustls_name(host)?, tcp)
-                    .await?,
-            )
-        } else {
-            Box::new(tcp)
-        };
-        let authority = if port == 80 || port == 443 {
-            host.to_string()
-        } else {
-            format!("{host}:{port}")
-        };
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: speedy-bench\r\nAccept: */*\r\n\r\n").into_bytes();
-        Ok(H1 {
-            io,
-            buf: bytes::BytesMut::with_capacity(16 * 1024),
-            request,
-        })
-    }
-
-    /// Sends the request and reads one response (Content-Length bodies only).
-    async fn roundtrip(&mut self) -> Result<u64, String> {
-        use bytes::Buf;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        self.io
-            .write_all(&self.request)
-            .await
-            .map_err(|_| "connection closed".to_string())?;
-        let (status, head_len, body_len) = loop {
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut resp = httparse::Response::new(&mut headers);
-            match resp.parse(&self.buf) {
-                Ok(httparse::Status::Complete(n)) => {
-                    let mut len = None;
-                    for h in resp.headers.iter() {
-                        if h.name.eq_ignore_ascii_case("content-length") {
-                            len = std::str::from_utf8(h.value)
-                                .ok()
-                                .and_then(|v| v.trim().parse::<usize>().ok());
-                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                            return Err("chunked body (unsupported by the bench)".into());
-                        }
-                    }
-                    break (resp.code.unwrap_or(0), n, len.unwrap_or(0));
-                }
-                Ok(httparse::Status::Partial) => {}
-                Err(e) => return Err(format!("bad response: {e}")),
-            }
-            if self
-                .io
-                .read_buf(&mut self.buf)
-                .await
-                .map_err(|_| "connection closed".to_string())?
-                == 0
-            {
-                return Err("connection closed".into());
-            }
-        };
-        while self.buf.len() < head_len + body_len {
-            self.buf.reserve(head_len + body_len - self.buf.len());
-            if self
-                .io
-                .read_buf(&mut self.buf)
-                .await
-                .map_err(|_| "connection closed".to_string())?
-                == 0
-            {
-                return Err("connection closed".into());
-            }
-        }
-        self.buf.advance(head_len + body_len);
-        if status >= 400 {
-            return Err(format!("http {status}"));
-        }
-        Ok(body_len as u64)
-    }
-}
-
 /// Runs the benchmark; returns whether it ran without errors.
 pub fn run(a: BenchArgs) -> Result<bool> {
     let threads = a
@@ -219,24 +114,7 @@ pub fn run(a: BenchArgs) -> Result<bool> {
 }
 
 async fn bench(a: BenchArgs) -> Result<bool> {
-    let (scheme, rest) = a
-        .url
-        .split_once("://")
-        .context("URL must be http:// or https://")?;
-    if scheme != "http" && scheme != "https" {
-        bail!("{}: scheme must be http or https", a.url);
-    }
-    let (auth, path) = rest
-        .find('/')
-        .map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
-    let (host, port) = match auth.rsplit_once(':') {
-        Some((h, p)) => (
-            h.to_string(),
-            p.parse::<u16>()
-                .with_context(|| format!("bad port in {}", a.url))?,
-        ),
-        None => (auth.to_string(), if scheme == "https" { 443 } else { 80 }),
-    };
+    let url: Url = a.url.parse()?;
     if a.connections == 0 || a.streams == 0 {
         bail!("-c and -m must be at least 1");
     }
@@ -249,9 +127,7 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         (None, None) => Some(Duration::from_secs(10)),
         (None, Some(_)) => None,
     };
-    let parsed = Protocol::parse(&a.protocol).map_err(|e| anyhow::anyhow!("--protocol: {e}"))?;
-    let h2 = parsed == Protocol::H2;
-    let proto = if h2 { None } else { Some(parsed) };
+    let proto = Protocol::parse(&a.protocol).map_err(|e| anyhow::anyhow!("--protocol: {e}"))?;
     let verify = if a.insecure {
         Verify::Insecure
     } else if let Some(c) = &a.cacert {
@@ -260,36 +136,23 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     } else {
         Verify::System
     };
-    let per_conn = if proto == Some(Protocol::Http1) {
+    // HTTP/1.1 has one request in flight per connection.
+    let per_conn = if proto == Protocol::Http1 {
         1
     } else {
         a.streams
     };
     if let Some(n) = a.idle {
         let hold = parse_duration(&a.hold)?;
-        return hold_idle(n, scheme, &host, port, path, proto, hold, verify).await;
+        // The client has no h2: it then negotiates its default.
+        let client_proto = (proto != Protocol::H2).then_some(proto);
+        return hold_idle(n, &url, client_proto, hold, verify).await;
     }
     let mut conns = Vec::with_capacity(a.connections);
     for _ in 0..a.connections {
-        let c = if h2 {
-            Conn::H2(h2_connect(scheme, &host, port, &verify).await?)
-        } else if proto == Some(Protocol::Http1) {
-            Conn::H1(tokio::sync::Mutex::new(
-                H1::connect(scheme, &host, port, path, &verify).await?,
-            ))
-        } else {
-            let cfg = ClientConfig {
-                protocol: proto,
-                verify: verify.clone(),
-                http1_connections: 1,
-                ..Default::default()
-            };
-            Conn::Client(
-                Client::connect(scheme, &host, port, &cfg)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("{e}"))?,
-            )
-        };
+        let c = LoadConn::connect(&url, proto, &verify)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         conns.push(Arc::new(c));
     }
     let start = Instant::now();
@@ -300,19 +163,11 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         hist: Mutex::new(Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds")),
         totals: Mutex::new(Totals::default()),
     });
-    let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
-        host.clone()
-    } else {
-        format!("{host}:{port}")
-    };
-    let uri = format!("{scheme}://{authority}{path}");
     let mut tasks = Vec::new();
     for c in &conns {
         for _ in 0..per_conn {
-            let (c, shared, path, uri) = (c.clone(), shared.clone(), path.to_string(), uri.clone());
-            tasks.push(tokio::spawn(
-                async move { worker(c, shared, path, uri).await },
-            ));
+            let (c, shared) = (c.clone(), shared.clone());
+            tasks.push(tokio::spawn(async move { worker(c, shared).await }));
         }
     }
     if let Some(d) = duration {
@@ -368,13 +223,11 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     Ok(errors == 0)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Opens `n` sessions with the [`Client`], makes one request on each, then holds them
+/// idle for `hold`.
 async fn hold_idle(
     n: usize,
-    scheme: &str,
-    host: &str,
-    port: u16,
-    path: &str,
+    url: &Url,
     proto: Option<Protocol>,
     hold: Duration,
     verify: Verify,
@@ -392,18 +245,13 @@ async fn hold_idle(
     for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
         let mut tasks = Vec::new();
         for _ in chunk {
-            let (cfg, scheme, host, path) = (
-                cfg.clone(),
-                scheme.to_string(),
-                host.to_string(),
-                path.to_string(),
-            );
+            let (cfg, url) = (cfg.clone(), url.clone());
             tasks.push(tokio::spawn(async move {
-                let c = Client::connect(&scheme, &host, port, &cfg)
+                let c = Client::connect(&url.scheme, url.host_bare(), url.port_or_default(), &cfg)
                     .await
                     .map_err(|e| e.to_string())?;
                 let r = c
-                    .request(ClientRequest::get(&path))
+                    .request(ClientRequest::get(&url.path))
                     .await
                     .map_err(|e| e.to_string())?;
                 r.body
@@ -430,96 +278,9 @@ async fn hold_idle(
     Ok(failed == 0)
 }
 
-async fn h2_connect(
-    scheme: &str,
-    host: &str,
-    port: u16,
-    verify: &Verify,
-) -> Result<h2::client::SendRequest<Bytes>> {
-    let tcp = tokio::net::TcpStream::connect((host, port))
-        .await
-        .with_context(|| format!("{host}:{port}"))?;
-    tcp.set_nodelay(true)?;
-    let io: speedy_net::io::BoxIo = if scheme == "https" {
-        let tls = speedy_net::tls::client_config(verify, &["h2"]).map_err(anyhow::Error::msg)?;
-        let name = rustls_name(host)?;
-        Box::new(
-            tokio_rustls::TlsConnector::from(tls)
-                .connect(name, tcp)
-                .await?,
-        )
-    } else {
-        Box::new(tcp)
-    };
-    let (send, conn) = h2::client::Builder::new()
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(8 << 20)
-        .handshake(io)
-        .await?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(send)
-}
-
-fn rustls_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>> {
-    rustls::pki_types::ServerName::try_from(host.to_string())
-        .map_err(|e| anyhow::anyhow!("{host}: {e}"))
-}
-
-async fn one(c: &Conn, path: &str, uri: &str) -> Result<u64, String> {
-    match c {
-        Conn::Client(cl) => {
-            let resp = cl
-                .request(ClientRequest::get(path))
-                .await
-                .map_err(|e| kind(&e.to_string()))?;
-            if resp.status >= 400 {
-                return Err(format!("http {}", resp.status));
-            }
-            let mut body = resp.body;
-            let mut n = 0u64;
-            while let Some(c) = body.chunk().await {
-                n += c.map_err(|e| kind(&e.to_string()))?.len() as u64;
-            }
-            Ok(n)
-        }
-        Conn::H1(h1) => h1.lock().await.roundtrip().await,
-        Conn::H2(send) => {
-            let mut s = send.clone().ready().await.map_err(|e| format!("h2: {e}"))?;
-            let req = http::Request::get(uri)
-                .body(())
-                .map_err(|e| e.to_string())?;
-            let (resp, _) = s.send_request(req, true).map_err(|e| format!("h2: {e}"))?;
-            let resp = resp.await.map_err(|e| format!("h2: {e}"))?;
-            if resp.status().as_u16() >= 400 {
-                return Err(format!("http {}", resp.status().as_u16()));
-            }
-            let mut body = resp.into_body();
-            let mut n = 0u64;
-            while let Some(d) = body.data().await {
-                let d = d.map_err(|e| format!("h2: {e}"))?;
-                let _ = body.flow_control().release_capacity(d.len());
-                n += d.len() as u64;
-            }
-            Ok(n)
-        }
-    }
-}
-
-fn kind(e: &str) -> String {
-    if e.contains("reset") {
-        "stream reset".into()
-    } else if e.contains("closed") {
-        "connection closed".into()
-    } else if e.contains("connect") {
-        "connect".into()
-    } else {
-        e.split(':').next().unwrap_or(e).to_string()
-    }
-}
-
-async fn worker(c: Arc<Conn>, shared: Arc<Shared>, path: String, uri: String) {
+/// Repeats GETs on one connection until stopped or out of budget, recording what was
+/// measured after the warm-up.
+async fn worker(c: Arc<LoadConn>, shared: Arc<Shared>) {
     let mut hist = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
     let (mut done, mut bytes) = (0u64, 0u64);
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -529,7 +290,7 @@ async fn worker(c: Arc<Conn>, shared: Arc<Shared>, path: String, uri: String) {
         if measuring && shared.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
             break;
         }
-        let r = one(&c, &path, &uri).await;
+        let r = c.get().await;
         if !measuring {
             continue;
         }

@@ -86,10 +86,10 @@ struct ExportArgs {
 /// `N pages, M objects, B bytes, D domains`.
 pub fn summary(a: &Archive) -> String {
     let bytes: usize = a.objects.iter().map(|o| o.body.size()).sum();
-    let domains: HashSet<&str> = a
+    let domains: HashSet<String> = a
         .objects
         .iter()
-        .filter_map(|o| speedy_archive::model::split_url(&o.url).map(|(_, h, _)| h))
+        .filter_map(|o| spdy::url::Url::parse(&o.url).map(|u| u.authority()))
         .collect();
     format!(
         "{} pages, {} objects, {} bytes, {} domains",

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use clap::Args;
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use spdy::url::Url;
 use speedy_net::client::{Client, ClientConfig, ClientRequest, Protocol, ResponseStream};
 use speedy_net::tls::Verify;
 use speedy_net::Body;
@@ -86,42 +87,13 @@ struct Target {
 }
 
 fn parse_url(u: &str) -> Result<Target> {
-    let (scheme, rest) = u
-        .split_once("://")
-        .with_context(|| format!("{u}: not an absolute URL"))?;
-    let default_port = match scheme {
-        "http" => 80,
-        "https" => 443,
-        _ => bail!("{u}: scheme must be http or https"),
-    };
-    let (auth, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let (host, port) = if let Some(h) = auth.strip_prefix('[') {
-        let (h, p) = h
-            .split_once(']')
-            .with_context(|| format!("{u}: bad IPv6 host"))?;
-        (h.to_string(), p.strip_prefix(':'))
-    } else {
-        match auth.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (auth.to_string(), None),
-        }
-    };
-    let port = match port {
-        Some(p) => p.parse().with_context(|| format!("{u}: bad port {p:?}"))?,
-        None => default_port,
-    };
-    if host.is_empty() {
-        bail!("{u}: no host");
-    }
+    let url: Url = u.parse()?;
     Ok(Target {
         url: u.to_string(),
-        scheme: scheme.into(),
-        host,
-        port,
-        path: path.into(),
+        host: url.host_bare().to_string(),
+        port: url.port_or_default(),
+        scheme: url.scheme,
+        path: url.path,
     })
 }
 
@@ -382,8 +354,7 @@ async fn finish(
 
 /// The file name a URL's body is saved under in `--output-dir`.
 fn file_name(url: &str) -> String {
-    let path = url.split_once("://").map_or("", |x| x.1);
-    let path = path.find('/').map_or("/", |i| &path[i..]);
+    let path = Url::parse(url).map_or_else(|| "/".to_string(), |u| u.path);
     let name = path
         .split('?')
         .next()
