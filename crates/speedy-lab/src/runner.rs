@@ -75,7 +75,7 @@ impl Headroom {
 }
 
 /// Lanes per CPU core that `--lanes auto` runs (measured: docs/lab.md, "Lanes").
-pub const LANES_PER_CORE: usize = 2;
+pub const LANES_PER_CORE: usize = 4;
 
 /// The lanes `--lanes auto` picks on a machine with `cores` cores.
 pub fn auto_lanes(cores: usize) -> usize {
