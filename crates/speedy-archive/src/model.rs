@@ -355,10 +355,6 @@ impl Archive {
     }
 }
 
-/// Splits an absolute URL as written into (scheme, host\[:port\], path+query): the
-/// URL module's raw split, for keys on archived URLs exactly as stored.
-pub use crate::url::split_url;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,21 +364,5 @@ mod tests {
         assert_eq!(synthetic_body(3, 1000), synthetic_body(3, 1000));
         assert_ne!(synthetic_body(3, 1000), synthetic_body(4, 1000));
         assert_eq!(synthetic_body(5, 13).len(), 13);
-    }
-
-    #[test]
-    fn splits_urls() {
-        assert_eq!(
-            split_url("https://a.example:8443/x?y"),
-            Some(("https", "a.example:8443", "/x?y"))
-        );
-        assert_eq!(
-            split_url("http://a.example"),
-            Some(("http", "a.example", "/"))
-        );
-        assert_eq!(
-            split_url("http://a.example?q"),
-            Some(("http", "a.example", "?q"))
-        );
     }
 }

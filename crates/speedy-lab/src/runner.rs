@@ -179,8 +179,8 @@ pub fn prepare_corpus(
         }
         let mut hosts: Vec<String> = Vec::new();
         for &o in &p.objects {
-            if let Some((_, h, _)) = speedy_archive::model::split_url(&archive.objects[o].url) {
-                let h = h.split(':').next().unwrap_or(h).to_ascii_lowercase();
+            if let Some(u) = spdy::url::Url::parse(&archive.objects[o].url) {
+                let h = u.host;
                 if !hosts.contains(&h) {
                     hosts.push(h);
                 }
