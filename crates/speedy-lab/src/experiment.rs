@@ -306,64 +306,7 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
             ))
         }
     };
-    let mut networks = Vec::new();
-    for n in &spec.network {
-        networks.push(network(n.get_ref(), None).map_err(|e| at(n.span(), e))?);
-    }
-    for s in &spec.sweep {
-        let sw = s.get_ref();
-        let base = NetSpec {
-            profile: Some(sw.base.clone()),
-            variants: sw.variants.clone(),
-            ..Default::default()
-        };
-        let sweep_name = sw
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("sweep over {}", sw.base));
-        let list = |v: &Option<OneOrMany>| match v {
-            None => vec![],
-            Some(OneOrMany::One(x)) => vec![*x],
-            Some(OneOrMany::Many(xs)) => xs.clone(),
-        };
-        let (losses, rtts) = (list(&sw.loss), list(&sw.rtt_ms));
-        let (param, values) = match (losses.len() > 1, rtts.len() > 1) {
-            (true, false) => ("loss", losses.clone()),
-            (false, true) => ("rtt_ms", rtts.clone()),
-            _ => return Err(at(s.span(), "a sweep varies exactly one of loss = [..] or rtt_ms = [..] (the other may be one fixed value)".into())),
-        };
-        for v in values {
-            let mut spec = base.clone();
-            spec.loss = if param == "loss" {
-                Some(v)
-            } else {
-                losses.first().copied()
-            };
-            spec.rtt_ms = if param == "rtt_ms" {
-                Some(v)
-            } else {
-                rtts.first().copied()
-            };
-            let label = if param == "loss" {
-                format!("{}% loss", v * 100.0)
-            } else {
-                format!("{v} ms RTT")
-            };
-            spec.name = Some(format!("{} {label}", sw.base));
-            networks.push(
-                network(&spec, Some((sweep_name.clone(), param.to_string(), v)))
-                    .map_err(|e| at(s.span(), e))?,
-            );
-        }
-    }
-    if networks.is_empty() {
-        return Err(format!("{origin}: no [[network]] or [[sweep]]"));
-    }
-    for (i, n) in networks.iter().enumerate() {
-        if networks[..i].iter().any(|m| m.name == n.name) {
-            return Err(format!("{origin}: two networks are named {:?}", n.name));
-        }
-    }
+    let networks = networks_of(&spec, origin, &at)?;
     let mut variants = Vec::new();
     for v in &spec.variant {
         let var = variant(v.get_ref()).map_err(|e| at(v.span(), e))?;
@@ -438,6 +381,74 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
         networks,
         variants,
     })
+}
+
+/// The experiment's networks: each `[[network]]`, then each `[[sweep]]` expanded into
+/// one network per value; names must be unique.
+fn networks_of(
+    spec: &FileSpec,
+    origin: &str,
+    at: &dyn Fn(Range<usize>, String) -> String,
+) -> Result<Vec<Network>, String> {
+    let mut networks = Vec::new();
+    for n in &spec.network {
+        networks.push(network(n.get_ref(), None).map_err(|e| at(n.span(), e))?);
+    }
+    for s in &spec.sweep {
+        let sw = s.get_ref();
+        let base = NetSpec {
+            profile: Some(sw.base.clone()),
+            variants: sw.variants.clone(),
+            ..Default::default()
+        };
+        let sweep_name = sw
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("sweep over {}", sw.base));
+        let list = |v: &Option<OneOrMany>| match v {
+            None => vec![],
+            Some(OneOrMany::One(x)) => vec![*x],
+            Some(OneOrMany::Many(xs)) => xs.clone(),
+        };
+        let (losses, rtts) = (list(&sw.loss), list(&sw.rtt_ms));
+        let (param, values) = match (losses.len() > 1, rtts.len() > 1) {
+            (true, false) => ("loss", losses.clone()),
+            (false, true) => ("rtt_ms", rtts.clone()),
+            _ => return Err(at(s.span(), "a sweep varies exactly one of loss = [..] or rtt_ms = [..] (the other may be one fixed value)".into())),
+        };
+        for v in values {
+            let mut spec = base.clone();
+            spec.loss = if param == "loss" {
+                Some(v)
+            } else {
+                losses.first().copied()
+            };
+            spec.rtt_ms = if param == "rtt_ms" {
+                Some(v)
+            } else {
+                rtts.first().copied()
+            };
+            let label = if param == "loss" {
+                format!("{}% loss", v * 100.0)
+            } else {
+                format!("{v} ms RTT")
+            };
+            spec.name = Some(format!("{} {label}", sw.base));
+            networks.push(
+                network(&spec, Some((sweep_name.clone(), param.to_string(), v)))
+                    .map_err(|e| at(s.span(), e))?,
+            );
+        }
+    }
+    if networks.is_empty() {
+        return Err(format!("{origin}: no [[network]] or [[sweep]]"));
+    }
+    for (i, n) in networks.iter().enumerate() {
+        if networks[..i].iter().any(|m| m.name == n.name) {
+            return Err(format!("{origin}: two networks are named {:?}", n.name));
+        }
+    }
+    Ok(networks)
 }
 
 fn fmt_rate(bps: u64) -> String {
