@@ -904,9 +904,26 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
                 })
                 .collect()
         };
+        let mut files = files;
+        // Deterministic: shard files in name order, so a duplicate load keeps the same row
+        // whatever order the directory lists them in.
+        files.sort();
+        check_shards(&files)?;
         for f in files {
             let base = f.parent().unwrap_or(Path::new("."));
-            for mut r in read_rows(&f)? {
+            let file_rows = read_rows(&f)?;
+            if let Some(r) = file_rows.iter().find(|r| {
+                rows.first()
+                    .is_some_and(|first: &Row| first.experiment != r.experiment)
+            }) {
+                return Err(format!(
+                    "{}: rows of experiment {:?}, the others are of {:?}: refusing to merge different experiments",
+                    f.display(),
+                    r.experiment,
+                    rows[0].experiment
+                ));
+            }
+            for mut r in file_rows {
                 if seen.insert(key(&r.page, &r.network, &r.variant, r.run)) {
                     let src = base.join(&r.har);
                     let dst = out.join(&r.har);
@@ -929,9 +946,52 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
     Ok(rows.len())
 }
 
+/// Refuses an incomplete set of shard files: for every `results-shardIofN.jsonl` given,
+/// every I of that N must be there too.
+fn check_shards(files: &[PathBuf]) -> Result<(), String> {
+    let mut sets: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for f in files {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if let Some((i, n)) = name
+            .strip_prefix("results-shard")
+            .and_then(|r| r.strip_suffix(".jsonl"))
+            .and_then(|r| r.split_once("of"))
+        {
+            if let (Ok(i), Ok(n)) = (i.parse::<usize>(), n.parse::<usize>()) {
+                sets.entry(n).or_default().push(i);
+            }
+        }
+    }
+    for (n, have) in sets {
+        let missing: Vec<String> = (0..n)
+            .filter(|i| !have.contains(i))
+            .map(|i| format!("results-shard{i}of{n}.jsonl"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "incomplete shards: missing {} (run them, or merge without the {n}-shard set)",
+                missing.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refuses_incomplete_shard_sets() {
+        let f = |s: &str| PathBuf::from(format!("/x/{s}"));
+        assert!(
+            check_shards(&[f("results-shard0of2.jsonl"), f("results-shard1of2.jsonl")]).is_ok()
+        );
+        let e = check_shards(&[f("results-shard0of3.jsonl"), f("results-shard2of3.jsonl")])
+            .unwrap_err();
+        assert!(e.contains("results-shard1of3.jsonl"), "{e}");
+        assert!(check_shards(&[f("results.jsonl")]).is_ok());
+    }
 
     #[test]
     fn falls_back_along_the_cc_preference_and_refuses_when_none_is_allowed() {

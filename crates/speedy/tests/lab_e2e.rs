@@ -126,6 +126,55 @@ protocol = "spdy"
             .count(),
         8
     );
+    // The same experiment as a Slurm array of two tasks (ids 1 and 2, the shard read from
+    // the environment), merged: the same loads as the unsharded run; one shard alone is
+    // refused by name.
+    let sharded = dir.0.join("sharded");
+    for id in ["1", "2"] {
+        let o = Command::new(BIN)
+            .arg("lab")
+            .arg(&exp)
+            .arg("--out")
+            .arg(&sharded)
+            .env("SLURM_ARRAY_TASK_ID", id)
+            .env("SLURM_ARRAY_TASK_MIN", "1")
+            .env("SLURM_ARRAY_TASK_COUNT", "2")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "shard {id}: {err}");
+        assert!(err.contains("from SLURM_ARRAY_TASK_ID"), "{err}");
+    }
+    let keys = |p: &std::path::Path| -> std::collections::BTreeSet<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let r: serde_json::Value = serde_json::from_str(l).unwrap();
+                format!("{} {} {} {}", r["page"], r["network"], r["variant"], r["run"])
+            })
+            .collect()
+    };
+    let merged = dir.0.join("merged");
+    let o = Command::new(BIN)
+        .args(["lab", "merge"])
+        .arg(&sharded)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(keys(&merged.join("results.jsonl")), keys(&out.join("results.jsonl")));
+    std::fs::remove_file(sharded.join("results-shard1of2.jsonl")).unwrap();
+    let o = Command::new(BIN)
+        .args(["lab", "merge"])
+        .arg(&sharded)
+        .arg("--out")
+        .arg(dir.0.join("merged2"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("results-shard1of2.jsonl"), "{err}");
 }
 
 #[test]
