@@ -2,27 +2,16 @@
 //! synthesized pages, one emulated network, HTTP/1.1 against SPDY, two runs; then the
 //! results file, the HARs, resuming, and the report.
 
-use std::path::PathBuf;
+mod support;
+
 use std::process::Command;
+use support::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_speedy");
 
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn runs_a_tiny_experiment_and_writes_the_report() {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir =
-        TempDir(std::env::temp_dir().join(format!("speedy-lab-e2e-{}-{n}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("lab-e2e");
     let exp = dir.0.join("tiny.toml");
     std::fs::write(
         &exp,
@@ -151,7 +140,10 @@ protocol = "spdy"
             .lines()
             .map(|l| {
                 let r: serde_json::Value = serde_json::from_str(l).unwrap();
-                format!("{} {} {} {}", r["page"], r["network"], r["variant"], r["run"])
+                format!(
+                    "{} {} {} {}",
+                    r["page"], r["network"], r["variant"], r["run"]
+                )
             })
             .collect()
     };
@@ -164,7 +156,10 @@ protocol = "spdy"
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(keys(&merged.join("results.jsonl")), keys(&out.join("results.jsonl")));
+    assert_eq!(
+        keys(&merged.join("results.jsonl")),
+        keys(&out.join("results.jsonl"))
+    );
     std::fs::remove_file(sharded.join("results-shard1of2.jsonl")).unwrap();
     let o = Command::new(BIN)
         .args(["lab", "merge"])
@@ -174,7 +169,10 @@ protocol = "spdy"
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("results-shard1of2.jsonl"), "{err}");
+    assert!(
+        !o.status.success() && err.contains("results-shard1of2.jsonl"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -209,13 +207,7 @@ fn refuses_a_bad_experiment_before_running_anything() {
 /// conditions, the whitepaper's tables and the chain.
 #[test]
 fn runs_the_whitepaper_conditions_and_a_factor_chain() {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir =
-        TempDir(std::env::temp_dir().join(format!("speedy-lab-era-{}-{n}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("lab-era");
     let exp = dir.0.join("era.toml");
     let era =
         "cc = [\"cubic\", \"reno\"]\ninitcwnd = 3\ninitrwnd = 10\nheader_compression = \"zlib\"\n";
