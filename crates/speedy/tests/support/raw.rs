@@ -46,6 +46,9 @@ pub struct SpdyClient {
     pub s: Session,
     /// Give DATA credit back as it arrives.
     pub auto_release: bool,
+    /// Keep DATA events in what [`SpdyClient::pump_until`] returns (off: they are only
+    /// shown to its callback, for large downloads).
+    pub keep_data: bool,
     inbox: bytes::BytesMut,
     /// The peer closed the connection.
     pub eof: bool,
@@ -58,6 +61,7 @@ impl SpdyClient {
             sock: connect(addr),
             s: Session::new(Config::new(Role::Client, v)),
             auto_release: true,
+            keep_data: true,
             inbox: bytes::BytesMut::new(),
             eof: false,
         };
@@ -112,7 +116,9 @@ impl SpdyClient {
                     }
                 }
                 hit |= done(&e);
-                events.push(e);
+                if self.keep_data || !matches!(e, Event::Data { .. }) {
+                    events.push(e);
+                }
             }
             let _ = self.try_flush();
             if hit {
