@@ -29,21 +29,21 @@ fn site() -> TempDir {
     d
 }
 
-/// `speedy serve --root SITE` with short timeouts, plus `extra`.
+/// `speedy serve --root SITE` with short timeouts (unless `extra` names them), plus
+/// `extra`.
 fn start(site: &TempDir, extra: &[&str]) -> Server {
     let root = site.to_str().expect("utf-8 path").to_string();
-    let mut args = vec![
-        "--root",
-        &root,
-        "--sniff-timeout",
-        "0.5",
-        "--tls-handshake-timeout",
-        "0.5",
-        "--header-read-timeout",
-        "0.5",
-        "--idle-timeout",
-        "1",
-    ];
+    let mut args = vec!["--root", &root];
+    for (flag, value) in [
+        ("--sniff-timeout", "0.5"),
+        ("--tls-handshake-timeout", "0.5"),
+        ("--header-read-timeout", "0.5"),
+        ("--idle-timeout", "1"),
+    ] {
+        if !extra.contains(&flag) {
+            args.extend([flag, value]);
+        }
+    }
     args.extend_from_slice(extra);
     Server::start(&args)
 }
@@ -295,10 +295,19 @@ fn spdy_headers_floods_are_bounded_per_stream() {
 #[test]
 fn h2_continuation_holds_are_bounded() {
     let site = site();
-    let mut srv = start(&site, &[]);
+    // A long idle timeout: here the header list limit alone must end the holds.
+    let mut srv = start(&site, &["--idle-timeout", "30"]);
     // 20 connections each start a header block and keep sending CONTINUATION frames of
-    // 16 KiB (up to 6.4 MB each): the 64 KiB header list limit ends each early.
-    let junk = vec![0x40u8; 16 * 1024 - 1];
+    // 16 KB of valid fields (up to 300 frames, 4.9 MB each): the 64 KiB header list
+    // limit ends each after a few frames.
+    let mut junk = Vec::new();
+    for i in 0..150 {
+        // A literal field without indexing, new name `x-NNN`, 100-byte value.
+        junk.extend_from_slice(&[0x00, 5]);
+        junk.extend_from_slice(format!("x-{i:03}").as_bytes());
+        junk.push(100);
+        junk.extend_from_slice(&[b'v'; 100]);
+    }
     let mut conns = Vec::new();
     for _ in 0..20 {
         let mut c = H2Raw::connect(&srv.addr);
@@ -306,7 +315,7 @@ fn h2_continuation_holds_are_bounded() {
         c.frame(h2t::HEADERS, 0x1, 1, &block);
         conns.push(c);
     }
-    for _ in 0..400 {
+    for _ in 0..300 {
         let mut any = false;
         for c in conns.iter_mut().filter(|c| !c.eof) {
             if c.frame(h2t::CONTINUATION, 0, 1, &junk) {
@@ -328,8 +337,11 @@ fn h2_continuation_holds_are_bounded() {
         assert!(c.eof, "connection {i} still open");
         let _ = goaway; // the h2 crate may close with or without GOAWAY first
     }
+    survived(&mut srv, "h2 CONTINUATION flood");
+    drop(srv);
 
     // An idle hold (a header block started, then silence) gets GOAWAY on --idle-timeout.
+    let mut srv = start(&site, &[]);
     let mut c = H2Raw::connect(&srv.addr);
     let block = H2Raw::request_block("GET", "/index.html", &[]);
     c.frame(h2t::HEADERS, 0x1, 1, &block);
