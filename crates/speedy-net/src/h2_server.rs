@@ -22,13 +22,16 @@ pub(crate) async fn serve(
 ) -> std::io::Result<()> {
     let limits = cfg.limits;
     let max_body = cfg.max_body;
-    let mut conn = h2::server::Builder::new()
+    let handshake = h2::server::Builder::new()
         .max_concurrent_streams(100)
         .initial_window_size(1 << 20)
         .initial_connection_window_size(8 << 20)
         .max_header_list_size(cfg.spdy.max_header_block as u32)
-        .handshake::<_, Bytes>(io)
+        .handshake::<_, Bytes>(io);
+    // Over TLS the preface was not sniffed yet: it gets the sniffing time.
+    let mut conn = tokio::time::timeout(limits.sniff_timeout, handshake)
         .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "h2 preface"))?
         .map_err(std::io::Error::other)?;
     let active = Arc::new(AtomicUsize::new(0));
     let shutdown = cfg.shutdown.clone();
