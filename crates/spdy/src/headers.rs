@@ -10,6 +10,7 @@
 
 use crate::Version;
 use bytes::{BufMut, Bytes};
+use std::collections::{HashMap, HashSet};
 
 /// An ordered list of header names and values.
 ///
@@ -74,7 +75,8 @@ impl Headers {
     }
 
     /// Adds a value; the name is lower-cased. A repeated name gets the value appended
-    /// after a NUL separator.
+    /// after a NUL separator (in amortised constant time per byte: repeating a name
+    /// many times costs linear, not quadratic, copying).
     pub fn add(&mut self, name: &str, value: impl AsRef<[u8]>) {
         let value = value.as_ref();
         let lower = name.to_ascii_lowercase();
@@ -83,16 +85,42 @@ impl Headers {
             .iter_mut()
             .find(|(n, _)| n[..] == *lower.as_bytes())
         {
-            let mut joined = Vec::with_capacity(e.1.len() + 1 + value.len());
-            joined.extend_from_slice(&e.1);
-            joined.push(0);
-            joined.extend_from_slice(value);
-            e.1 = Bytes::from(joined);
+            join(&mut e.1, value);
         } else {
             self.entries.push((
                 Bytes::from(lower.into_bytes()),
                 Bytes::copy_from_slice(value),
             ));
+        }
+    }
+
+    /// Adds every pair of `other` (names as they are: blocks from the wire are already
+    /// lower-case), joining repeated names as [`Headers::add`] does, in time linear in
+    /// the two blocks' sizes (a hash index replaces the per-name scan for large blocks).
+    pub fn merge(&mut self, other: Headers) {
+        if other.entries.len() <= SMALL {
+            for (n, v) in other.entries {
+                match self.entries.iter_mut().find(|(m, _)| *m == n) {
+                    Some(e) => join(&mut e.1, &v),
+                    None => self.entries.push((n, v)),
+                }
+            }
+            return;
+        }
+        let mut index: HashMap<Bytes, usize> = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        for (n, v) in other.entries {
+            match index.get(&n) {
+                Some(&i) => join(&mut self.entries[i].1, &v),
+                None => {
+                    index.insert(n.clone(), self.entries.len());
+                    self.entries.push((n, v));
+                }
+            }
         }
     }
 
@@ -175,6 +203,9 @@ impl Headers {
             return Err(HeaderError::TooManyPairs);
         }
         let mut entries: Vec<(Bytes, Bytes)> = Vec::with_capacity(count);
+        // Distinct names, checked in linear time: a scan for small blocks, a hash set
+        // beyond (a hostile block of thousands of names must not cost n²).
+        let mut seen: HashSet<&[u8]> = HashSet::new();
         for _ in 0..count {
             let nlen = get_int(block, &mut pos, w)?;
             let name = take(block, &mut pos, nlen)?;
@@ -182,7 +213,12 @@ impl Headers {
             let vlen = get_int(block, &mut pos, w)?;
             let value = take(block, &mut pos, vlen)?;
             validate_value(value)?;
-            if entries.iter().any(|(n, _)| n[..] == *name) {
+            let dup = if count <= SMALL {
+                entries.iter().any(|(n, _)| n[..] == *name)
+            } else {
+                !seen.insert(name)
+            };
+            if dup {
                 return Err(HeaderError::DuplicateName);
             }
             entries.push((Bytes::copy_from_slice(name), Bytes::copy_from_slice(value)));
@@ -192,6 +228,19 @@ impl Headers {
         }
         Ok(Headers { entries })
     }
+}
+
+/// Up to this many names, a linear scan beats hashing.
+const SMALL: usize = 16;
+
+/// Appends `value` to `joined` after a NUL. The buffer is taken back without copying
+/// when `joined` is its only owner, and grows geometrically, so n appends copy O(total).
+fn join(joined: &mut Bytes, value: &[u8]) {
+    let mut v = Vec::from(std::mem::take(joined));
+    v.reserve(1 + value.len());
+    v.push(0);
+    v.extend_from_slice(value);
+    *joined = Bytes::from(v);
 }
 
 fn int_width(version: Version) -> usize {
@@ -259,6 +308,45 @@ fn validate_value(value: &[u8]) -> Result<(), HeaderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_a_duplicate_among_thousands_of_names() {
+        let names: Vec<String> = (0..3000).map(|i| format!("n{i}")).collect();
+        let mut h = Headers::new();
+        for n in &names {
+            h.entries.push((Bytes::from(n.clone()), Bytes::new()));
+        }
+        let mut block = Vec::new();
+        h.encode(Version::V3, &mut block);
+        assert_eq!(Headers::decode(Version::V3, &block).unwrap().len(), 3000);
+        h.entries.push((Bytes::from("n1234"), Bytes::new()));
+        block.clear();
+        h.encode(Version::V3, &mut block);
+        assert_eq!(
+            Headers::decode(Version::V3, &block),
+            Err(HeaderError::DuplicateName)
+        );
+    }
+
+    #[test]
+    fn merges_and_joins_repeated_names() {
+        for extra in [2usize, 40] {
+            let mut a = Headers::from_pairs([("a", "1"), ("b", "2")]);
+            let mut b = Headers::from_pairs([("b", "3"), ("c", "4")]);
+            for i in 0..extra {
+                b.add(&format!("x{i}"), "v");
+            }
+            a.merge(b);
+            assert_eq!(a.get("b"), Some(&b"2\x003"[..]));
+            assert_eq!(a.get("c"), Some(&b"4"[..]));
+            assert_eq!(a.len(), 3 + extra);
+        }
+        let mut h = Headers::new();
+        for _ in 0..300 {
+            h.add("x-repeat", "ab");
+        }
+        assert_eq!(h.get("x-repeat").unwrap().len(), 300 * 3 - 1);
+    }
 
     #[test]
     fn round_trips_v3_and_v2() {

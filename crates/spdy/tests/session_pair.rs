@@ -2162,3 +2162,45 @@ fn makes_progress_with_a_zero_max_data_frame() {
     assert_eq!(p.c.body(id), pattern(10, 0));
     assert!(p.c.closed(id));
 }
+
+#[test]
+fn resets_a_stream_whose_headers_frames_add_up_past_the_block_limit() {
+    for v in ALL {
+        let mut p = Pair::of(v);
+        let id = p.c.s.open(request(v, "/"), 0, false).unwrap();
+        p.pump();
+        // 20 HEADERS of ~4 KB each: every one is small, together they are over 64 KiB.
+        let value = "v".repeat(4000);
+        for i in 0..20 {
+            let h = Headers::from_pairs([(format!("x-h{i}"), value.as_str())]);
+            if p.c.s.send_headers(id, h, false).is_err() {
+                break; // the server's RST_STREAM arrived
+            }
+            p.pump();
+        }
+        let want = if v == Version::V2 {
+            RstStatus::PROTOCOL_ERROR
+        } else {
+            RstStatus::FRAME_TOO_LARGE
+        };
+        assert!(
+            p.s.events.iter().any(|e| matches!(e,
+                Event::Reset { id: i, status, remote: false } if *i == id && *status == want)),
+            "{v}: {:?}",
+            p.s.events
+        );
+        let delivered =
+            p.s.events
+                .iter()
+                .filter(|e| matches!(e, Event::Headers { .. }))
+                .count();
+        assert!(
+            (14..17).contains(&delivered),
+            "{v}: {delivered} HEADERS delivered"
+        );
+        assert!(
+            p.s.errors().is_empty(),
+            "{v}: a stream error, not a session one"
+        );
+    }
+}

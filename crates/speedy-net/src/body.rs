@@ -50,8 +50,16 @@ enum Inner {
         cancel_on_drop: bool,
         done: bool,
     },
-    H2(h2::RecvStream),
-    Http1(hyper::body::Incoming),
+    /// An h2 request body; `left`: bytes it may still carry (`max_body`).
+    H2 {
+        rx: h2::RecvStream,
+        left: u64,
+    },
+    /// An HTTP/1.1 request body; `left` as for h2.
+    Http1 {
+        rx: hyper::body::Incoming,
+        left: u64,
+    },
 }
 
 impl std::fmt::Debug for Body {
@@ -60,8 +68,8 @@ impl std::fmt::Debug for Body {
             Inner::Full(b) => return write!(f, "Body::Full({} bytes)", b.len()),
             Inner::Stream(_) => "stream",
             Inner::Spdy { .. } => "spdy",
-            Inner::H2(_) => "h2",
-            Inner::Http1(_) => "http/1.1",
+            Inner::H2 { .. } => "h2",
+            Inner::Http1 { .. } => "http/1.1",
         };
         write!(f, "Body::{kind}(len {:?})", self.len)
     }
@@ -172,16 +180,24 @@ impl Body {
         }
     }
 
-    pub(crate) fn h2(rx: h2::RecvStream, len: Option<u64>) -> Body {
+    /// An h2 request body of at most `max` bytes (more is an `InvalidData` error).
+    pub(crate) fn h2(rx: h2::RecvStream, len: Option<u64>, max: usize) -> Body {
         Body {
-            inner: Inner::H2(rx),
+            inner: Inner::H2 {
+                rx,
+                left: max as u64,
+            },
             len,
         }
     }
 
-    pub(crate) fn http1(rx: hyper::body::Incoming, len: Option<u64>) -> Body {
+    /// An HTTP/1.1 request body of at most `max` bytes (more is an `InvalidData` error).
+    pub(crate) fn http1(rx: hyper::body::Incoming, len: Option<u64>, max: usize) -> Body {
         Body {
-            inner: Inner::Http1(rx),
+            inner: Inner::Http1 {
+                rx,
+                left: max as u64,
+            },
             len,
         }
     }
@@ -233,20 +249,20 @@ impl Body {
                     }
                     Poll::Pending => Poll::Pending,
                 },
-                Inner::H2(rx) => match rx.poll_data(cx) {
+                Inner::H2 { rx, left } => match rx.poll_data(cx) {
                     Poll::Ready(Some(Ok(c))) => {
                         let _ = rx.flow_control().release_capacity(c.len());
-                        Poll::Ready(Some(Ok(c)))
+                        Poll::Ready(Some(take_within(left, c)))
                     }
                     Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(io::Error::other(e)))),
                     Poll::Ready(None) => Poll::Ready(None),
                     Poll::Pending => Poll::Pending,
                 },
-                Inner::Http1(inc) => {
+                Inner::Http1 { rx, left } => {
                     use hyper::body::Body as _;
-                    match Pin::new(inc).poll_frame(cx) {
+                    match Pin::new(rx).poll_frame(cx) {
                         Poll::Ready(Some(Ok(f))) => match f.into_data() {
-                            Ok(c) => Poll::Ready(Some(Ok(c))),
+                            Ok(c) => Poll::Ready(Some(take_within(left, c))),
                             Err(_) => continue, // trailers
                         },
                         Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(io::Error::other(e)))),
@@ -294,14 +310,43 @@ impl Body {
 impl Drop for Body {
     fn drop(&mut self) {
         if let Inner::Spdy {
+            rx,
             id,
             credit,
-            cancel_on_drop: true,
-            done: false,
-            ..
-        } = &self.inner
+            cancel_on_drop,
+            done,
+        } = &mut self.inner
         {
-            let _ = credit.send(Credit::Cancel(*id));
+            // Chunks received and never read still count against the peer's windows
+            // and the connection's buffer: give their credit back.
+            rx.close();
+            let mut unread = 0;
+            while let Ok(c) = rx.try_recv() {
+                unread += c.map_or(0, |c| c.len());
+            }
+            if unread > 0 {
+                let _ = credit.send(Credit::Release(*id, unread));
+            }
+            if *cancel_on_drop && !*done {
+                let _ = credit.send(Credit::Cancel(*id));
+            }
+        }
+    }
+}
+
+/// Counts a request-body chunk against what is `left` of `max_body`.
+fn take_within(left: &mut u64, c: Bytes) -> io::Result<Bytes> {
+    match left.checked_sub(c.len() as u64) {
+        Some(l) => {
+            *left = l;
+            Ok(c)
+        }
+        None => {
+            *left = 0;
+            Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request body over the server's limit (--max-body)",
+            ))
         }
     }
 }

@@ -367,7 +367,7 @@ impl Http1Pool {
             headers,
             protocol: "http/1.1",
             pushed_url: None,
-            body: Body::http1(body, len),
+            body: Body::http1(body, len, usize::MAX),
         })
     }
 }

@@ -3,25 +3,68 @@
 //! sent as PUSH_PROMISEs ahead of the response.
 
 use crate::body::Body;
-use crate::handler::{Handler, Request, Response};
+use crate::handler::{Handler, Request, Response, ServerConfig};
 use crate::io::BoxIo;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use tokio::time::Instant;
 
-/// Serves one HTTP/2 connection.
+/// Serves one HTTP/2 connection. Header lists are bounded by the SPDY header-block
+/// limit (one number for both); a connection with no open stream for
+/// `idle_timeout`, or told to shut down, gets GOAWAY and drains its streams (a peer
+/// that does not let it finish is dropped one `idle_timeout` after an idle GOAWAY).
 pub(crate) async fn serve(
     io: BoxIo,
     scheme: &'static str,
+    cfg: &ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
-    let mut conn = h2::server::Builder::new()
+    let limits = cfg.limits;
+    let max_body = cfg.max_body;
+    let handshake = h2::server::Builder::new()
         .max_concurrent_streams(100)
         .initial_window_size(1 << 20)
         .initial_connection_window_size(8 << 20)
-        .handshake::<_, Bytes>(io)
+        .max_header_list_size(cfg.spdy.max_header_block as u32)
+        .handshake::<_, Bytes>(io);
+    // Over TLS the preface was not sniffed yet: it gets the sniffing time.
+    let mut conn = tokio::time::timeout(limits.sniff_timeout, handshake)
         .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "h2 preface"))?
         .map_err(std::io::Error::other)?;
-    while let Some(next) = conn.accept().await {
+    let active = Arc::new(AtomicUsize::new(0));
+    let shutdown = cfg.shutdown.clone();
+    let mut idle_at = Instant::now() + limits.idle_timeout;
+    // When a GOAWAY was sent because of idleness: the connection is dropped if it has
+    // not finished by then.
+    let mut close_by: Option<Instant> = None;
+    let mut draining = false;
+    loop {
+        let next = tokio::select! {
+            n = conn.accept() => n,
+            _ = shutdown.wait(), if !draining => {
+                draining = true;
+                conn.graceful_shutdown();
+                continue;
+            }
+            _ = tokio::time::sleep_until(idle_at), if close_by.is_none() => {
+                if active.load(Ordering::Acquire) > 0 || draining {
+                    idle_at = Instant::now() + limits.idle_timeout;
+                } else {
+                    tracing::debug!("h2: idle for {:?}: GOAWAY", limits.idle_timeout);
+                    draining = true;
+                    conn.graceful_shutdown();
+                    close_by = Some(Instant::now() + limits.idle_timeout);
+                }
+                continue;
+            }
+            _ = sleep_until_opt(close_by) => {
+                tracing::debug!("h2: did not close after GOAWAY: dropped");
+                break;
+            }
+        };
+        let Some(next) = next else { break };
         let (req, respond) = match next {
             Ok(x) => x,
             Err(e) => {
@@ -29,20 +72,48 @@ pub(crate) async fn serve(
                 break;
             }
         };
+        idle_at = Instant::now() + limits.idle_timeout;
         let handler = handler.clone();
+        let guard = Active::new(&active);
         tokio::spawn(async move {
-            if let Err(e) = answer(req, respond, scheme, handler).await {
+            if let Err(e) = answer(req, respond, scheme, max_body, handler).await {
                 tracing::debug!("h2 stream: {e}");
             }
+            drop(guard);
         });
     }
     Ok(())
+}
+
+/// Sleeps until `at`, or forever when there is no deadline.
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Counts a stream being answered while it lives.
+struct Active(Arc<AtomicUsize>);
+
+impl Active {
+    fn new(n: &Arc<AtomicUsize>) -> Active {
+        n.fetch_add(1, Ordering::AcqRel);
+        Active(n.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 async fn answer(
     req: http::Request<h2::RecvStream>,
     mut respond: h2::server::SendResponse<Bytes>,
     scheme: &'static str,
+    max_body: usize,
     handler: Arc<dyn Handler>,
 ) -> Result<(), h2::Error> {
     let (parts, body) = req.into_parts();
@@ -52,8 +123,16 @@ async fn answer(
         .map(|a| a.as_str().to_string())
         .unwrap_or_default();
     let r = Request::from_parts(&parts, host.clone(), scheme, "h2", |len| {
-        Body::h2(body, len)
+        Body::h2(body, len, max_body)
     });
+    if r.body.len().is_some_and(|n| n > max_body as u64) {
+        // Refused unread: h2 follows the 413 with RST_STREAM NO_ERROR once the request
+        // body is dropped (RFC 9113 §8.1).
+        drop(r);
+        let head = build(413, &[], Some(0)).expect("plain 413");
+        respond.send_response(head, true)?;
+        return Ok(());
+    }
     let resp: Response = handler.handle(r).await;
     if resp.reset.is_some() {
         respond.send_reset(h2::Reason::CANCEL);

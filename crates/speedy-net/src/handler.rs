@@ -4,6 +4,7 @@
 //! SPDY servers all speak it; the listener's settings are a [`ServerConfig`].
 
 use crate::body::Body;
+use crate::limits::{Limits, Shutdown};
 use bytes::Bytes;
 use spdy::{Headers, RstStatus, Version};
 use std::future::Future;
@@ -124,8 +125,16 @@ pub struct ServerConfig {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// SPDY session settings template (role and version are set per connection).
     pub spdy: spdy::Config,
-    /// Largest request body accepted (larger → RST_STREAM REFUSED / HTTP 413).
+    /// Largest request body accepted. A declared larger length is refused before the
+    /// handler sees the request (HTTP/1.1 413 and close, h2 413, SPDY RST_STREAM
+    /// REFUSED_STREAM); a body that grows past it is cut off (the handler reads an
+    /// error; SPDY RST_STREAM CANCEL, h2 RST_STREAM CANCEL, HTTP/1.1 close).
     pub max_body: usize,
+    /// Memory, time and connection limits (see [`crate::limits`]).
+    pub limits: Limits,
+    /// Graceful shutdown: once triggered, [`crate::server::serve`] stops accepting,
+    /// sessions drain, and it returns when the last connection is done.
+    pub shutdown: Shutdown,
 }
 
 impl Default for ServerConfig {
@@ -134,6 +143,8 @@ impl Default for ServerConfig {
             tls: None,
             spdy: spdy::Config::new(spdy::Role::Server, Version::V3_1),
             max_body: 64 << 20,
+            limits: Limits::default(),
+            shutdown: Shutdown::new(),
         }
     }
 }

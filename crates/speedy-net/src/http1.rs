@@ -1,11 +1,16 @@
 //! HTTP/1.1 through hyper, answering with the same [`Handler`] as SPDY. Bodies stream
-//! both ways: hyper pulls the response body as the socket takes it.
+//! both ways: hyper pulls the response body as the socket takes it, and reads the
+//! request body only as the handler does (a handler that does not read it makes the
+//! client wait). A declared body over `max_body` is answered 413 with
+//! `Connection: close` before the handler sees it, without reading the body; a request
+//! head must arrive within `header_read_timeout`. On shutdown the response in flight is
+//! finished and the connection closed (`Connection: close` on responses not yet begun).
 
 use crate::body::Body;
-use crate::handler::{Handler, Request};
+use crate::handler::{Handler, Request, ServerConfig};
 use crate::io::BoxIo;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -14,8 +19,10 @@ pub(crate) async fn serve(
     io: BoxIo,
     _peer: SocketAddr,
     scheme: &'static str,
+    cfg: &ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
+    let max_body = cfg.max_body;
     let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
         async move {
@@ -28,8 +35,20 @@ pub(crate) async fn serve(
                 .unwrap_or("")
                 .to_string();
             let r = Request::from_parts(&parts, host, scheme, "http/1.1", |len| {
-                Body::http1(body, len)
+                Body::http1(body, len, max_body)
             });
+            if r.body.len().is_some_and(|n| n > max_body as u64) {
+                // Refused unread: the connection closes after the 413.
+                let mut resp = hyper::Response::new(Body::from(format!(
+                    "request body over {max_body} bytes\n"
+                )));
+                *resp.status_mut() = hyper::StatusCode::PAYLOAD_TOO_LARGE;
+                resp.headers_mut().insert(
+                    hyper::header::CONNECTION,
+                    hyper::header::HeaderValue::from_static("close"),
+                );
+                return Ok(resp);
+            }
             let resp = handler.handle(r).await;
             let mut b = hyper::Response::builder().status(resp.status);
             for (n, v) in &resp.headers {
@@ -48,8 +67,18 @@ pub(crate) async fn serve(
             }))
         }
     });
-    hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(io), svc)
-        .await
-        .map_err(std::io::Error::other)
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(cfg.limits.header_read_timeout);
+    let conn = builder.serve_connection(TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    let shutdown = cfg.shutdown.clone();
+    tokio::select! {
+        r = conn.as_mut() => return r.map_err(std::io::Error::other),
+        _ = shutdown.wait() => {}
+    }
+    // Finish the response in flight, then close (no further requests are read).
+    conn.as_mut().graceful_shutdown();
+    conn.await.map_err(std::io::Error::other)
 }

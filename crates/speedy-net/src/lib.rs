@@ -13,6 +13,7 @@ mod h2_server;
 pub mod handler;
 mod http1;
 pub mod io;
+pub mod limits;
 pub mod loadgen;
 pub mod protocol;
 mod reply;
@@ -24,5 +25,6 @@ pub mod tls;
 
 pub use body::Body;
 pub use client::{Client, ClientConfig, ClientError, ResponseStream};
+pub use limits::{Limits, Shutdown};
 pub use protocol::Protocol;
 pub use server::{Handler, Push, Request, Response, ServerConfig};

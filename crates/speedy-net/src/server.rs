@@ -12,28 +12,45 @@ use bytes::Bytes;
 use spdy::Version;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 /// The HTTP/2 connection preface (RFC 9113 §3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Accepts connections forever, each on its own task.
+/// Accepts connections, each on its own task, at most
+/// [`Limits::max_connections`](crate::limits::Limits) at once (accepting waits for a
+/// free slot, so the kernel's backlog holds the rest). Runs until `cfg.shutdown` is
+/// triggered; then it stops accepting, and returns once every connection has drained
+/// (sessions say GOAWAY, HTTP/1.1 closes after the response in flight). Bound the drain
+/// with a timeout around this future.
 pub async fn serve(
     listener: TcpListener,
     cfg: ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
+    let cap = cfg.limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(cap));
+    let shutdown = cfg.shutdown.clone();
     let cfg = Arc::new(cfg);
     loop {
-        let (sock, peer) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                // EMFILE and friends: back off briefly rather than spin.
-                tracing::warn!("accept: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                continue;
-            }
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => p.expect("never closed"),
+            _ = shutdown.wait() => break,
+        };
+        let (sock, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // EMFILE and friends: back off briefly rather than spin.
+                    tracing::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.wait() => break,
         };
         let cfg = cfg.clone();
         let handler = handler.clone();
@@ -41,7 +58,27 @@ pub async fn serve(
             if let Err(e) = serve_connection(sock, peer, &cfg, handler).await {
                 tracing::debug!("connection {peer}: {e}");
             }
+            drop(permit);
         });
+    }
+    drop(listener);
+    // Every slot back: every connection is done.
+    let _ = slots.acquire_many(cap as u32).await;
+    Ok(())
+}
+
+/// Runs `f`, or fails with `TimedOut` naming `what` after `limit`.
+async fn within<T>(
+    limit: Duration,
+    what: &str,
+    f: impl std::future::Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("{what}: no progress within {limit:?}"),
+        )),
     }
 }
 
@@ -53,22 +90,28 @@ pub async fn serve_connection(
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
-    let mut sock = sock;
-    let mut first = [0u8; 2];
-    let mut got = 0;
-    while got < 2 {
-        let n = sock.read(&mut first[got..]).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        got += n;
-    }
+    let limits = cfg.limits;
+    // A connection that has not said which protocol it speaks has nothing to drain.
+    let sniffing = within(limits.sniff_timeout, "protocol sniff", sniff(sock));
+    let sniffed = tokio::select! {
+        r = sniffing => r?,
+        _ = cfg.shutdown.wait() => None,
+    };
+    let Some((sock, first, sniffed)) = sniffed else {
+        return Ok(());
+    };
     // A TLS ClientHello starts with record type 0x16: TLS and plain share the port.
     if let (Some(tls), 0x16) = (&cfg.tls, first[0]) {
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
-        let stream = acceptor
-            .accept(Prefixed::new(Bytes::copy_from_slice(&first), sock))
-            .await?;
+        let handshake = within(
+            limits.tls_handshake_timeout,
+            "TLS handshake",
+            acceptor.accept(Prefixed::new(Bytes::from(sniffed), sock)),
+        );
+        let stream = tokio::select! {
+            r = handshake => r?,
+            _ = cfg.shutdown.wait() => return Ok(()),
+        };
         let alpn = stream
             .get_ref()
             .1
@@ -76,12 +119,37 @@ pub async fn serve_connection(
             .map(|a| String::from_utf8_lossy(a).into_owned());
         let io: BoxIo = Box::new(stream);
         if alpn.as_deref() == Some("h2") {
-            return crate::h2_server::serve(io, "https", handler).await;
+            return crate::h2_server::serve(io, "https", cfg, handler).await;
         }
         return match alpn.as_deref().and_then(Version::from_name) {
             Some(v) => crate::spdy_server::run(io, v, false, "https", cfg, handler).await,
-            None => crate::http1::serve(io, peer, "https", handler).await,
+            None => crate::http1::serve(io, peer, "https", cfg, handler).await,
         };
+    }
+    let is_h2 = sniffed == H2_PREFACE;
+    let io: BoxIo = Box::new(Prefixed::new(Bytes::from(sniffed), sock));
+    if is_h2 {
+        return crate::h2_server::serve(io, "http", cfg, handler).await;
+    }
+    match first {
+        [0x80, 2] => crate::spdy_server::run(io, Version::V2, false, "http", cfg, handler).await,
+        [0x80, 3] => crate::spdy_server::run(io, Version::V3, true, "http", cfg, handler).await,
+        _ => crate::http1::serve(io, peer, "http", cfg, handler).await,
+    }
+}
+
+/// Reads the first bytes of a connection: two (a TLS record type or a SPDY control
+/// frame's version), and for `PR` as much of the HTTP/2 preface as matches. `None`: the
+/// peer closed first.
+async fn sniff(mut sock: TcpStream) -> std::io::Result<Option<(TcpStream, [u8; 2], Vec<u8>)>> {
+    let mut first = [0u8; 2];
+    let mut got = 0;
+    while got < 2 {
+        let n = sock.read(&mut first[got..]).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        got += n;
     }
     let mut sniffed = first.to_vec();
     if first == *b"PR" {
@@ -91,19 +159,10 @@ pub async fn serve_connection(
             let want = H2_PREFACE.len() - sniffed.len();
             let n = sock.read(&mut more[..want]).await?;
             if n == 0 {
-                return Ok(());
+                return Ok(None);
             }
             sniffed.extend_from_slice(&more[..n]);
         }
     }
-    let is_h2 = sniffed == H2_PREFACE;
-    let io: BoxIo = Box::new(Prefixed::new(Bytes::from(sniffed), sock));
-    if is_h2 {
-        return crate::h2_server::serve(io, "http", handler).await;
-    }
-    match first {
-        [0x80, 2] => crate::spdy_server::run(io, Version::V2, false, "http", cfg, handler).await,
-        [0x80, 3] => crate::spdy_server::run(io, Version::V3, true, "http", cfg, handler).await,
-        _ => crate::http1::serve(io, peer, "http", handler).await,
-    }
+    Ok(Some((sock, first, sniffed)))
 }

@@ -2,19 +2,31 @@
 //! requests go to the handler as soon as their headers are complete (a body streams in
 //! behind them), answers come back as headers plus a body that is pulled chunk by chunk
 //! while the stream's queue is short, so a slow reader holds the producer back.
+//!
+//! Limits (see [`crate::limits`]): a declared `content-length` over `max_body` is
+//! refused with RST_STREAM REFUSED_STREAM before the handler sees the request (nothing
+//! was processed, so the spec's code for "refused before any processing" fits); a body
+//! that grows past it once the handler has it is cut off with CANCEL. Request-body bytes
+//! received and not yet read by handlers are bounded per connection (`max_buffered`:
+//! SPDY/2 has no flow control and SPDY/3 only per-stream windows): the stream whose DATA
+//! would go over is reset CANCEL. A session with no open stream for `idle_timeout`, or
+//! told to shut down, says GOAWAY and closes once its streams are done.
 
 use crate::body::{Body, Credit, CreditTx};
 use crate::handler::{Handler, Request, Response, ServerConfig};
+use crate::limits::Shutdown;
 use crate::spdy_conn::{self, Owner, Tuning};
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use spdy::session::Event;
-use spdy::{Headers, Role, RstStatus, Session, StreamId, Version};
+use spdy::{GoAwayStatus, Headers, Role, RstStatus, Session, StreamId, Version};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// A stream's body is pulled while less than this is queued on it …
 const BODY_HIGH: usize = 128 * 1024;
@@ -44,6 +56,12 @@ pub(crate) async fn run(
         scheme,
         handler,
         max_body: cfg.max_body,
+        max_buffered: cfg.limits.max_buffered,
+        buffered: 0,
+        idle_timeout: cfg.limits.idle_timeout,
+        idle_at: Instant::now() + cfg.limits.idle_timeout,
+        shutdown: cfg.shutdown.clone(),
+        draining: false,
         waiting: HashMap::new(),
         uploads: HashMap::new(),
         answers: FuturesUnordered::new(),
@@ -74,12 +92,26 @@ enum Input {
     Answer(StreamId, u8, String, Response),
     Chunk(StreamId, Body, Option<Chunk>),
     Credit(Credit),
+    /// The idle deadline passed (the session decides whether it is idle).
+    Idle,
+    /// The server is shutting down.
+    Shutdown,
 }
 
 struct ServerOwner {
     scheme: &'static str,
     handler: Arc<dyn Handler>,
     max_body: usize,
+    /// Most request-body bytes held for handlers on this connection.
+    max_buffered: usize,
+    /// Request-body bytes handed to handlers' channels and not yet read.
+    buffered: usize,
+    idle_timeout: Duration,
+    /// When the session is looked at for idleness next; pushed back by every event.
+    idle_at: Instant,
+    shutdown: Shutdown,
+    /// GOAWAY sent (idle or shutdown): streams finish, then the session ends.
+    draining: bool,
     waiting: HashMap<StreamId, Waiting>,
     uploads: HashMap<StreamId, Upload>,
     answers: FuturesUnordered<Answer>,
@@ -155,21 +187,33 @@ impl ServerOwner {
             return;
         };
         up.received += n;
-        if up.received > self.max_body {
+        let over = if up.received > self.max_body {
+            Some(format!("request body over {} bytes", self.max_body))
+        } else if self.buffered + n > self.max_buffered {
+            Some(format!(
+                "over {} request-body bytes unread on this connection",
+                self.max_buffered
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = over {
             let up = self.uploads.remove(&id).expect("present");
-            let e = std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("request body over {} bytes: refused", self.max_body),
-            );
+            tracing::debug!("stream {}: {why}: RST_STREAM CANCEL", id.0);
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidData, why);
             let _ = up.tx.send(Err(e));
             session.release(id, n);
-            session.reset(id, RstStatus::REFUSED_STREAM);
+            session.reset(id, RstStatus::CANCEL);
             return;
         }
         // Credit goes back when the handler consumes the chunk; a handler that dropped
         // the body gives it back now.
-        if n > 0 && up.tx.send(Ok(data)).is_err() {
-            session.release(id, n);
+        if n > 0 {
+            if up.tx.send(Ok(data)).is_err() {
+                session.release(id, n);
+            } else {
+                self.buffered += n;
+            }
         }
         if fin {
             self.uploads.remove(&id);
@@ -260,6 +304,7 @@ impl Owner for ServerOwner {
     type Input = Input;
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {
+        self.idle_at = Instant::now() + self.idle_timeout;
         match ev {
             Event::Stream {
                 id,
@@ -268,6 +313,11 @@ impl Owner for ServerOwner {
                 fin,
                 ..
             } => {
+                if content_length(&headers).is_some_and(|n| n > self.max_body as u64) {
+                    tracing::debug!("stream {}: declared body over --max-body: refused", id.0);
+                    session.reset(id, RstStatus::REFUSED_STREAM);
+                    return;
+                }
                 let w = Waiting { headers, priority };
                 if fin {
                     self.dispatch(session, id, w, Body::empty());
@@ -278,9 +328,8 @@ impl Owner for ServerOwner {
             Event::Data { id, data, fin } => self.on_data(session, id, data, fin),
             Event::Headers { id, headers, fin } => {
                 if let Some(w) = self.waiting.get_mut(&id) {
-                    for (n, v) in headers.iter() {
-                        w.headers.add(&String::from_utf8_lossy(n), v);
-                    }
+                    // Linear in the blocks' sizes; the session bounds their sum per stream.
+                    w.headers.merge(headers);
                 }
                 if fin {
                     if let Some(w) = self.waiting.remove(&id) {
@@ -315,7 +364,7 @@ impl Owner for ServerOwner {
     }
 
     fn wants_input(&self) -> bool {
-        !self.answers.is_empty() || !self.pulls.is_empty() || self.credit.is_some()
+        true // the idle timer and the shutdown signal are always armed
     }
 
     async fn next_input(&mut self) -> Option<Input> {
@@ -334,7 +383,8 @@ impl Owner for ServerOwner {
                 Some(Input::Chunk(id, body, c))
             }
             Some(c) = credit => Some(Input::Credit(c)),
-            else => None,
+            _ = self.shutdown.wait(), if !self.draining => Some(Input::Shutdown),
+            _ = tokio::time::sleep_until(self.idle_at), if !self.draining => Some(Input::Idle),
         }
     }
 
@@ -342,7 +392,22 @@ impl Owner for ServerOwner {
         match input {
             Input::Answer(id, prio, host, resp) => self.answer(session, id, prio, &host, resp),
             Input::Chunk(id, body, c) => self.on_chunk(session, id, body, c),
-            Input::Credit(Credit::Release(id, n)) => session.release(id, n),
+            Input::Credit(Credit::Release(id, n)) => {
+                self.buffered = self.buffered.saturating_sub(n);
+                session.release(id, n);
+            }
+            Input::Idle if session.open_streams() > 0 => {
+                self.idle_at = Instant::now() + self.idle_timeout;
+            }
+            Input::Idle => {
+                tracing::debug!("SPDY session idle for {:?}: GOAWAY", self.idle_timeout);
+                self.draining = true;
+                session.goaway(GoAwayStatus::OK);
+            }
+            Input::Shutdown => {
+                self.draining = true;
+                session.goaway(GoAwayStatus::OK);
+            }
             Input::Credit(Credit::Cancel(_)) => {} // request bodies never cancel
         }
     }

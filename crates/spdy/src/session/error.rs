@@ -32,7 +32,8 @@ pub enum Violation {
     TooManyStreams(StreamId),
     /// A header block that inflated to an invalid name/value list (§4.1).
     InvalidHeaders(StreamId),
-    /// A header block larger than our limit after inflating (§3.4).
+    /// A header block larger than our limit after inflating, or a stream's blocks
+    /// (SYN_STREAM/SYN_REPLY and its HEADERS) adding up past it (§3.4).
     HeadersTooLarge(StreamId),
     /// A second SYN_REPLY (§2.2).
     DuplicateReply(StreamId),

@@ -59,7 +59,10 @@ pub struct Config {
     /// Largest control frame we buffer (header-bearing ones beyond it are inflated and
     /// discarded, then refused with RST_STREAM FRAME_TOO_LARGE). At least 8192.
     pub max_control_frame: usize,
-    /// Largest header block after decompression.
+    /// Largest header block after decompression, and the most header bytes one stream
+    /// may receive in all (its SYN_STREAM or SYN_REPLY plus every HEADERS): beyond it the
+    /// stream is reset FRAME_TOO_LARGE (SPDY/2: PROTOCOL_ERROR). The h2 server uses the
+    /// same number as its max header list size.
     pub max_header_block: usize,
     /// Header compression settings.
     pub compression: CompressionConfig,
@@ -622,12 +625,12 @@ impl Session {
     /// a smaller one is not applied to open streams, so DATA the peer sent before it saw
     /// the SETTINGS is still accepted.
     pub fn send_settings(&mut self, entries: Vec<Setting>) {
-        let mut seen = Vec::with_capacity(entries.len());
+        // A hash set: a SETTINGS frame may carry thousands of ids (linear, not n²).
+        let mut seen = std::collections::HashSet::with_capacity(entries.len());
         for e in &entries {
-            if seen.contains(&e.id) {
+            if !seen.insert(e.id.0) {
                 continue; // the peer keeps the first one (§2.4)
             }
-            seen.push(e.id);
             match e.id {
                 SettingId::MAX_CONCURRENT_STREAMS => self.cfg.max_concurrent_streams = e.value,
                 SettingId::INITIAL_WINDOW_SIZE if self.version.has_stream_flow_control() => {

@@ -480,6 +480,7 @@ impl Session {
             self.cfg.initial_window,
         );
         st.remote_open = !s.fin;
+        st.header_bytes = s.headers.encoded_len(self.version);
         if let Some(a) = assoc {
             st.pushed = true;
             st.replied = true;
@@ -515,6 +516,7 @@ impl Session {
         }
         let st = self.streams.get_mut(&id.0).expect("checked");
         st.replied = true;
+        st.header_bytes = headers.encoded_len(self.version);
         if fin {
             st.remote_open = false;
         }
@@ -543,6 +545,14 @@ impl Session {
             return self.violation(v);
         }
         let st = self.streams.get_mut(&id.0).expect("checked");
+        // One limit for a stream's headers however they are split: HEADERS frames add
+        // up, so a peer cannot make us hold more than one block's worth per stream.
+        st.header_bytes = st
+            .header_bytes
+            .saturating_add(headers.encoded_len(self.version));
+        if st.header_bytes > self.cfg.max_header_block {
+            return self.violation(Violation::HeadersTooLarge(id));
+        }
         if fin {
             st.remote_open = false;
         }
@@ -580,12 +590,12 @@ impl Session {
     }
 
     fn on_settings(&mut self, entries: Vec<crate::frame::Setting>) {
-        let mut seen = Vec::with_capacity(entries.len());
+        // A hash set: a SETTINGS frame may carry thousands of ids (linear, not n²).
+        let mut seen = std::collections::HashSet::with_capacity(entries.len());
         for e in &entries {
-            if seen.contains(&e.id) {
+            if !seen.insert(e.id.0) {
                 continue; // first one wins (§2.4)
             }
-            seen.push(e.id);
             match e.id {
                 SettingId::MAX_CONCURRENT_STREAMS => self.peer_max_streams = e.value,
                 SettingId::INITIAL_WINDOW_SIZE if self.version.has_stream_flow_control() => {

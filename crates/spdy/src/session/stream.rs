@@ -66,6 +66,9 @@ pub(crate) struct Stream {
     pub queued_bytes: usize,
     /// Whether the stream sits in a ready queue of the scheduler.
     pub in_ready: bool,
+    /// Header-block bytes received on this stream so far (SYN_STREAM or SYN_REPLY plus
+    /// every HEADERS, uncompressed): bounded by `Config::max_header_block`.
+    pub header_bytes: usize,
 }
 
 impl Stream {
@@ -85,6 +88,7 @@ impl Stream {
             outq: VecDeque::new(),
             queued_bytes: 0,
             in_ready: false,
+            header_bytes: 0,
         }
     }
 }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Arguments of `speedy serve`.
 #[derive(Args, Debug)]
@@ -22,6 +23,14 @@ Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...
 `tls`/`plain`: which connections the port accepts (an archive with https origins: both); \
 `origins` is empty with --root. Read the first line that starts with `{`; fields may be \
 added, so ignore unknown ones. Details: docs/serve.md.\n\n\
+Limits: request bodies over --max-body are refused unread (HTTP/1.1 413 and close, h2 413, \
+SPDY RST_STREAM REFUSED_STREAM; past it mid-body: CANCEL); a handler that does not read a \
+body makes the client wait; SPDY header blocks, all frames of a stream together, and h2 \
+header lists are bounded at 64 KiB; unread request-body bytes at 8 MiB per connection.\n\n\
+Shutdown: SIGTERM or SIGINT stops accepting, sends GOAWAY (SPDY, h2) or closes after the \
+response in flight (HTTP/1.1, `Connection: close` on responses not yet begun), lets open \
+streams finish for up to --drain-timeout, then exits 0. A second signal exits at once \
+with status 130.\n\n\
 Examples (./corpus from `speedy corpus synth --out ./corpus`):\n  \
 speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed\n  \
 speedy serve --listen 127.0.0.1:8080 --archive ./corpus"
@@ -100,9 +109,114 @@ pub struct ServeArgs {
     /// shared context) or none (stored blocks).
     #[arg(long, default_value = "crime-safe", value_name = "MODE")]
     header_compression: String,
+    /// Largest request body accepted, in bytes (suffixes K, M, G: binary units).
+    #[arg(long, default_value = "64M", value_name = "BYTES", value_parser = parse_size)]
+    max_body: usize,
+    /// Connections served at once; more wait in the kernel's accept queue.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    max_connections: usize,
+    /// Seconds a new connection has to send its first bytes (protocol sniffing).
+    #[arg(long, default_value = "10", value_name = "SECS", value_parser = parse_secs)]
+    sniff_timeout: Duration,
+    /// Seconds a TLS handshake may take.
+    #[arg(long, default_value = "10", value_name = "SECS", value_parser = parse_secs)]
+    tls_handshake_timeout: Duration,
+    /// Seconds for an HTTP/1.1 request head, and between requests on a keep-alive
+    /// connection.
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
+    header_read_timeout: Duration,
+    /// Seconds a SPDY or h2 session may have no open stream before it gets GOAWAY and
+    /// is closed.
+    #[arg(long, default_value = "120", value_name = "SECS", value_parser = parse_secs)]
+    idle_timeout: Duration,
+    /// Seconds streams have to finish after SIGTERM/SIGINT before the server exits
+    /// anyway.
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
+    drain_timeout: Duration,
 }
 
-/// Serves forever; returns only on a start-up error.
+/// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1usize << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?}: expected bytes like 1048576, 512K, 64M or 1G"))
+}
+
+/// Seconds, fractions allowed (`0.5`); more than zero.
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(Duration::from_secs_f64(x)),
+        _ => Err(format!("{s:?}: expected seconds above 0, like 30 or 0.5")),
+    }
+}
+
+impl ServeArgs {
+    /// The limits and the shutdown signal, on a server configuration.
+    fn apply_limits(&self, cfg: &mut ServerConfig) {
+        cfg.max_body = self.max_body;
+        cfg.limits.max_connections = self.max_connections.max(1);
+        cfg.limits.sniff_timeout = self.sniff_timeout;
+        cfg.limits.tls_handshake_timeout = self.tls_handshake_timeout;
+        cfg.limits.header_read_timeout = self.header_read_timeout;
+        cfg.limits.idle_timeout = self.idle_timeout;
+    }
+}
+
+/// Serves on every listener until SIGTERM or SIGINT, then drains for up to `drain`; a
+/// second signal exits the process at once (status 130).
+async fn serve_until_signal(
+    listeners: Vec<tokio::net::TcpListener>,
+    cfg: ServerConfig,
+    handler: Arc<dyn Handler>,
+    drain: Duration,
+) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+    let shutdown = cfg.shutdown.clone();
+    let mut tasks = tokio::task::JoinSet::new();
+    for l in listeners {
+        tasks.spawn(serve(l, cfg.clone(), handler.clone()));
+    }
+    let all_done = async {
+        while let Some(r) = tasks.join_next().await {
+            r??;
+        }
+        anyhow::Ok(())
+    };
+    tokio::pin!(all_done);
+    let name = tokio::select! {
+        r = &mut all_done => return r,
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    eprintln!("speedy serve: {name}: draining (up to {drain:?}; a second signal exits now)");
+    shutdown.trigger();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        eprintln!("speedy serve: second signal: exiting now");
+        std::process::exit(130);
+    });
+    match tokio::time::timeout(drain, &mut all_done).await {
+        Ok(r) => r?,
+        Err(_) => eprintln!("speedy serve: drain timeout: closing the connections left"),
+    }
+    Ok(())
+}
+
+/// Serves until SIGTERM/SIGINT and the drain after it; returns early only on a start-up
+/// error.
 pub async fn run(a: ServeArgs) -> Result<()> {
     if let Some(dir) = a.archive.clone() {
         return run_archive(a, &dir).await;
@@ -122,6 +236,7 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         bail!("--header-level {}: must be 0 to 9", a.header_level);
     }
     let mut cfg = ServerConfig::default();
+    a.apply_limits(&mut cfg);
     cfg.spdy.max_concurrent_streams = a.max_concurrent_streams;
     cfg.spdy.compression.level = a.header_level;
     spdy::HeaderCompression::parse(&a.header_compression)
@@ -169,8 +284,7 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         a.echo_upload,
         a.reset_path.into_iter().collect(),
     ));
-    serve(listener, cfg, handler).await?;
-    Ok(())
+    serve_until_signal(vec![listener], cfg, handler, a.drain_timeout).await
 }
 
 async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
@@ -191,6 +305,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
     );
     let hosts = replay.hosts();
     let mut cfg = ServerConfig::default();
+    a.apply_limits(&mut cfg);
     cfg.spdy.max_concurrent_streams = a.max_concurrent_streams;
     cfg.spdy.compression.level = a.header_level;
     spdy::HeaderCompression::parse(&a.header_compression)
@@ -281,14 +396,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         origins,
     };
     startup.announce(&human, std::io::stdout().lock())?;
-    let mut tasks = Vec::new();
-    for l in listeners {
-        tasks.push(tokio::spawn(serve(l, cfg.clone(), handler.clone())));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(())
+    serve_until_signal(listeners, cfg, handler, a.drain_timeout).await
 }
 
 /// Wraps a handler and writes `METHOD HOST PATH PROTOCOL` per request (`--log-requests`).

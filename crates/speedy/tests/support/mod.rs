@@ -2,6 +2,8 @@
 //! temporary directories, and a child process killed (by pid) on drop.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -49,6 +51,40 @@ impl Server {
     /// The server's pid.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Sends `sig` (e.g. `libc::SIGTERM`) to the server, by its pid.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+        let r = unsafe { libc::kill(self.child.id() as i32, sig) };
+        assert_eq!(r, 0, "kill({}, {sig})", self.child.id());
+    }
+
+    /// Waits up to `limit` for the server to exit; its status if it did.
+    pub fn wait_exit(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let end = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < end {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                return Some(st);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        None
+    }
+
+    /// Asserts the server still runs (did not crash).
+    pub fn assert_alive(&mut self) {
+        assert!(
+            self.child.try_wait().expect("try_wait").is_none(),
+            "speedy serve exited"
+        );
+    }
+
+    /// Open file descriptors of the server (sockets included).
+    pub fn fd_count(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
     }
 }
 

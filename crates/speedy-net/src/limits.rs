@@ -1,0 +1,91 @@
+//! What a server holds each peer to, and how it is asked to stop: the [`Limits`] on
+//! memory, time and connections (the flags of `speedy serve`), and the [`Shutdown`]
+//! signal that starts a graceful drain.
+//!
+//! Where each limit is enforced:
+//!
+//! | limit | where | what the peer sees |
+//! |---|---|---|
+//! | `max_body` | `http1.rs`, `h2_server.rs`, `spdy_server.rs` (declared length, before the handler), `body.rs` (bytes counted as they are read) | HTTP/1.1 413 + close; h2 413 + RST_STREAM NO_ERROR; SPDY RST_STREAM REFUSED_STREAM (declared) or CANCEL (mid-body) |
+//! | header block size | `spdy::Config::max_header_block` (SPDY: per stream, SYN_STREAM and every HEADERS added up, `spdy/src/session/recv.rs`); h2's max header list size is set to the same number | SPDY RST_STREAM FRAME_TOO_LARGE (SPDY/2: PROTOCOL_ERROR); h2 per the `h2` crate |
+//! | `max_buffered` | `spdy_server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control; SPDY/3 only per-stream windows) | RST_STREAM CANCEL on the stream whose DATA would go over |
+//! | `sniff_timeout` | `server.rs`: the first bytes of a plain connection | close |
+//! | `tls_handshake_timeout` | `server.rs` | close |
+//! | `header_read_timeout` | `http1.rs` (hyper): a request head, and the wait for the next one on a keep-alive connection | close |
+//! | `idle_timeout` | `spdy_server.rs`, `h2_server.rs`: no open stream for this long | GOAWAY, then close |
+//! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest) | a delayed accept |
+
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Limits on what one peer (and all of them) can make the server hold.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Request-body bytes, per connection, received but not yet read by the handlers.
+    pub max_buffered: usize,
+    /// Time for the first bytes of a connection (protocol sniffing).
+    pub sniff_timeout: Duration,
+    /// Time for a TLS handshake.
+    pub tls_handshake_timeout: Duration,
+    /// Time for an HTTP/1.1 request head (and between keep-alive requests).
+    pub header_read_timeout: Duration,
+    /// SPDY and h2 sessions with no open stream for this long get GOAWAY and are closed.
+    pub idle_timeout: Duration,
+    /// Connections served at once; accepting waits for a slot.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_buffered: 8 << 20,
+            sniff_timeout: Duration::from_secs(10),
+            tls_handshake_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            max_connections: 4096,
+        }
+    }
+}
+
+/// Asks a server to stop: [`Shutdown::trigger`] once, every connection sees it.
+#[derive(Clone, Debug)]
+pub struct Shutdown {
+    tx: std::sync::Arc<watch::Sender<bool>>,
+    rx: watch::Receiver<bool>,
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Shutdown::new()
+    }
+}
+
+impl Shutdown {
+    /// A signal not yet given.
+    pub fn new() -> Shutdown {
+        let (tx, rx) = watch::channel(false);
+        Shutdown {
+            tx: std::sync::Arc::new(tx),
+            rx,
+        }
+    }
+
+    /// Gives the signal: the listener stops accepting, sessions say GOAWAY (HTTP/1.1:
+    /// `Connection: close`) and finish the streams they have.
+    pub fn trigger(&self) {
+        self.tx.send_replace(true);
+    }
+
+    /// Whether the signal was given.
+    pub fn is_triggered(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Waits for the signal (at once if it was given already). Cancel-safe.
+    pub async fn wait(&self) {
+        let mut rx = self.rx.clone();
+        // The sender lives in `self`, so `wait_for` cannot fail.
+        let _ = rx.wait_for(|v| *v).await;
+    }
+}
