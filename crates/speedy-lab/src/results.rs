@@ -154,6 +154,50 @@ pub fn append_row(path: &Path, row: &Row) -> Result<(), String> {
         .append(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let line = serde_json::to_string(row).map_err(|e| e.to_string())?;
-    writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))
+    let mut line = serde_json::to_string(row).map_err(|e| e.to_string())?;
+    line.push('\n');
+    // One write(2) per row: lanes append to the same file, and O_APPEND keeps each write
+    // whole, where `writeln!` would write the row and its newline separately and let
+    // another lane's row land between them.
+    f.write_all(line.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(i: usize) -> Row {
+        let mut r: Row = serde_json::from_value(serde_json::json!({
+            "experiment": "x", "page": format!("p{i}"), "network": "n", "network_desc": "d",
+            "variant": "v", "baseline": false, "protocol": "spdy/3.1", "tls": false, "run": 0,
+            "on_load_ms": 1.0, "on_content_load_ms": 1.0, "objects": 1, "failed_objects": 0,
+            "bytes_down": 1, "bytes_up": 1, "packets_down": 1, "packets_up": 1, "link_drops": 0,
+            "header_bytes_sent_raw": 0, "header_bytes_sent_compressed": 0,
+            "header_bytes_received_raw": 0, "header_bytes_received_compressed": 0,
+            "connections": 1, "tcp_retransmissions": 0, "har": "h"
+        }))
+        .unwrap();
+        // Rows as long as a many-host load's (tens of sampled connections).
+        r.server_connections = vec![crate::tcpinfo::ConnSample::default(); 40];
+        r
+    }
+
+    #[test]
+    fn lanes_appending_at_once_never_share_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let path = &path;
+                s.spawn(move || {
+                    for i in 0..100 {
+                        append_row(path, &row(t * 1000 + i)).unwrap();
+                    }
+                });
+            }
+        });
+        let rows = read_rows(&path).unwrap();
+        assert_eq!(rows.len(), 800);
+    }
 }
