@@ -91,6 +91,10 @@ pub struct Row {
     /// net.ipv4.tcp_slow_start_after_idle in the namespaces.
     #[serde(default)]
     pub slow_start_after_idle: bool,
+    /// net.ipv4.tcp_no_metrics_save in the namespaces (true: loads do not learn from
+    /// each other's cached TCP metrics).
+    #[serde(default)]
+    pub no_metrics_save: bool,
     /// HTTP/1.1 connections per host the loader allowed.
     #[serde(default)]
     pub connections_per_host: u32,

@@ -854,6 +854,7 @@ fn row_from_har(
         initcwnd: v.initcwnd.unwrap_or(10),
         initrwnd: v.initrwnd,
         slow_start_after_idle: v.slow_start_after_idle.unwrap_or(true),
+        no_metrics_save: v.no_metrics_save,
         connections_per_host: v.connections_per_host.unwrap_or(6) as u32,
         max_connections: v.max_connections.unwrap_or(32) as u32,
         against: v.against.clone(),
