@@ -14,6 +14,8 @@
 //!   Its mean is the mean over all those loads, and its confidence interval comes from a
 //!   *stratified* bootstrap: each resample draws, for every page, as many loads as that
 //!   page has, from that page's loads, so the mix of pages stays the one that was run.
+//!   With one load per page (runs = 1) there is nothing to resample within a page; the
+//!   interval then resamples the pages.
 //! * **Baseline** of a variant on a network: the variant of that network whose rows say
 //!   `baseline: true` and that has the same `tls` as the variant; if there is none with
 //!   the same `tls`, the first baseline variant of the network. A variant whose rows name
@@ -219,12 +221,18 @@ pub fn summarize(xs: &[f64], seed: u64) -> Option<Summary> {
 }
 
 /// Summarizes the pooled values of several groups (pages); the CI comes from a
-/// stratified bootstrap (every group resampled within itself). `None` when all are empty.
+/// stratified bootstrap (every group resampled within itself), or, when every group holds
+/// one value, from resampling the groups. `None` when all are empty.
 pub fn summarize_pooled(groups: &[Vec<f64>], seed: u64) -> Option<Summary> {
     let groups: Vec<&Vec<f64>> = groups.iter().filter(|g| !g.is_empty()).collect();
     let all: Vec<f64> = groups.iter().flat_map(|g| g.iter().copied()).collect();
     if all.is_empty() {
         return None;
+    }
+    if groups.iter().all(|g| g.len() == 1) {
+        // One load per page: there is no run-to-run spread to resample within a page, and
+        // the stratified interval would have no width; resample the pages instead.
+        return summarize(&all, seed);
     }
     let ci = bootstrap(seed, |rng| {
         let mut s = 0.0;
@@ -647,6 +655,23 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_load_per_page_still_has_an_interval() {
+        let groups: Vec<Vec<f64>> = [900.0, 1000.0, 1100.0, 1300.0]
+            .iter()
+            .map(|x| vec![*x])
+            .collect();
+        let s = summarize_pooled(&groups, 7).unwrap();
+        assert!(s.ci.low < s.mean && s.mean < s.ci.high, "{:?}", s.ci);
+        let two: Vec<Vec<f64>> = vec![vec![1000.0, 1000.0], vec![1200.0, 1200.0]];
+        let t = summarize_pooled(&two, 7).unwrap();
+        assert_eq!(
+            (t.ci.low, t.ci.high),
+            (1100.0, 1100.0),
+            "no spread within pages"
+        );
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * (1.0 + a.abs().max(b.abs()))
