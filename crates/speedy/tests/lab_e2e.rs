@@ -5,7 +5,7 @@
 mod support;
 
 use std::process::Command;
-use support::TempDir;
+use support::{result_keys as keys, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_speedy");
 
@@ -134,19 +134,6 @@ protocol = "spdy"
         assert!(o.status.success(), "shard {id}: {err}");
         assert!(err.contains("from SLURM_ARRAY_TASK_ID"), "{err}");
     }
-    let keys = |p: &std::path::Path| -> std::collections::BTreeSet<String> {
-        std::fs::read_to_string(p)
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let r: serde_json::Value = serde_json::from_str(l).unwrap();
-                format!(
-                    "{} {} {} {}",
-                    r["page"], r["network"], r["variant"], r["run"]
-                )
-            })
-            .collect()
-    };
     let merged = dir.0.join("merged");
     let o = Command::new(BIN)
         .args(["lab", "merge"])

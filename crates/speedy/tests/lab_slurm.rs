@@ -7,11 +7,10 @@
 
 mod support;
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::TempDir;
+use support::{result_keys as keys, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_speedy");
 
@@ -43,20 +42,6 @@ fn need(prog: &str) {
         found,
         "this test needs {prog}: apt-get install slurm-wlm munge (as .ci/run does)"
     );
-}
-
-fn keys(results: &Path) -> BTreeSet<String> {
-    std::fs::read_to_string(results)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let r: serde_json::Value = serde_json::from_str(l).unwrap();
-            format!(
-                "{} {} {} {}",
-                r["page"], r["network"], r["variant"], r["run"]
-            )
-        })
-        .collect()
 }
 
 #[test]

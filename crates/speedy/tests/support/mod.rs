@@ -211,3 +211,19 @@ pub fn synth_corpus(dir: &Path, pages: usize) -> PathBuf {
     );
     dir.join("corpus")
 }
+
+/// The loads of a lab results file, as `page network variant run` keys (what two runs of
+/// one experiment must share, whatever their timings).
+pub fn result_keys(results: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(results)
+        .unwrap_or_else(|e| panic!("{}: {e}", results.display()))
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).expect("a results row");
+            format!(
+                "{} {} {} {}",
+                r["page"], r["network"], r["variant"], r["run"]
+            )
+        })
+        .collect()
+}
