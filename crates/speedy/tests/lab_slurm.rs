@@ -87,13 +87,13 @@ fn a_slurm_array_runs_the_shards_and_the_merge_equals_the_unsharded_run() {
     std::fs::write(
         &conf,
         format!(
-            "ClusterName=speedytest\nSlurmctldHost={host}\nSlurmctldPort={}\nSlurmdPort={}\n\
+            "ClusterName=speedytest\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={}\nSlurmdPort={}\n\
 SlurmUser=root\nSlurmdUser=root\nStateSaveLocation={}\nSlurmdSpoolDir={}\n\
 SlurmctldPidFile={}\nSlurmdPidFile={}\nSlurmctldLogFile={}\nSlurmdLogFile={}\n\
 AuthType=auth/munge\nAuthInfo=socket={}\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
 JobAcctGatherType=jobacct_gather/none\nSelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
 SchedulerType=sched/builtin\nReturnToService=2\nMpiDefault=none\n\
-NodeName={host} CPUs=2 State=UNKNOWN\nPartitionName=lab Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n",
+NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN\nPartitionName=lab Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n",
             free_port(),
             free_port(),
             d("state").display(),
