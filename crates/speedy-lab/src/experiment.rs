@@ -121,8 +121,6 @@ pub struct Variant {
     pub prefetch: bool,
     /// The baseline for speedups.
     pub baseline: bool,
-    /// TCP congestion control (reno, cubic, bbr), if set.
-    pub cc: Option<String>,
     /// Initial congestion window (segments) on the server's routes, if set.
     pub initcwnd: Option<u32>,
     /// net.ipv4.tcp_slow_start_after_idle, if set.
@@ -646,7 +644,6 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         hint: v.hint.unwrap_or(false),
         prefetch: v.prefetch.unwrap_or(false),
         baseline: v.baseline.unwrap_or(false),
-        cc: cc_preference.first().cloned(),
         initcwnd: v.initcwnd,
         slow_start_after_idle: v.slow_start_after_idle,
         no_metrics_save: v.no_metrics_save.unwrap_or(true),
