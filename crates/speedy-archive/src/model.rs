@@ -148,6 +148,10 @@ pub struct Object {
     /// Resource type.
     #[serde(rename = "type")]
     pub kind: ObjectType,
+    /// Scripts: how long running it takes a browser, ms (the loader's `script_ms_per_kb`
+    /// stands in when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_ms: Option<u32>,
     /// How it is discovered.
     pub discovery: Discovery,
 }

@@ -183,6 +183,7 @@ fn page() -> Archive {
             content_encoding: None,
             think_ms: 0,
             kind,
+            exec_ms: None,
             discovery: match parent {
                 None => Discovery::Root,
                 Some(p) => Discovery::Parsed { parent: p, offset },

@@ -206,7 +206,17 @@ pub struct LoadConfig {
     /// How SPDY request headers are compressed (CRIME-safe by default; plain zlib is what
     /// Chrome sent before 2012).
     pub header_compression: spdy::HeaderCompression,
+    /// Load as Chromium does (`loader/chromium.rs`: its priorities, Blink's tight mode
+    /// until `<body>`, the HTTP/1.1 delayable limits, parser-blocking scripts, frames
+    /// requested by the parser only). Off: every reference is requested when found.
+    pub browser_model: bool,
+    /// Script execution cost per KiB of decoded source, for scripts whose archive object
+    /// records no `exec_ms`.
+    pub script_ms_per_kb: f64,
 }
+
+/// Default script execution cost, ms per KiB (see `docs/loader.md`, "Script cost").
+pub const SCRIPT_MS_PER_KB: f64 = 0.1;
 
 impl LoadConfig {
     /// Browser defaults for `url` over `proto`.
@@ -230,6 +240,8 @@ impl LoadConfig {
             keep_bodies: false,
             timeout: Duration::from_secs(60),
             header_compression: spdy::HeaderCompression::CrimeSafe,
+            browser_model: true,
+            script_ms_per_kb: SCRIPT_MS_PER_KB,
         }
     }
 }

@@ -75,9 +75,35 @@ pub struct ValidateRun {
     pub loader_objects: Option<u32>,
     /// The loader's HAR, relative to the output directory.
     pub har: String,
+    /// Chromium's resource timings at onLoad (what it fetched and when), to set beside
+    /// the loader's HAR request by request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chromium_resources: Vec<ChromiumResource>,
     /// What went wrong, if anything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+}
+
+/// One request as Chromium's DevTools `Network` domain saw it (ms after navigation
+/// start). Resource Timing would hide what cross-origin style sheets fetch; these do not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChromiumResource {
+    /// URL.
+    pub url: String,
+    /// Resource type (`Document`, `Stylesheet`, `Script`, `Image`, `Font`, `Fetch`, …).
+    pub kind: String,
+    /// Initiator type (`parser`, `script`, `preload`, `other`).
+    pub initiator: String,
+    /// Chromium's initial priority (`VeryHigh`, `High`, `Medium`, `Low`, `VeryLow`).
+    pub priority: String,
+    /// When the renderer asked for it (`requestWillBeSent`).
+    pub start_ms: f64,
+    /// When its headers went on the wire (`requestTime + sendStart`; 0 if unknown).
+    pub sent_ms: f64,
+    /// First response byte (`requestTime + receiveHeadersEnd`; 0 if unknown).
+    pub response_start_ms: f64,
+    /// Last byte (`loadingFinished`; 0 if it had not finished at onLoad).
+    pub end_ms: f64,
 }
 
 /// One page over one network and protocol.
@@ -211,6 +237,7 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
                                 r.chromium_on_load_ms = Some(t.on_load_ms);
                                 r.chromium_dom_content_loaded_ms = Some(t.dcl_ms);
                                 r.chromium_objects = Some(t.objects);
+                                r.chromium_resources = t.resources.clone();
                             }
                             ("chromium", res.map(|t| t.on_load_ms))
                         } else {
@@ -353,6 +380,7 @@ struct Timing {
     on_load_ms: f64,
     dcl_ms: f64,
     objects: u32,
+    resources: Vec<ChromiumResource>,
 }
 
 /// One network's namespaces, link and replay server (declared first: it is killed before
@@ -480,6 +508,7 @@ impl NetLab {
             on_load_ms: v["onLoad_ms"].as_f64().ok_or("no onLoad_ms")?,
             dcl_ms: v["onContentLoad_ms"].as_f64().unwrap_or(0.0),
             objects: v["totals"]["requests"].as_u64().unwrap_or(0) as u32,
+            resources: Vec::new(),
         })
     }
 
@@ -604,6 +633,7 @@ fn chromium_navigate(
         .to_string();
     let s = Some(session.as_str());
     cdp.call(s, "Page.enable", json!({}), deadline)?;
+    cdp.call(s, "Network.enable", json!({}), deadline)?;
     // Resource timing keeps 250 entries by default; the largest pages have more objects.
     cdp.call(
         s,
@@ -618,7 +648,7 @@ fn chromium_navigate(
     cdp.wait_event(s, "Page.loadEventFired", deadline)?;
     let expr = "JSON.stringify((() => { const n = performance.getEntriesByType('navigation')[0]; \
                 return { load: n.loadEventStart, dcl: n.domContentLoadedEventStart, \
-                protocol: n.nextHopProtocol, \
+                protocol: n.nextHopProtocol, fetch: n.fetchStart, \
                 resources: performance.getEntriesByType('resource').length }; })())";
     let v = cdp.call(
         s,
@@ -642,7 +672,91 @@ fn chromium_navigate(
         on_load_ms: load,
         dcl_ms: t["dcl"].as_f64().unwrap_or(0.0),
         objects: t["resources"].as_u64().unwrap_or(0) as u32 + 1,
+        resources: network_log(
+            std::mem::take(&mut cdp.events),
+            s,
+            t["fetch"].as_f64().unwrap_or(0.0),
+        ),
     })
+}
+
+/// Chromium's requests from the `Network` events of `session`, timed from navigation
+/// start: the document's `requestWillBeSent` is placed at Navigation Timing's
+/// `fetchStart` (both clocks are monotonic; only the origin differs).
+fn network_log(
+    events: VecDeque<Value>,
+    session: Option<&str>,
+    fetch_start_ms: f64,
+) -> Vec<ChromiumResource> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by_id: std::collections::HashMap<String, ChromiumResource> = Default::default();
+    let mut base: Option<f64> = None;
+    for ev in events {
+        if ev.get("sessionId").and_then(Value::as_str) != session {
+            continue;
+        }
+        let p = &ev["params"];
+        let Some(id) = p["requestId"].as_str() else {
+            continue;
+        };
+        let ts = p["timestamp"].as_f64().unwrap_or(0.0) * 1000.0;
+        match ev["method"].as_str().unwrap_or("") {
+            "Network.requestWillBeSent" => {
+                if base.is_none() && p["type"] == "Document" {
+                    base = Some(ts - fetch_start_ms);
+                }
+                if by_id.contains_key(id) {
+                    continue; // a redirect: keep the first request's start
+                }
+                order.push(id.to_string());
+                by_id.insert(
+                    id.to_string(),
+                    ChromiumResource {
+                        url: p["request"]["url"].as_str().unwrap_or("").to_string(),
+                        kind: p["type"].as_str().unwrap_or("").to_string(),
+                        initiator: p["initiator"]["type"].as_str().unwrap_or("").to_string(),
+                        priority: p["request"]["initialPriority"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
+                        start_ms: ts,
+                        ..Default::default()
+                    },
+                );
+            }
+            "Network.responseReceived" => {
+                let t = &p["response"]["timing"];
+                if let (Some(r), Some(req)) = (by_id.get_mut(id), t["requestTime"].as_f64()) {
+                    let at = |k: &str| t[k].as_f64().filter(|v| *v >= 0.0);
+                    if let Some(v) = at("sendStart") {
+                        r.sent_ms = req * 1000.0 + v;
+                    }
+                    if let Some(v) = at("receiveHeadersEnd") {
+                        r.response_start_ms = req * 1000.0 + v;
+                    }
+                }
+            }
+            "Network.loadingFinished" | "Network.loadingFailed" => {
+                if let Some(r) = by_id.get_mut(id) {
+                    r.end_ms = ts;
+                }
+            }
+            _ => {}
+        }
+    }
+    let base = base.unwrap_or(0.0);
+    let rel = |v: f64| if v > 0.0 { v - base } else { 0.0 };
+    order
+        .into_iter()
+        .filter_map(|id| by_id.remove(&id))
+        .map(|mut r| {
+            r.start_ms = rel(r.start_ms);
+            r.sent_ms = rel(r.sent_ms);
+            r.response_start_ms = rel(r.response_start_ms);
+            r.end_ms = rel(r.end_ms);
+            r
+        })
+        .collect()
 }
 
 /// A DevTools protocol connection over Chromium's `--remote-debugging-pipe`.
@@ -775,6 +889,9 @@ impl Cdp {
                 .map_err(|e| format!("waiting for {method}: {e}"))?;
             if matches(&v) {
                 return Ok(v);
+            }
+            if v.get("method").is_some() {
+                self.events.push_back(v);
             }
         }
     }

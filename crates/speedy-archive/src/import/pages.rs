@@ -404,6 +404,7 @@ pub(super) fn build_page(
             think_ms,
             kind: r.kind,
             discovery,
+            exec_ms: None,
         };
         ids.push(a.add_object(o, r.stored.clone()));
     }

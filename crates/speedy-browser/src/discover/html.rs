@@ -48,7 +48,9 @@ pub enum Blocking {
 pub struct HtmlRef {
     /// The reference as written (attribute value, unresolved).
     pub url: String,
-    /// What it loads; `None` for `<base href>` (a new base URL, nothing to load).
+    /// What it loads; `None` for `<base href>` (a new base URL, nothing to load) and for
+    /// the `<body>` marker (`tag` = `"body"`, empty `url`), where the parser inserts the
+    /// body.
     pub kind: Option<ObjectType>,
     /// Byte offset in the document just past the tag that holds it (for `<style>`
     /// contents, just past the reference in the style text).
@@ -315,6 +317,10 @@ fn on_element(el: &lol_html::send::Element<'_, '_>, end: usize, out: &mut Vec<Ht
             }
         }
         "body" | "table" | "td" | "th" => {
+            if tag_name == "body" {
+                // A marker, not a reference: where the parser inserts `<body>`.
+                push(String::new(), None, "body", Blocking::None);
+            }
             if let Some(u) = attr(el, "background") {
                 push(u, Some(ObjectType::Image), "background", Blocking::None);
             }
@@ -408,7 +414,16 @@ mod tests {
     #[test]
     fn finds_references_at_their_offsets_whatever_the_chunking() {
         for size in [1, 2, 3, 7, 16, 64, 4096] {
-            let got = scan_in_chunks(PAGE.as_bytes(), size);
+            let mut got = scan_in_chunks(PAGE.as_bytes(), size);
+            // One `<body>` marker, where the start tag ends; the rest are references.
+            let body: Vec<usize> = got
+                .iter()
+                .filter(|(r, _)| r.tag == "body")
+                .map(|(r, _)| r.end)
+                .collect();
+            let body_tag = PAGE.find("<body").unwrap();
+            assert_eq!(body, [body_tag + PAGE[body_tag..].find('>').unwrap() + 1]);
+            got.retain(|(r, _)| r.tag != "body");
             let urls: Vec<(&str, Option<ObjectType>)> =
                 got.iter().map(|(r, _)| (r.url.as_str(), r.kind)).collect();
             assert_eq!(urls, want(), "chunk size {size}");

@@ -1,40 +1,308 @@
-//! The loader's event handlers: scheduling, connection events, discovery, milestones.
+//! The loader's engine, sans IO: it never reads a clock, opens a socket or spawns a task.
+//! Inputs are connection events and timer expiries, each with `now`
+//! ([`Engine::handle_event`], [`Engine::handle_timeout`]); outputs are [`Action`]s (dial,
+//! send, cancel, close; [`Engine::poll_action`]) and the next timer
+//! ([`Engine::poll_timeout`]). The async shell in `loader/mod.rs` only does the IO, and the
+//! tests in `engine_tests.rs` drive the same engine over a fake network on a virtual clock.
+//!
+//! Concerns, in the order a request meets them:
+//! - discovery: the HTML parser and preload scanner (the parser model is in
+//!   [`super::chromium::DocParser`]; `advance_parser` here), style sheets, scripts when
+//!   they run, the archive's graph, hints, pushes, redirects;
+//! - the browser's schedulers (`release`): Blink's tight mode for the main frame and, over
+//!   HTTP/1.1, the network service's delayable limits ([`super::chromium`]);
+//! - connection pools (`schedule`): six connections per host and a total cap for
+//!   HTTP/1.1, one session per origin (or one in all) for SPDY and HTTP/2;
+//! - script execution (`run_script`, `on_timer`): a cost per script, children requested
+//!   at run time plus their recorded delay;
+//! - milestones (`check_milestones`): `DOMContentLoaded` and `load` as Chromium fires them.
 
+use super::chromium::{self, BlinkGate, DocParser, NetGate, Origin, Step};
 use super::*;
+use std::collections::VecDeque;
 
-pub(super) fn normalize(url: &str) -> Option<String> {
+mod script;
+
+/// What the engine asks the shell to do.
+#[derive(Debug)]
+pub enum Action {
+    /// Open connection `conn` to `host` (TLS or not) and report `Ready` or `DialFailed`.
+    Dial {
+        /// The new connection's id.
+        conn: ConnId,
+        /// Host name.
+        host: String,
+        /// Port from the URL, if any.
+        port: Option<u16>,
+        /// Over TLS.
+        tls: bool,
+    },
+    /// Send a request on a connection.
+    Send {
+        /// Connection.
+        conn: ConnId,
+        /// The request.
+        req: WireRequest,
+    },
+    /// Abandon a request or refuse a push.
+    Cancel {
+        /// Connection.
+        conn: ConnId,
+        /// Request or pushed stream.
+        id: ReqId,
+    },
+    /// Close a connection (it reports `Closed` with its TCP_INFO).
+    Close {
+        /// Connection.
+        conn: ConnId,
+    },
+}
+
+enum Timer {
+    /// Discover an archive object (Computed child) of a parent.
+    Computed {
+        child: usize,
+        parent: ReqId,
+        after_ms: u32,
+    },
+    /// A script finished running; `doc` is the document whose parser it held.
+    Ran { script: ReqId, doc: Option<ReqId> },
+}
+
+/// A reference the parser will request when it gets there (the preload scanner does not
+/// fetch it: iframes).
+struct PendingRef {
+    url: Url,
+    kind: ObjectType,
+    tag: &'static str,
+    end: usize,
+}
+
+/// A style sheet's `url()` that waits for `<body>` (style recalc needs the elements).
+struct StyleRef {
+    url: Url,
+    kind: ObjectType,
+    parent: ReqId,
+    offset: usize,
+}
+
+/// The loader's state for one page load.
+pub struct Engine<'a> {
+    cfg: &'a LoadConfig,
+    archive: Option<&'a Archive>,
+    /// Normalized URL → archive id (objects of the page).
+    index: HashMap<String, usize>,
+    /// Archive id → its children, by discovery.
+    children: HashMap<usize, Vec<usize>>,
+    page_objects: Vec<usize>,
+    driver: Arc<dyn Driver>,
+    ids: Arc<AtomicU64>,
+    /// The time of the input being handled.
+    now: Instant,
+    actions: VecDeque<Action>,
+    reqs: HashMap<ReqId, Req>,
+    by_url: HashMap<String, ReqId>,
+    /// Requests each request initiated (for style sheets' imports).
+    kids: HashMap<ReqId, Vec<ReqId>>,
+    conns: Vec<ConnRecord>,
+    pools: HashMap<String, Pool>,
+    pool_order: Vec<String>,
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    timer_actions: HashMap<u64, Timer>,
+    timer_seq: u64,
+    outstanding: usize,
+    root: ReqId,
+    root_sent: bool,
+    dcl: Option<Instant>,
+    onload: Option<Instant>,
+    discovered_archive: HashSet<usize>,
+    missed_by_parser: Vec<String>,
+    /// `<base href>` of documents.
+    bases: HashMap<ReqId, Url>,
+    /// Whether Chromium's model applies (off: every request goes out when found).
+    chromium: bool,
+    /// Requests the browser's schedulers hold, in discovery order.
+    held: Vec<ReqId>,
+    blink: BlinkGate,
+    net: NetGate,
+    /// The parser of each HTML document.
+    parsers: HashMap<ReqId, DocParser>,
+    pending_refs: Vec<Option<PendingRef>>,
+    style_refs: Vec<StyleRef>,
+    /// Images each document's parser has met (Blink's image boost, late-body scripts).
+    doc_images: HashMap<ReqId, usize>,
+    /// Scripts running or queued to run.
+    running: HashSet<ReqId>,
+}
+
+fn normalize(url: &str) -> Option<String> {
     Url::parse(url).map(|u| u.to_string())
 }
 
-impl Engine<'_> {
-    pub(super) fn index_archive(&mut self, root: &Url) {
-        let Some(a) = self.archive else { return };
-        let key = root.to_string();
-        let page = a.pages.iter().find(|p| {
-            a.objects
-                .get(p.root)
-                .and_then(|o| normalize(&o.url))
-                .as_deref()
-                == Some(key.as_str())
-        });
-        let objects: Vec<usize> = match page {
-            Some(p) => p.objects.clone(),
-            None => (0..a.objects.len()).collect(),
+impl<'a> Engine<'a> {
+    /// A new load of `root_url` at `now`: the root document is requested at once.
+    pub fn new(
+        cfg: &'a LoadConfig,
+        archive: Option<&'a Archive>,
+        driver: Arc<dyn Driver>,
+        ids: Arc<AtomicU64>,
+        root_url: Url,
+        now: Instant,
+    ) -> Engine<'a> {
+        let mut e = Engine {
+            cfg,
+            archive,
+            index: HashMap::new(),
+            children: HashMap::new(),
+            page_objects: Vec::new(),
+            driver,
+            ids,
+            now,
+            actions: VecDeque::new(),
+            reqs: HashMap::new(),
+            by_url: HashMap::new(),
+            kids: HashMap::new(),
+            conns: Vec::new(),
+            pools: HashMap::new(),
+            pool_order: Vec::new(),
+            timers: BinaryHeap::new(),
+            timer_actions: HashMap::new(),
+            timer_seq: 0,
+            outstanding: 0,
+            root: 0,
+            root_sent: false,
+            dcl: None,
+            onload: None,
+            discovered_archive: HashSet::new(),
+            missed_by_parser: Vec::new(),
+            bases: HashMap::new(),
+            chromium: cfg.browser_model,
+            held: Vec::new(),
+            blink: BlinkGate::default(),
+            net: NetGate::default(),
+            parsers: HashMap::new(),
+            pending_refs: Vec::new(),
+            style_refs: Vec::new(),
+            doc_images: HashMap::new(),
+            running: HashSet::new(),
         };
-        for &id in &objects {
-            let o = &a.objects[id];
-            if let Some(k) = normalize(&o.url) {
-                self.index.entry(k).or_insert(id);
-            }
-            if let Some(p) = o.discovery.parent() {
-                self.children.entry(p).or_default().push(id);
-            }
-        }
-        self.page_objects = if page.is_some() { objects } else { Vec::new() };
+        e.index_archive(&root_url);
+        e.root = e
+            .discover(
+                root_url,
+                ObjectType::Document,
+                Initiator::Root,
+                Blocking::None,
+                now,
+            )
+            .expect("first request");
+        e.schedule();
+        e
     }
 
-    fn now_priority(&self, kind: ObjectType) -> u8 {
-        self.cfg.priorities.of(kind)
+    /// A connection event, at `now`.
+    pub fn handle_event(&mut self, ev: ConnEvent, now: Instant) {
+        self.now = now;
+        self.on_event(ev);
+        self.after_input();
+    }
+
+    /// Timers due at `now` fire.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        while let Some(Reverse((t, seq))) = self.timers.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            if let Some(timer) = self.timer_actions.remove(&seq) {
+                self.now = t;
+                self.on_timer(timer, t);
+            }
+        }
+        self.now = now;
+        self.after_input();
+    }
+
+    /// The next thing for the shell to do.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`Engine::handle_timeout`] should be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// `onLoad`, once it has fired.
+    pub fn on_load(&self) -> Option<Instant> {
+        self.onload
+    }
+
+    /// `DOMContentLoaded`, once it has fired.
+    pub fn on_content_load(&self) -> Option<Instant> {
+        self.dcl
+    }
+
+    /// The load is over: `onLoad` fired and nothing is outstanding or pending (requests
+    /// that do not delay `onLoad`, such as `fetch()`, are still waited for so that the
+    /// page's whole URL set is fetched).
+    pub fn settled(&self) -> bool {
+        self.onload.is_some() && self.outstanding == 0 && self.timers.is_empty()
+    }
+
+    /// A request by id.
+    pub fn request(&self, id: ReqId) -> Option<&Req> {
+        self.reqs.get(&id)
+    }
+
+    /// The id of the request for `url`, if made.
+    pub fn request_for(&self, url: &str) -> Option<ReqId> {
+        normalize(url).and_then(|k| self.by_url.get(&k).copied())
+    }
+
+    /// Fails every request not yet done (the load ran out of time).
+    pub fn fail_open(&mut self, now: Instant, why: &str) {
+        self.now = now;
+        let open: Vec<ReqId> = self
+            .reqs
+            .values()
+            .filter(|r| !r.done())
+            .map(|r| r.id)
+            .collect();
+        for id in open {
+            self.fail(id, now, why.into());
+        }
+    }
+
+    /// Asks every open connection to close.
+    pub fn close_all(&mut self) {
+        for c in &mut self.conns {
+            if !c.closed && c.error.is_none() {
+                self.actions.push_back(Action::Close { conn: c.id });
+            }
+        }
+    }
+
+    /// Connections still open (dialled, not yet reported closed).
+    pub fn open_connections(&self) -> usize {
+        self.conns
+            .iter()
+            .filter(|c| !c.closed && c.error.is_none() && c.times.is_some())
+            .count()
+    }
+
+    fn after_input(&mut self) {
+        self.advance_parsers();
+        self.release();
+        self.schedule();
+        self.check_milestones();
+    }
+
+    fn push_timer(&mut self, when: Instant, t: Timer) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse((when, self.timer_seq)));
+        self.timer_actions.insert(self.timer_seq, t);
     }
 
     fn pool_key(&self, u: &Url) -> String {
@@ -42,6 +310,38 @@ impl Engine<'_> {
             (Proto::Spdy | Proto::H2, Domains::Single) => "*".into(),
             _ => u.origin(),
         }
+    }
+
+    /// The priority a request goes out with, and Chromium's for it.
+    fn priorities_for(
+        &self,
+        kind: ObjectType,
+        initiator: &Initiator,
+        blocking: Blocking,
+    ) -> (u8, chromium::Priority) {
+        let doc_images = initiator
+            .parent()
+            .and_then(|p| self.doc_images.get(&p).copied())
+            .unwrap_or(0);
+        let origin = match initiator {
+            Initiator::Parser { .. }
+            | Initiator::ArchiveOffset { .. }
+            | Initiator::ArchiveFallback { .. } => Origin::Parser {
+                blocking_script: blocking == Blocking::SyncScript,
+                async_or_defer: matches!(blocking, Blocking::AsyncScript | Blocking::DeferScript),
+                after_first_image: doc_images > 0,
+            },
+            Initiator::Css { .. } => Origin::Css,
+            Initiator::Script { .. } => Origin::Script,
+            _ => Origin::Other,
+        };
+        let cp = chromium::priority(kind, origin, doc_images);
+        let wire = if self.chromium && self.cfg.priorities == crate::config::Priorities::default() {
+            cp.spdy()
+        } else {
+            self.cfg.priorities.of(kind)
+        };
+        (wire, cp)
     }
 
     /// Queues a request for `url` unless one exists; returns its id if new.
@@ -66,39 +366,24 @@ impl Engine<'_> {
             self.discovered_archive.insert(a);
         }
         let id = self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let referer = initiator
-            .parent()
+        let parent = initiator.parent();
+        let referer = parent
             .and_then(|p| self.reqs.get(&p))
             .map(|p| p.url_s.clone());
         let req_headers = self.request_headers(archive_id, kind, referer);
         let pool = self.pool_key(&url);
-        if !self.pools.contains_key(&pool) {
-            let (host, port, scheme) = if pool == "*" {
-                let root = Url::parse(&self.cfg.url).expect("checked");
-                (root.host.clone(), root.port, root.scheme.clone())
-            } else {
-                (url.host.clone(), url.port, url.scheme.clone())
-            };
-            // In single-domain mode the page's scheme decides TLS for the one connection.
-            let tls = match self.cfg.transport {
-                Transport::Tls => true,
-                Transport::Plain => false,
-                Transport::Auto => scheme == "https",
-            };
-            self.pools.insert(
-                pool.clone(),
-                Pool {
-                    host,
-                    port,
-                    tls,
-                    queue: Vec::new(),
-                    conns: Vec::new(),
-                    error: None,
-                },
-            );
-            self.pool_order.push(pool.clone());
+        self.ensure_pool(&pool, &url);
+        let (priority, chromium_priority) = self.priorities_for(kind, &initiator, blocking);
+        // The main frame: the root, and what the root's subresources (not its frames) ask for.
+        let main_frame = match parent.and_then(|p| self.reqs.get(&p)) {
+            None => true,
+            Some(p) => p.main_frame && !(p.kind == ObjectType::Document && p.id != self.root),
+        };
+        let delays_load = !(kind == ObjectType::Xhr
+            || (kind == ObjectType::Other && matches!(initiator, Initiator::Script { .. })));
+        if let Some(p) = parent {
+            self.kids.entry(p).or_default().push(id);
         }
-        let priority = self.now_priority(kind);
         let req = Req {
             id,
             url_s: key.clone(),
@@ -126,14 +411,86 @@ impl Engine<'_> {
             error: None,
             pushed: false,
             attempts: 0,
+            chromium_priority,
+            released: None,
+            executed: None,
+            delays_load,
+            main_frame,
             parse: Parse::None,
-            pool: pool.clone(),
+            pool,
         };
         self.by_url.insert(key, id);
         self.reqs.insert(id, req);
         self.outstanding += 1;
-        self.enqueue(id);
+        self.held.push(id);
+        self.release();
         Some(id)
+    }
+
+    fn ensure_pool(&mut self, pool: &str, url: &Url) {
+        if self.pools.contains_key(pool) {
+            return;
+        }
+        let (host, port, scheme) = if pool == "*" {
+            let root = Url::parse(&self.cfg.url).expect("checked");
+            (root.host.clone(), root.port, root.scheme.clone())
+        } else {
+            (url.host.clone(), url.port, url.scheme.clone())
+        };
+        // In single-domain mode the page's scheme decides TLS for the one connection.
+        let tls = match self.cfg.transport {
+            Transport::Tls => true,
+            Transport::Plain => false,
+            Transport::Auto => scheme == "https",
+        };
+        self.pools.insert(
+            pool.to_string(),
+            Pool {
+                host,
+                port,
+                tls,
+                queue: Vec::new(),
+                conns: Vec::new(),
+                error: None,
+            },
+        );
+        self.pool_order.push(pool.to_string());
+    }
+
+    /// Lets held requests through the browser's schedulers, highest priority first (then
+    /// discovery order): Blink's for the main frame's subresources, and the network
+    /// service's for HTTP/1.1.
+    fn release(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_by_key(|id| (Reverse(self.reqs[id].chromium_priority), *id));
+        let mut kept = Vec::new();
+        for id in held {
+            let (p, main, host) = {
+                let r = &self.reqs[&id];
+                (r.chromium_priority, r.main_frame, r.url.host.clone())
+            };
+            let gated = self.chromium && id != self.root;
+            let h1 = self.cfg.proto == Proto::Http1;
+            if gated && ((main && !self.blink.allows(p)) || (h1 && !self.net.allows(&host, p))) {
+                kept.push(id);
+                continue;
+            }
+            if gated {
+                if main {
+                    self.blink.start(id, p);
+                }
+                if h1 {
+                    self.net.start(id, &host, p);
+                }
+            }
+            self.reqs.get_mut(&id).expect("req").released = Some(self.now);
+            self.enqueue(id);
+        }
+        kept.sort();
+        self.held = kept;
     }
 
     fn enqueue(&mut self, id: ReqId) {
@@ -153,6 +510,32 @@ impl Engine<'_> {
             })
             .unwrap_or(p.queue.len());
         p.queue.insert(at, id);
+    }
+
+    fn index_archive(&mut self, root: &Url) {
+        let Some(a) = self.archive else { return };
+        let key = root.to_string();
+        let page = a.pages.iter().find(|p| {
+            a.objects
+                .get(p.root)
+                .and_then(|o| normalize(&o.url))
+                .as_deref()
+                == Some(key.as_str())
+        });
+        let objects: Vec<usize> = match page {
+            Some(p) => p.objects.clone(),
+            None => (0..a.objects.len()).collect(),
+        };
+        for &id in &objects {
+            let o = &a.objects[id];
+            if let Some(k) = normalize(&o.url) {
+                self.index.entry(k).or_insert(id);
+            }
+            if let Some(p) = o.discovery.parent() {
+                self.children.entry(p).or_default().push(id);
+            }
+        }
+        self.page_objects = if page.is_some() { objects } else { Vec::new() };
     }
 
     fn request_headers(
@@ -210,9 +593,9 @@ impl Engine<'_> {
         h
     }
 
-    // ---- scheduling ---------------------------------------------------------------
+    // ---- connection pools ---------------------------------------------------------
 
-    pub(super) fn schedule(&mut self) {
+    fn schedule(&mut self) {
         let keys: Vec<String> = self
             .pool_order
             .iter()
@@ -331,7 +714,7 @@ impl Engine<'_> {
             Some(i) => {
                 let c = &mut self.conns[i];
                 c.closing = true;
-                let _ = c.tx.send(ConnCmd::Close);
+                self.actions.push_back(Action::Close { conn: c.id });
                 true
             }
             None => false,
@@ -340,13 +723,9 @@ impl Engine<'_> {
 
     fn open_conn(&mut self, key: &str) -> ConnId {
         let id = self.conns.len() as ConnId;
-        let (tx, rx) = mpsc::unbounded_channel();
         let p = self.pools.get_mut(key).expect("pool");
         p.conns.push(id);
-        let host = p.host.clone();
-        let port = p.port;
-        let tls = if p.tls { self.tls.clone() } else { None };
-        let use_tls = p.tls;
+        let (host, port, tls) = (p.host.clone(), p.port, p.tls);
         self.conns.push(ConnRecord {
             id,
             pool: key.to_string(),
@@ -358,76 +737,22 @@ impl Engine<'_> {
             tcp_info: None,
             counters: ConnCounters::default(),
             closed: false,
-            opened: Instant::now(),
-            tx,
+            opened: self.now,
             inflight: 0,
             used: false,
             closing: false,
         });
-        let resolver = self.resolver.clone();
-        let driver = self.driver.clone();
-        let events = self.ev_tx.clone();
-        let ids = self.ids.clone();
-        tokio::spawn(async move {
-            if use_tls && tls.is_none() {
-                let _ = events.send(ConnEvent::DialFailed {
-                    conn: id,
-                    error: "TLS is not configured".into(),
-                });
-                return;
-            }
-            let d = net::dial(
-                &resolver,
-                DialSpec {
-                    host: &host,
-                    url_port: port,
-                    tls,
-                },
-            )
-            .await;
-            match d {
-                Ok(d) => {
-                    if use_tls {
-                        let want = driver.alpn();
-                        let ok = match d.alpn.as_deref() {
-                            Some(a) => a == want,
-                            None => want == "http/1.1",
-                        };
-                        if !ok {
-                            let _ = events.send(ConnEvent::DialFailed {
-                                conn: id,
-                                error: format!(
-                                    "{host}: server does not speak {want} (ALPN chose {:?})",
-                                    d.alpn
-                                ),
-                            });
-                            return;
-                        }
-                    }
-                    let _ = events.send(ConnEvent::Ready {
-                        conn: id,
-                        times: d.times,
-                        peer: d.peer,
-                    });
-                    let ctx = ConnCtx {
-                        conn: id,
-                        cmds: rx,
-                        events,
-                        ids,
-                        fd: d.fd,
-                    };
-                    driver.run(d.io, ctx).await;
-                }
-                Err(error) => {
-                    let _ = events.send(ConnEvent::DialFailed { conn: id, error });
-                }
-            }
+        self.actions.push_back(Action::Dial {
+            conn: id,
+            host,
+            port,
+            tls,
         });
         id
     }
 
     fn assign(&mut self, id: ReqId, conn: ConnId) {
-        let now = Instant::now();
+        let now = self.now;
         let c = &mut self.conns[conn as usize];
         let fresh = !c.used;
         c.used = true;
@@ -438,7 +763,7 @@ impl Engine<'_> {
         r.conn = Some(conn);
         r.fresh = fresh;
         r.attempts += 1;
-        let w = WireRequest {
+        let req = WireRequest {
             id,
             method: "GET".into(),
             scheme: r.url.scheme.clone(),
@@ -447,14 +772,12 @@ impl Engine<'_> {
             headers: r.req_headers.clone(),
             priority: r.priority,
         };
-        if c.tx.send(ConnCmd::Send(w)).is_err() {
-            // The task is gone; its Closed event will requeue the request.
-        }
+        self.actions.push_back(Action::Send { conn, req });
     }
 
     // ---- events -------------------------------------------------------------------
 
-    pub(super) fn on_event(&mut self, ev: ConnEvent) {
+    fn on_event(&mut self, ev: ConnEvent) {
         match ev {
             ConnEvent::Ready { conn, times, peer } => {
                 let c = &mut self.conns[conn as usize];
@@ -471,9 +794,8 @@ impl Engine<'_> {
                 let others = p.conns.iter().any(|o| self.conns[*o as usize].live());
                 if !others {
                     let queue = std::mem::take(&mut self.pools.get_mut(&key).expect("pool").queue);
-                    let now = Instant::now();
                     for id in queue {
-                        self.fail(id, now, error.clone());
+                        self.fail(id, self.now, error.clone());
                     }
                 }
             }
@@ -577,7 +899,7 @@ impl Engine<'_> {
 
     fn on_push(&mut self, conn: ConnId, id: ReqId, assoc: Option<ReqId>, url: String, at: Instant) {
         let Some(mut u) = Url::parse(&url) else {
-            let _ = self.conns[conn as usize].tx.send(ConnCmd::Cancel(id));
+            self.actions.push_back(Action::Cancel { conn, id });
             return;
         };
         // A server on a forced transport (e.g. plain TCP for https origins) names pushes
@@ -598,7 +920,7 @@ impl Engine<'_> {
         let key = u.to_string();
         if self.by_url.contains_key(&key) {
             // Already requested: refuse the duplicate.
-            let _ = self.conns[conn as usize].tx.send(ConnCmd::Cancel(id));
+            self.actions.push_back(Action::Cancel { conn, id });
             return;
         }
         let archive_id = self.index.get(&key).copied();
@@ -642,6 +964,11 @@ impl Engine<'_> {
                 error: None,
                 pushed: true,
                 attempts: 1,
+                chromium_priority: chromium::Priority::Low,
+                released: Some(at),
+                executed: None,
+                delays_load: true,
+                main_frame: true,
                 parse: Parse::None,
                 pool,
             },
@@ -676,6 +1003,7 @@ impl Engine<'_> {
         let html = ct.contains("html") || (ct.is_empty() && r.kind == ObjectType::Document);
         let css = ct.contains("css") || (ct.is_empty() && r.kind == ObjectType::Stylesheet);
         let decoder = Decoder::for_encoding(&enc);
+        let is_html = ok && html && decoder.is_some();
         r.parse = match (ok, html, css, decoder) {
             (true, true, _, Some(d)) => Parse::Html(Box::default(), d),
             (true, false, true, Some(d)) => Parse::Css(Vec::new(), d),
@@ -698,6 +1026,9 @@ impl Engine<'_> {
             }
             _ => Parse::None,
         };
+        if is_html {
+            self.parsers.entry(id).or_default();
+        }
         if self.cfg.hint && id == self.root {
             let hinted: Vec<(String, Option<String>)> = r
                 .resp_headers
@@ -734,6 +1065,7 @@ impl Engine<'_> {
         }
         let mut found: Vec<HtmlRef> = Vec::new();
         let mut offsets: Vec<(usize, usize)> = Vec::new();
+        let mut html = false;
         match &mut r.parse {
             Parse::None => r.decoded_bytes += data.len() as u64,
             Parse::Html(scanner, dec) => {
@@ -743,6 +1075,7 @@ impl Engine<'_> {
                 };
                 r.decoded_bytes += plain.len() as u64;
                 found = scanner.feed(&plain);
+                html = true;
             }
             Parse::Css(buf, dec) => {
                 match dec {
@@ -759,8 +1092,12 @@ impl Engine<'_> {
                 }
             }
         }
+        let decoded = r.decoded_bytes as usize;
         if !found.is_empty() {
             self.on_html_refs(id, found, at);
+        }
+        if html {
+            self.parsers.entry(id).or_default().arrived = decoded;
         }
         for (offset, child) in offsets {
             self.discover_archive_child(child, Initiator::ArchiveOffset { parent: id, offset }, at);
@@ -772,55 +1109,6 @@ impl Engine<'_> {
         let o = &ar.objects[child];
         if let Some(u) = Url::parse(&o.url) {
             self.discover(u, o.kind, init, Blocking::None, at);
-        }
-    }
-
-    /// Handles references found by a document's parser (`<base>` changes its base).
-    fn on_html_refs(&mut self, parent: ReqId, refs: Vec<HtmlRef>, at: Instant) {
-        let mut base = self.reqs[&parent].url.clone();
-        if let Some(b) = self.base_of(parent) {
-            base = b;
-        }
-        let is_root = parent == self.root;
-        for r in refs {
-            let Some(kind) = r.kind else {
-                if let Some(b) = base.join(&r.url) {
-                    base = b.clone();
-                    self.bases.insert(parent, b);
-                }
-                continue;
-            };
-            let Some(u) = base.join(&r.url) else { continue };
-            let blocking = if is_root { r.blocking } else { Blocking::None };
-            let init = if r.tag == "style" {
-                Initiator::Css {
-                    parent,
-                    offset: r.end,
-                }
-            } else {
-                Initiator::Parser {
-                    parent,
-                    offset: r.end,
-                    tag: r.tag,
-                }
-            };
-            let key = u.to_string();
-            if let Some(&existing) = self.by_url.get(&key) {
-                // Found again (e.g. hinted or pushed first): it still holds up DCL.
-                if is_root {
-                    let e = self.reqs.get_mut(&existing).expect("req");
-                    if e.blocking == Blocking::None {
-                        e.blocking = blocking;
-                        self.dcl_refs.push((existing, r.end));
-                    }
-                }
-                continue;
-            }
-            if let Some(id) = self.discover(u, kind, init, blocking, at) {
-                if is_root {
-                    self.dcl_refs.push((id, r.end));
-                }
-            }
         }
     }
 
@@ -837,12 +1125,14 @@ impl Engine<'_> {
             let c = &mut self.conns[c as usize];
             c.inflight = c.inflight.saturating_sub(1);
         }
+        self.blink.finish(id);
+        self.net.finish(id);
+        let r = self.reqs.get_mut(&id).expect("req");
         let parse = std::mem::replace(&mut r.parse, Parse::None);
-        let status = r.status;
-        let base = r.url.clone();
-        let archive_id = r.archive_id;
+        let (status, base, archive_id, kind) = (r.status, r.url.clone(), r.archive_id, r.kind);
+        let decoded = r.decoded_bytes as usize;
         let location = r.header("location").map(str::to_string);
-        let kind = r.kind;
+        let main_frame = r.main_frame;
         match parse {
             Parse::Html(mut scanner, mut dec) => {
                 let mut refs = Vec::new();
@@ -854,82 +1144,111 @@ impl Engine<'_> {
                 if !refs.is_empty() {
                     self.on_html_refs(id, refs, at);
                 }
+                let p = self.parsers.entry(id).or_default();
+                p.arrived = decoded.max(p.arrived);
+                p.complete = true;
             }
             Parse::Css(buf, _) => {
+                let body_seen = self.parsers.get(&self.root).is_some_and(|p| p.body_seen);
                 for c in scan_css(&buf) {
-                    if let Some(u) = base.join(&c.url) {
-                        self.discover(
-                            u,
-                            c.kind,
-                            Initiator::Css {
-                                parent: id,
-                                offset: c.end,
-                            },
-                            Blocking::None,
-                            at,
-                        );
+                    let Some(u) = base.join(&c.url) else { continue };
+                    let wait = self.chromium
+                        && main_frame
+                        && !body_seen
+                        && c.kind != ObjectType::Stylesheet;
+                    if wait {
+                        self.style_refs.push(StyleRef {
+                            url: u,
+                            kind: c.kind,
+                            parent: id,
+                            offset: c.end,
+                        });
+                        continue;
                     }
+                    let init = Initiator::Css {
+                        parent: id,
+                        offset: c.end,
+                    };
+                    self.discover(u, c.kind, init, Blocking::None, at);
                 }
             }
             Parse::Offsets(list, next) => {
                 for &(offset, child) in &list[next..] {
-                    self.discover_archive_child(
-                        child,
-                        Initiator::ArchiveOffset { parent: id, offset },
-                        at,
-                    );
+                    let init = Initiator::ArchiveOffset { parent: id, offset };
+                    self.discover_archive_child(child, init, at);
                 }
             }
             Parse::None => {}
         }
         if (200..300).contains(&status) {
-            if let (Some(a), Some(ar)) = (archive_id, self.archive) {
-                let kids = self.children.get(&a).cloned().unwrap_or_default();
-                for ch in kids {
-                    match ar.objects[ch].discovery {
-                        Discovery::Computed { after_ms, .. } => {
-                            self.timer_seq += 1;
-                            let when = at + Duration::from_millis(after_ms as u64);
-                            self.timers.push(Reverse((when, self.timer_seq)));
-                            self.timer_actions.insert(
-                                self.timer_seq,
-                                Timer::Computed {
-                                    child: ch,
-                                    parent: id,
-                                    after_ms,
-                                },
-                            );
-                        }
-                        Discovery::Parsed { .. }
-                            if self.cfg.archive_fallback
-                                && !self.discovered_archive.contains(&ch) =>
-                        {
-                            let url = ar.objects[ch].url.clone();
-                            if let Some(k) = normalize(&url) {
-                                if !self.by_url.contains_key(&k) {
-                                    self.missed_by_parser.push(k);
-                                }
-                            }
-                            self.discover_archive_child(
-                                ch,
-                                Initiator::ArchiveFallback { parent: id },
-                                at,
-                            );
-                        }
-                        _ => {}
-                    }
+            if kind == ObjectType::Script {
+                // A script the parser does not run (async, inserted, pushed) runs now.
+                let parser_runs = self.parsers.values().any(|p| p.runs_script(id));
+                if !parser_runs {
+                    self.run_script(id, None);
                 }
+            } else if let Some(a) = archive_id {
+                self.schedule_computed(a, id, at);
             }
+            self.archive_fallback(archive_id, id, at);
         } else if (300..400).contains(&status) {
             if let Some(u) = location.and_then(|l| base.join(&l)) {
-                self.discover(
-                    u,
-                    kind,
-                    Initiator::Redirect { parent: id },
-                    Blocking::None,
-                    at,
+                let init = Initiator::Redirect { parent: id };
+                self.discover(u, kind, init, Blocking::None, at);
+            }
+        }
+    }
+
+    /// The archive's children of `parent` that its code requests after a delay (for a
+    /// script: from when it ran; otherwise from its end).
+    fn schedule_computed(&mut self, archive_id: usize, parent: ReqId, from: Instant) {
+        let Some(ar) = self.archive else { return };
+        for ch in self.children.get(&archive_id).cloned().unwrap_or_default() {
+            if let Discovery::Computed { after_ms, .. } = ar.objects[ch].discovery {
+                let when = from + Duration::from_millis(after_ms as u64);
+                self.push_timer(
+                    when,
+                    Timer::Computed {
+                        child: ch,
+                        parent,
+                        after_ms,
+                    },
                 );
             }
+        }
+    }
+
+    /// Archive children a parser should have found and did not: fetched at the parent's
+    /// end (counted as `missed_by_parser`).
+    fn archive_fallback(&mut self, archive_id: Option<usize>, parent: ReqId, at: Instant) {
+        let (Some(a), Some(ar)) = (archive_id, self.archive) else {
+            return;
+        };
+        if !self.cfg.archive_fallback {
+            return;
+        }
+        for ch in self.children.get(&a).cloned().unwrap_or_default() {
+            if !matches!(ar.objects[ch].discovery, Discovery::Parsed { .. })
+                || self.discovered_archive.contains(&ch)
+            {
+                continue;
+            }
+            // A reference held for `<body>` or for the parser is found, not missed.
+            if let Some(k) = normalize(&ar.objects[ch].url) {
+                let held = self.style_refs.iter().any(|s| s.url.to_string() == k)
+                    || self
+                        .pending_refs
+                        .iter()
+                        .flatten()
+                        .any(|p| p.url.to_string() == k);
+                if held {
+                    continue;
+                }
+                if !self.by_url.contains_key(&k) {
+                    self.missed_by_parser.push(k);
+                }
+            }
+            self.discover_archive_child(ch, Initiator::ArchiveFallback { parent }, at);
         }
     }
 
@@ -953,74 +1272,11 @@ impl Engine<'_> {
         if let Some(p) = self.pools.get_mut(&pool) {
             p.queue.retain(|q| *q != id);
         }
-    }
-
-    pub(super) fn fire_timers(&mut self) {
-        let now = Instant::now();
-        while let Some(Reverse((t, seq))) = self.timers.peek().copied() {
-            if t > now {
-                break;
-            }
-            self.timers.pop();
-            if let Some(Timer::Computed {
-                child,
-                parent,
-                after_ms,
-            }) = self.timer_actions.remove(&seq)
-            {
-                self.discover_archive_child(child, Initiator::Script { parent, after_ms }, t);
-            }
-        }
-    }
-
-    pub(super) fn check_milestones(&mut self) {
-        let now = Instant::now();
-        if self.dcl.is_none() {
-            let root = &self.reqs[&self.root];
-            if let Some(root_end) = root.end {
-                // The last classic script's offset: style sheets before it block too.
-                let last_script = self
-                    .dcl_refs
-                    .iter()
-                    .filter(|(id, _)| {
-                        matches!(
-                            self.reqs[id].blocking,
-                            Blocking::SyncScript | Blocking::DeferScript
-                        )
-                    })
-                    .map(|(_, off)| *off)
-                    .max();
-                let mut t = root_end;
-                let mut waiting = false;
-                for (id, off) in &self.dcl_refs {
-                    let r = &self.reqs[id];
-                    let blocks = match r.blocking {
-                        Blocking::SyncScript | Blocking::DeferScript => true,
-                        Blocking::Stylesheet => last_script.is_some_and(|l| *off < l),
-                        _ => false,
-                    };
-                    if blocks {
-                        match r.end {
-                            Some(e) => t = t.max(e),
-                            None => waiting = true,
-                        }
-                    }
-                }
-                if !waiting {
-                    self.dcl = Some(t);
-                }
-            }
-        }
-        if let Some(dcl) = self.dcl {
-            if self.onload.is_none() && self.outstanding == 0 && self.timers.is_empty() {
-                let last = self
-                    .reqs
-                    .values()
-                    .filter_map(|r| r.end)
-                    .max()
-                    .unwrap_or(now);
-                self.onload = Some(last.max(dcl));
-            }
+        self.held.retain(|q| *q != id);
+        self.blink.finish(id);
+        self.net.finish(id);
+        if let Some(p) = self.parsers.get_mut(&id) {
+            p.complete = true;
         }
     }
 
@@ -1028,7 +1284,8 @@ impl Engine<'_> {
         self.bases.get(&parent).cloned()
     }
 
-    pub(super) fn finish(
+    /// The load's record (requests, connections, milestones, what the archive expected).
+    pub fn finish(
         self,
         started: SystemTime,
         start: Instant,

@@ -207,6 +207,16 @@ pub struct Req {
     pub pushed: bool,
     /// Attempts made.
     pub attempts: u32,
+    /// Chromium's priority for it (the wire priority unless `--priorities` overrides).
+    pub chromium_priority: chromium::Priority,
+    /// When the browser's schedulers let it go to a connection pool.
+    pub released: Option<Instant>,
+    /// When it ran (scripts).
+    pub executed: Option<Instant>,
+    /// Whether it holds up `onLoad` (`fetch()`/XHR do not).
+    pub delays_load: bool,
+    /// Requested for the main frame (Blink's per-frame scheduler applies).
+    main_frame: bool,
     parse: Parse,
     pool: String,
 }
@@ -259,7 +269,6 @@ pub struct ConnRecord {
     pub closed: bool,
     /// When it was opened.
     pub opened: Instant,
-    tx: mpsc::UnboundedSender<ConnCmd>,
     inflight: usize,
     used: bool,
     closing: bool,
@@ -362,51 +371,11 @@ impl LagProbe {
     }
 }
 
-enum Timer {
-    /// Discover an archive object (Computed child) of a parent.
-    Computed {
-        child: usize,
-        parent: ReqId,
-        after_ms: u32,
-    },
-}
-
-struct Engine<'a> {
-    cfg: &'a LoadConfig,
-    archive: Option<&'a Archive>,
-    /// Normalized URL → archive id (objects of the page).
-    index: HashMap<String, usize>,
-    /// Archive id → its children, by discovery.
-    children: HashMap<usize, Vec<usize>>,
-    page_objects: Vec<usize>,
-    driver: Arc<dyn Driver>,
-    tls: Option<Arc<rustls::ClientConfig>>,
-    resolver: Arc<Resolver>,
-    ids: Arc<AtomicU64>,
-    ev_tx: mpsc::UnboundedSender<ConnEvent>,
-    reqs: HashMap<ReqId, Req>,
-    by_url: HashMap<String, ReqId>,
-    conns: Vec<ConnRecord>,
-    pools: HashMap<String, Pool>,
-    pool_order: Vec<String>,
-    timers: BinaryHeap<Reverse<(Instant, u64)>>,
-    timer_actions: HashMap<u64, Timer>,
-    timer_seq: u64,
-    outstanding: usize,
-    root: ReqId,
-    root_sent: bool,
-    dcl: Option<Instant>,
-    onload: Option<Instant>,
-    discovered_archive: HashSet<usize>,
-    missed_by_parser: Vec<String>,
-    /// `<base href>` of documents.
-    bases: HashMap<ReqId, Url>,
-    /// References of the root document (id, offset) for DOMContentLoaded.
-    dcl_refs: Vec<(ReqId, usize)>,
-}
-
 /// Loads a page. The archive (if any) supplies recorded request headers, resource types,
 /// and what scripts and style sheets request after they run.
+///
+/// This is the IO shell around [`Engine`]: it dials what the engine asks for, runs one
+/// task per connection, and feeds the engine their events and the clock.
 pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadResult, LoadError> {
     let root_url = Url::parse(&cfg.url).ok_or_else(|| LoadError::BadUrl(cfg.url.clone()))?;
     let driver: Arc<dyn Driver> = match cfg.proto {
@@ -420,20 +389,79 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
         }
         Proto::H2 => Arc::new(conn::h2::H2::default()),
     };
-    let needs_tls = match cfg.transport {
-        Transport::Tls => true,
-        Transport::Plain => false,
-        Transport::Auto => true, // built lazily below only if some origin is https
-    };
-    let tls = if needs_tls {
-        Some(
+    let tls = match cfg.transport {
+        Transport::Plain => None,
+        Transport::Tls | Transport::Auto => Some(
             speedy_net::tls::client_config(&cfg.verify, &[driver.alpn()])
                 .map_err(LoadError::Tls)?,
-        )
-    } else {
-        None
+        ),
     };
-    // The DNS cost.
+    let dns_cost = dns_cost(cfg, &root_url).await;
+    let resolver = Arc::new(Resolver::new(cfg.resolve.clone(), dns_cost));
+    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
+    let ids = Arc::new(AtomicU64::new(1));
+    let started = SystemTime::now();
+    let start = Instant::now();
+    let deadline = start + cfg.timeout;
+    let lag = LagProbe::start();
+    let mut e = Engine::new(cfg, archive, driver.clone(), ids.clone(), root_url, start);
+    let mut conns: HashMap<ConnId, mpsc::UnboundedSender<ConnCmd>> = HashMap::new();
+    let shell = Shell {
+        driver,
+        tls,
+        resolver,
+        events: ev_tx,
+        ids,
+    };
+    let mut timed_out = false;
+    loop {
+        while let Some(a) = e.poll_action() {
+            shell.perform(a, &mut conns);
+        }
+        if e.settled() {
+            break;
+        }
+        let wake = e.poll_timeout().map_or(deadline, |t| t.min(deadline));
+        tokio::select! {
+            ev = ev_rx.recv() => {
+                if let Some(ev) = ev {
+                    e.handle_event(ev, Instant::now());
+                    while let Ok(ev) = ev_rx.try_recv() {
+                        e.handle_event(ev, Instant::now());
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(wake.into()) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    timed_out = e.on_load().is_none();
+                    e.fail_open(now, "timed out");
+                    break;
+                }
+                e.handle_timeout(now);
+            }
+        }
+    }
+    // Close every connection; collect TCP_INFO (bounded wait).
+    e.close_all();
+    while let Some(a) = e.poll_action() {
+        shell.perform(a, &mut conns);
+    }
+    let close_deadline = Instant::now() + Duration::from_secs(3);
+    while e.open_connections() > 0 {
+        match tokio::time::timeout_at(close_deadline.into(), ev_rx.recv()).await {
+            Ok(Some(ev)) => e.handle_event(ev, Instant::now()),
+            _ => break,
+        }
+    }
+    let mut res = e.finish(started, start, timed_out, dns_cost);
+    res.event_loop_lag_max = lag.stop();
+    Ok(res)
+}
+
+/// The cost charged for each new host name: fixed, or in round trips of `--rtt-ms` or of
+/// one TCP handshake to the page's address.
+async fn dns_cost(cfg: &LoadConfig, root_url: &Url) -> Duration {
     let rtt = match (cfg.dns_cost, cfg.rtt) {
         (crate::config::DnsCost::Rtts(_), None) => {
             let r0 = Resolver::new(cfg.resolve.clone(), Duration::ZERO);
@@ -453,117 +481,123 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
         }
         (_, r) => r.unwrap_or(Duration::ZERO),
     };
-    let dns_cost = match cfg.dns_cost {
+    match cfg.dns_cost {
         crate::config::DnsCost::Ms(ms) => Duration::from_secs_f64(ms / 1000.0),
         crate::config::DnsCost::Rtts(n) => rtt.mul_f64(n),
-    };
-    let resolver = Arc::new(Resolver::new(cfg.resolve.clone(), dns_cost));
-    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
-    let mut e = Engine {
-        cfg,
-        archive,
-        index: HashMap::new(),
-        children: HashMap::new(),
-        page_objects: Vec::new(),
-        driver,
-        tls,
-        resolver,
-        ids: Arc::new(AtomicU64::new(1)),
-        ev_tx,
-        reqs: HashMap::new(),
-        by_url: HashMap::new(),
-        conns: Vec::new(),
-        pools: HashMap::new(),
-        pool_order: Vec::new(),
-        timers: BinaryHeap::new(),
-        timer_actions: HashMap::new(),
-        timer_seq: 0,
-        outstanding: 0,
-        root: 0,
-        root_sent: false,
-        dcl: None,
-        onload: None,
-        discovered_archive: HashSet::new(),
-        missed_by_parser: Vec::new(),
-        bases: HashMap::new(),
-        dcl_refs: Vec::new(),
-    };
-    e.index_archive(&root_url);
-    let started = SystemTime::now();
-    let start = Instant::now();
-    let deadline = start + cfg.timeout;
-    let lag = LagProbe::start();
-    e.root = e
-        .discover(
-            root_url.clone(),
-            ObjectType::Document,
-            Initiator::Root,
-            Blocking::None,
-            start,
-        )
-        .expect("first request");
-    let mut timed_out = false;
-    loop {
-        e.schedule();
-        if e.onload.is_some() {
-            break;
-        }
-        let next_timer = e.timers.peek().map(|Reverse((t, _))| *t);
-        let wake = next_timer.map_or(deadline, |t| t.min(deadline));
-        tokio::select! {
-            ev = ev_rx.recv() => {
-                if let Some(ev) = ev {
-                    e.on_event(ev);
-                    while let Ok(ev) = ev_rx.try_recv() {
-                        e.on_event(ev);
-                    }
-                }
-            }
-            _ = tokio::time::sleep_until(wake.into()) => {
-                if Instant::now() >= deadline {
-                    timed_out = true;
-                    break;
-                }
-                e.fire_timers();
-            }
-        }
-        e.check_milestones();
     }
-    if timed_out {
-        let now = Instant::now();
-        let open: Vec<ReqId> = e
-            .reqs
-            .values()
-            .filter(|r| !r.done())
-            .map(|r| r.id)
-            .collect();
-        for id in open {
-            e.fail(id, now, "timed out".into());
-        }
-    }
-    // Close every connection; collect TCP_INFO (bounded wait).
-    for c in &mut e.conns {
-        if !c.closed {
-            let _ = c.tx.send(ConnCmd::Close);
-        }
-    }
-    let close_deadline = Instant::now() + Duration::from_secs(3);
-    while e
-        .conns
-        .iter()
-        .any(|c| !c.closed && c.error.is_none() && c.times.is_some())
-    {
-        match tokio::time::timeout_at(close_deadline.into(), ev_rx.recv()).await {
-            Ok(Some(ev)) => e.on_event(ev),
-            _ => break,
-        }
-    }
-    let mut res = e.finish(started, start, timed_out, dns_cost);
-    res.event_loop_lag_max = lag.stop();
-    Ok(res)
 }
 
+/// What the shell needs to carry out the engine's [`Action`]s.
+struct Shell {
+    driver: Arc<dyn Driver>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    resolver: Arc<Resolver>,
+    events: mpsc::UnboundedSender<ConnEvent>,
+    ids: Arc<AtomicU64>,
+}
+
+impl Shell {
+    fn perform(&self, a: Action, conns: &mut HashMap<ConnId, mpsc::UnboundedSender<ConnCmd>>) {
+        let cmd = match a {
+            Action::Dial {
+                conn,
+                host,
+                port,
+                tls,
+            } => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                conns.insert(conn, tx);
+                self.dial(conn, host, port, tls, rx);
+                return;
+            }
+            Action::Send { conn, req } => (conn, ConnCmd::Send(req)),
+            Action::Cancel { conn, id } => (conn, ConnCmd::Cancel(id)),
+            Action::Close { conn } => (conn, ConnCmd::Close),
+        };
+        if let Some(tx) = conns.get(&cmd.0) {
+            // A task that is gone reports Closed; its requests are requeued then.
+            let _ = tx.send(cmd.1);
+        }
+    }
+
+    fn dial(
+        &self,
+        id: ConnId,
+        host: String,
+        port: Option<u16>,
+        use_tls: bool,
+        rx: mpsc::UnboundedReceiver<ConnCmd>,
+    ) {
+        let tls = if use_tls { self.tls.clone() } else { None };
+        let resolver = self.resolver.clone();
+        let driver = self.driver.clone();
+        let events = self.events.clone();
+        let ids = self.ids.clone();
+        tokio::spawn(async move {
+            if use_tls && tls.is_none() {
+                let _ = events.send(ConnEvent::DialFailed {
+                    conn: id,
+                    error: "TLS is not configured".into(),
+                });
+                return;
+            }
+            let d = net::dial(
+                &resolver,
+                DialSpec {
+                    host: &host,
+                    url_port: port,
+                    tls,
+                },
+            )
+            .await;
+            match d {
+                Ok(d) => {
+                    if use_tls {
+                        let want = driver.alpn();
+                        let ok = match d.alpn.as_deref() {
+                            Some(a) => a == want,
+                            None => want == "http/1.1",
+                        };
+                        if !ok {
+                            let _ = events.send(ConnEvent::DialFailed {
+                                conn: id,
+                                error: format!(
+                                    "{host}: server does not speak {want} (ALPN chose {:?})",
+                                    d.alpn
+                                ),
+                            });
+                            return;
+                        }
+                    }
+                    let _ = events.send(ConnEvent::Ready {
+                        conn: id,
+                        times: d.times,
+                        peer: d.peer,
+                    });
+                    let ctx = ConnCtx {
+                        conn: id,
+                        cmds: rx,
+                        events,
+                        ids,
+                        fd: d.fd,
+                    };
+                    driver.run(d.io, ctx).await;
+                }
+                Err(error) => {
+                    let _ = events.send(ConnEvent::DialFailed { conn: id, error });
+                }
+            }
+        });
+    }
+}
+
+mod chromium;
 mod engine;
+#[cfg(test)]
+mod engine_tests;
+
+pub use chromium::Priority as ChromiumPriority;
+pub use engine::{Action, Engine};
 
 /// Parses an `X-Subresources` value into (URL, content type if given). Accepts the
 /// replay server's `TYPE; URL; TYPE; URL …` form and plain comma- or semicolon-separated

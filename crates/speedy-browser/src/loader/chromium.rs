@@ -1,0 +1,341 @@
+//! Chromium's loading model, as the loader applies it: request priorities, the two request
+//! schedulers, and what the HTML parser does with scripts. The version modelled is
+//! Chromium 156 (what `speedy lab validate` compares against); each rule names the
+//! Chromium source it comes from. Pure functions and state: no IO, no clock (`now` is a
+//! parameter), so `engine` tests drive every rule on a virtual clock.
+//!
+//! | rule | Chromium source |
+//! |---|---|
+//! | priorities per type ([`priority`]) | Blink `ResourceFetcher::ComputeLoadPriority` (`resource_fetcher.cc`) and the image boost of `features::kBoostImagePriority` (the first five images get Medium) |
+//! | Blink priority → net → SPDY ([`Priority::spdy`]) | `WebURLRequest` → `net::RequestPriority` (`VeryHigh`→`HIGHEST` … `VeryLow`→`IDLE`); `net/spdy` `ConvertRequestPriorityToSpdyPriority` (`HIGHEST` → 0) |
+//! | tight mode until `<body>` ([`BlinkGate`]) | Blink `ResourceLoadScheduler` (`resource_load_scheduler.cc`): while the frame has not seen `<body>`, requests below High run only while fewer than `kTightLimitForRendererSideResourceScheduler` = 2 throttleable requests run, Medium ones also while fewer than `kTightMediumLimitForRendererSideResourceScheduler` = 2 Medium ones do |
+//! | HTTP/1.1 delayable limits ([`NetGate`]) | network service `ResourceScheduler` (`resource_scheduler.cc`): requests below net `MEDIUM` to servers without request priorities are delayable; at most `kDefaultMaxNumDelayableRequestsPerClient` = 10 in flight, and none while `kMaxNumDelayableRequestsPerHostPerClient` = 6 requests to its host are |
+//! | parser-blocking scripts | HTML Standard §13.2.6 "prepare the script element" / Blink `HTMLParserScriptRunner`: a classic script without `async`/`defer` stops the parser until it has arrived and every style sheet inserted before it has loaded (`Document::IsScriptExecutionReady`), then runs |
+//! | preload scanner reach | Blink `HTMLPreloadScanner` (`html_preload_scanner.cc`): while the parser waits, scripts, style sheets and images ahead are requested; `<iframe>` is not (only the parser creates frames), nor what style sheets or scripts will request |
+//! | async, defer, inserted scripts | HTML Standard: async and script-inserted scripts run when they arrive; defer scripts in order after parsing, before `DOMContentLoaded` |
+//! | style sheet subresources | Blink requests `url()` images and fonts at style recalc, once the sheet has loaded and the parser has inserted the elements (`<body>` seen); `@import` when the sheet is parsed |
+//! | milestones | HTML Standard "the end": `DOMContentLoaded` after parsing and the defer scripts; `load` once nothing that delays it is loading (scripts, style sheets, images, frames; `fetch()`/XHR and timers do not delay it) |
+
+use crate::conn::ReqId;
+use speedy_archive::ObjectType;
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// Blink's `ResourceLoadPriority`, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    /// `kVeryLow` (net `IDLE`).
+    VeryLow,
+    /// `kLow` (net `LOWEST`).
+    Low,
+    /// `kMedium` (net `LOW`).
+    Medium,
+    /// `kHigh` (net `MEDIUM`).
+    High,
+    /// `kVeryHigh` (net `HIGHEST`).
+    VeryHigh,
+}
+
+impl Priority {
+    /// The SPDY/3 priority Chromium sends (0 = highest): `HIGHEST` 0, `MEDIUM` 1, `LOW` 2,
+    /// `LOWEST` 3, `IDLE` 4.
+    pub fn spdy(self) -> u8 {
+        match self {
+            Priority::VeryHigh => 0,
+            Priority::High => 1,
+            Priority::Medium => 2,
+            Priority::Low => 3,
+            Priority::VeryLow => 4,
+        }
+    }
+
+    /// Delayable for the network service's `ResourceScheduler`: below net `MEDIUM`
+    /// (`kDelayablePriorityThreshold`), i.e. Blink Medium and lower.
+    pub fn delayable(self) -> bool {
+        self <= Priority::Medium
+    }
+}
+
+/// How a request came to be, as far as its priority is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Found in a document by the parser or the preload scanner.
+    Parser {
+        /// A classic script without `async`/`defer`.
+        blocking_script: bool,
+        /// `async` or `defer`.
+        async_or_defer: bool,
+        /// After the document's first `<img>` (a "late body" script).
+        after_first_image: bool,
+    },
+    /// Requested by a style sheet (`url()`, `@import`, `@font-face`).
+    Css,
+    /// Requested by a running script (inserted elements, `new Image()`, `fetch()`).
+    Script,
+    /// Anything else (hints, prefetch, redirects).
+    Other,
+}
+
+/// The priority Chromium gives a request (`ResourceFetcher::ComputeLoadPriority`).
+/// `image_index` is how many images were requested before this one (for the boost of
+/// the first five).
+pub fn priority(kind: ObjectType, origin: Origin, image_index: usize) -> Priority {
+    match kind {
+        ObjectType::Document | ObjectType::Stylesheet | ObjectType::Font => Priority::VeryHigh,
+        ObjectType::Script => match origin {
+            Origin::Parser {
+                async_or_defer: true,
+                ..
+            }
+            | Origin::Script => Priority::Low,
+            Origin::Parser {
+                after_first_image: true,
+                ..
+            } => Priority::Medium,
+            _ => Priority::High,
+        },
+        ObjectType::Image => match origin {
+            Origin::Css => Priority::Low,
+            _ if image_index < BOOSTED_IMAGES => Priority::Medium,
+            _ => Priority::Low,
+        },
+        ObjectType::Xhr => Priority::High,
+        ObjectType::Other => match origin {
+            Origin::Script => Priority::High, // fetch()
+            _ => Priority::Low,
+        },
+    }
+}
+
+/// Images boosted to Medium (`kBoostImagePriority`'s default of five).
+pub const BOOSTED_IMAGES: usize = 5;
+
+/// Blink's per-frame `ResourceLoadScheduler` for the main frame: tight until `<body>`.
+#[derive(Debug, Default)]
+pub struct BlinkGate {
+    /// `<body>` seen: the policy is normal (effectively unlimited).
+    pub loosened: bool,
+    running: HashSet<ReqId>,
+    running_medium: HashSet<ReqId>,
+}
+
+impl BlinkGate {
+    /// Blink's tight-mode limit for requests below High.
+    pub const TIGHT_LIMIT: usize = 2;
+    /// Medium requests allowed in tight mode whatever else runs.
+    pub const TIGHT_MEDIUM_LIMIT: usize = 2;
+
+    /// Whether a request of `p` may start now.
+    pub fn allows(&self, p: Priority) -> bool {
+        if self.loosened || p >= Priority::High {
+            return true;
+        }
+        (p == Priority::Medium && self.running_medium.len() < Self::TIGHT_MEDIUM_LIMIT)
+            || self.running.len() < Self::TIGHT_LIMIT
+    }
+
+    /// A request started.
+    pub fn start(&mut self, id: ReqId, p: Priority) {
+        self.running.insert(id);
+        if p == Priority::Medium {
+            self.running_medium.insert(id);
+        }
+    }
+
+    /// A request finished (or failed).
+    pub fn finish(&mut self, id: ReqId) {
+        self.running.remove(&id);
+        self.running_medium.remove(&id);
+    }
+}
+
+/// The network service's `ResourceScheduler` for servers without request priorities
+/// (HTTP/1.1): delayable requests wait while 10 delayable ones are in flight, or while
+/// 6 requests to their host are.
+#[derive(Debug, Default)]
+pub struct NetGate {
+    in_flight: Vec<(ReqId, String, bool)>,
+}
+
+impl NetGate {
+    /// `kDefaultMaxNumDelayableRequestsPerClient`.
+    pub const MAX_DELAYABLE: usize = 10;
+    /// `kMaxNumDelayableRequestsPerHostPerClient`.
+    pub const MAX_PER_HOST: usize = 6;
+
+    /// Whether a request for `host` at `p` may start now.
+    pub fn allows(&self, host: &str, p: Priority) -> bool {
+        if !p.delayable() {
+            return true;
+        }
+        let delayable = self.in_flight.iter().filter(|(_, _, d)| *d).count();
+        let same_host = self.in_flight.iter().filter(|(_, h, _)| h == host).count();
+        delayable < Self::MAX_DELAYABLE && same_host < Self::MAX_PER_HOST
+    }
+
+    /// A request started.
+    pub fn start(&mut self, id: ReqId, host: &str, p: Priority) {
+        self.in_flight.push((id, host.to_string(), p.delayable()));
+    }
+
+    /// A request finished (or failed).
+    pub fn finish(&mut self, id: ReqId) {
+        self.in_flight.retain(|(i, _, _)| *i != id);
+    }
+}
+
+/// Script execution cost: what the archive says, else `ms_per_kb` of the decoded body.
+pub fn exec_cost(recorded_ms: Option<u32>, decoded_bytes: u64, ms_per_kb: f64) -> Duration {
+    match recorded_ms {
+        Some(ms) => Duration::from_millis(ms as u64),
+        None => Duration::from_secs_f64(decoded_bytes as f64 / 1024.0 * ms_per_kb / 1000.0),
+    }
+}
+
+/// What the parser does at one point of a document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A reference the parser creates an element for; `id` once requested.
+    Ref {
+        /// The request, once made (by the preload scanner or the parser).
+        id: Option<ReqId>,
+        /// Index into the engine's list of references not yet requested.
+        pending: Option<usize>,
+        /// A classic script without `async`/`defer`: the parser stops here.
+        blocking_script: bool,
+        /// A `defer` script (run after parsing).
+        defer: bool,
+        /// A style sheet (scripts after it wait for it).
+        stylesheet: bool,
+    },
+    /// The `<body>` start tag.
+    Body,
+}
+
+/// The HTML parser's position in one document.
+#[derive(Debug, Default)]
+pub struct DocParser {
+    /// (offset just past the tag, what happens there), in document order.
+    pub steps: Vec<(usize, Step)>,
+    /// Steps the parser has passed.
+    pub pos: usize,
+    /// Bytes of the document that have arrived.
+    pub arrived: usize,
+    /// The whole document has arrived.
+    pub complete: bool,
+    /// The script at `steps[pos]` is running (its execution ends on a timer).
+    pub executing: bool,
+    /// Parsing ended (every step passed, every blocking script run).
+    pub finished: bool,
+    /// `<body>` passed.
+    pub body_seen: bool,
+}
+
+impl DocParser {
+    /// Style sheets inserted before step `i`.
+    pub fn sheets_before(&self, i: usize) -> Vec<ReqId> {
+        self.steps[..i]
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Step::Ref {
+                    id: Some(id),
+                    stylesheet: true,
+                    ..
+                } => Some(*id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Defer scripts in document order.
+    pub fn defer_scripts(&self) -> Vec<ReqId> {
+        self.steps
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Step::Ref {
+                    id: Some(id),
+                    defer: true,
+                    ..
+                } => Some(*id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether the document references request `id` as a blocking or defer script.
+    pub fn runs_script(&self, id: ReqId) -> bool {
+        self.steps.iter().any(|(_, s)| {
+            matches!(s, Step::Ref { id: Some(i), blocking_script, defer, .. }
+                if *i == id && (*blocking_script || *defer))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_follow_blink() {
+        let head = Origin::Parser {
+            blocking_script: true,
+            async_or_defer: false,
+            after_first_image: false,
+        };
+        assert_eq!(
+            priority(ObjectType::Stylesheet, head, 0),
+            Priority::VeryHigh
+        );
+        assert_eq!(priority(ObjectType::Script, head, 0), Priority::High);
+        let late = Origin::Parser {
+            blocking_script: true,
+            async_or_defer: false,
+            after_first_image: true,
+        };
+        assert_eq!(priority(ObjectType::Script, late, 3), Priority::Medium);
+        assert_eq!(
+            priority(ObjectType::Script, Origin::Script, 0),
+            Priority::Low
+        );
+        assert_eq!(priority(ObjectType::Image, head, 4), Priority::Medium);
+        assert_eq!(priority(ObjectType::Image, head, 5), Priority::Low);
+        assert_eq!(priority(ObjectType::Image, Origin::Css, 0), Priority::Low);
+        assert_eq!(priority(ObjectType::Xhr, Origin::Script, 0), Priority::High);
+        assert_eq!(Priority::VeryHigh.spdy(), 0);
+        assert_eq!(Priority::VeryLow.spdy(), 4);
+        assert!(Priority::Medium.delayable() && !Priority::High.delayable());
+    }
+
+    #[test]
+    fn tight_mode_limits_low_and_medium() {
+        let mut g = BlinkGate::default();
+        g.start(1, Priority::High);
+        g.start(2, Priority::VeryHigh);
+        assert!(g.allows(Priority::High));
+        assert!(!g.allows(Priority::Low), "two throttleable requests run");
+        assert!(g.allows(Priority::Medium));
+        g.start(3, Priority::Medium);
+        g.start(4, Priority::Medium);
+        assert!(!g.allows(Priority::Medium), "two Medium requests run");
+        g.finish(3);
+        assert!(g.allows(Priority::Medium));
+        g.loosened = true;
+        assert!(g.allows(Priority::Low));
+    }
+
+    #[test]
+    fn net_gate_limits_delayable_per_client_and_host() {
+        let mut n = NetGate::default();
+        for i in 0..6 {
+            n.start(i, "a", Priority::High);
+        }
+        assert!(!n.allows("a", Priority::Low), "six in flight to a");
+        assert!(n.allows("a", Priority::High), "non-delayable always starts");
+        for i in 10..20 {
+            n.start(i, &format!("h{i}"), Priority::Low);
+        }
+        assert!(!n.allows("b", Priority::Low), "ten delayable in flight");
+        n.finish(10);
+        assert!(n.allows("b", Priority::Low));
+    }
+}
