@@ -174,8 +174,27 @@ impl ValidateReport {
             if let Some(m) = self.mean_ratio(p) {
                 s += &format!("geometric mean ratio over {p}: {m:.2}\n");
             }
+            if let Some(w) = self.worst(p) {
+                s += &format!(
+                    "worst page over {p}: {} on {} ({:.2}, furthest from 1)\n",
+                    w.page,
+                    w.network,
+                    w.ratio.unwrap_or(0.0)
+                );
+            }
         }
         s
+    }
+
+    /// The row of `protocol` whose ratio is furthest from 1 (either way, in log terms).
+    pub fn worst(&self, protocol: &str) -> Option<&ValidateRow> {
+        self.rows
+            .iter()
+            .filter(|r| r.protocol == protocol && r.ratio.is_some_and(|x| x > 0.0))
+            .max_by(|a, b| {
+                let d = |r: &ValidateRow| r.ratio.unwrap_or(1.0).ln().abs();
+                d(a).total_cmp(&d(b))
+            })
     }
 }
 

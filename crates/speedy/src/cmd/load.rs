@@ -83,8 +83,9 @@ pub struct LoadArgs {
     /// HTTP/1.1 pipelining depth (1 = none).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pipeline: usize,
-    /// Priorities by type over the defaults, e.g. `image=2,other=5`
-    /// (defaults: document=0, stylesheet=1, script=1, font=2, xhr=2, image=3, other=4).
+    /// Priorities by type, e.g. `image=2,other=5`, instead of Chromium's per request
+    /// (without the browser model the defaults are document=0, stylesheet=1, script=1,
+    /// font=2, xhr=2, image=3, other=4).
     #[arg(long, value_name = "TYPE=N,...")]
     priorities: Option<String>,
     /// Request the URLs of an `X-Subresources` response header at once.
@@ -97,6 +98,13 @@ pub struct LoadArgs {
     /// Do not fetch archive objects that the parser failed to find.
     #[arg(long)]
     no_archive_fallback: bool,
+    /// Request every reference when it is found, instead of loading as Chromium does
+    /// (its priorities and request schedulers, parser-blocking scripts; docs/loader.md).
+    #[arg(long)]
+    no_browser_model: bool,
+    /// Script execution cost, ms per KiB of source, where the archive records none.
+    #[arg(long, value_name = "MS", default_value_t = speedy_browser::config::SCRIPT_MS_PER_KB)]
+    script_ms_per_kb: f64,
     /// Write HAR 1.2 here.
     #[arg(long, value_name = "FILE")]
     har: Option<PathBuf>,
@@ -167,6 +175,14 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
         cfg.prefetch = prefetch::learned(p, &a.url).map_err(anyhow::Error::msg)?;
     }
     cfg.archive_fallback = !a.no_archive_fallback;
+    cfg.browser_model = !a.no_browser_model;
+    if !(a.script_ms_per_kb >= 0.0 && a.script_ms_per_kb.is_finite()) {
+        anyhow::bail!(
+            "--script-ms-per-kb {}: must be a finite number ≥ 0",
+            a.script_ms_per_kb
+        );
+    }
+    cfg.script_ms_per_kb = a.script_ms_per_kb;
     cfg.keep_bodies = a.har_bodies;
     if a.timeout.is_nan() || a.timeout <= 0.0 {
         bail!("--timeout {}: must be > 0", a.timeout);
