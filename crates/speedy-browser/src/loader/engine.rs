@@ -1149,7 +1149,8 @@ impl<'a> Engine<'a> {
                 p.complete = true;
             }
             Parse::Css(buf, _) => {
-                let body_seen = self.parsers.get(&self.root).is_some_and(|p| p.body_seen);
+                // `<body>` seen (or implied by the document's end) in the main frame.
+                let body_seen = self.blink.loosened;
                 for c in scan_css(&buf) {
                     let Some(u) = base.join(&c.url) else { continue };
                     let wait = self.chromium

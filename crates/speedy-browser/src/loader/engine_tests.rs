@@ -501,3 +501,33 @@ fn without_the_browser_model_everything_goes_out_when_found() {
     r.run();
     assert_eq!(r.queued("/f.html"), 200);
 }
+
+#[test]
+fn a_page_without_a_body_tag_still_gets_its_style_sheet_images() {
+    let html = r#"<html><head><link rel="stylesheet" href="/a.css"></head></html>"#;
+    let site = Site::new(&[
+        ("/", ObjectType::Document, html, Discovery::Root),
+        (
+            "/a.css",
+            ObjectType::Stylesheet,
+            r#".x{background:url("/bg.gif")}"#,
+            parsed(0),
+        ),
+        (
+            "/bg.gif",
+            ObjectType::Image,
+            "GIF",
+            Discovery::Parsed {
+                parent: 1,
+                offset: 28,
+            },
+        ),
+    ]);
+    let c = cfg(Proto::H2);
+    let mut r = Run::new(&c, &site.archive, h2());
+    r.latency.insert("/a.css".into(), Duration::from_millis(50));
+    r.run();
+    // The parser ends at 200 (an implied <body>); the sheet is in at 250.
+    assert_eq!(r.queued("/bg.gif"), 250);
+    assert_eq!(r.end("/bg.gif"), 350);
+}

@@ -1,19 +1,23 @@
-//! The page loader: one event loop that discovers subresources, queues them per
+//! The page loader: discovers a page's subresources as Chromium would, queues them per
 //! connection pool, and records every phase of every request.
 //!
 //! ```text
-//!  discover(url) ─► Req (queued) ─► pool queue (priority, then discovery order)
-//!      ▲                                 │ schedule(): HTTP/1.1 idle conn / new conn (≤ 6 per
+//!  Engine (engine.rs, sans IO)                         shell (load(), here)
+//!  discover(url) ─► held ─► release(): Blink's tight mode, HTTP/1.1 delayable limits
+//!      ▲              (chromium.rs)   ─► pool queue (priority, then discovery order)
+//!      │                                 │ schedule(): HTTP/1.1 idle conn / new conn (≤ 6 per
 //!      │                                 │ host, ≤ cap in all) / pipelining; SPDY, h2: at once
 //!      │                                 ▼
-//!  HtmlScanner ◄─ Data ◄─ connection task (driver) ─► Sent, Head, Data, End, Failed, Pushed
-//!  scan_css at End; archive Computed children after their delay (timers)
+//!      │                  Action::Dial / Send / Cancel / Close ─► connection tasks (drivers)
+//!  parser, preload scanner,                                              │
+//!  scripts run, milestones  ◄── handle_event(ConnEvent, now) ◄── Sent, Head, Data, End, …
+//!  (engine/script.rs)       ◄── handle_timeout(now): script runs end, script children
 //! ```
 //!
-//! Milestones: `onContentLoad` when the root document has arrived and every classic
-//! (non-async) script it references, and every style sheet before its last such script,
-//! has arrived; `onLoad` after that, once nothing discovered is outstanding and no
-//! script/style compute delay is pending (each resource discovered before it is done).
+//! Milestones are Chromium's: `onContentLoad` once the root's parser has passed the whole
+//! document (every blocking script run) and its defer scripts have run; `onLoad` once no
+//! script runs and nothing that delays the load event is outstanding (`fetch()` and
+//! timers do not; the load still waits for them before it ends). See `docs/loader.md`.
 
 use crate::config::{Domains, LoadConfig, Proto, Transport};
 use crate::conn::{

@@ -140,6 +140,11 @@ impl Engine<'_> {
             if p.pos >= p.steps.len() {
                 if p.complete {
                     self.parsers.get_mut(&doc).expect("parser").finished = true;
+                    if doc == self.root && !self.blink.loosened {
+                        // A document without a `<body>` tag has one implied by its end.
+                        self.blink.loosened = true;
+                        self.release_style_refs();
+                    }
                 }
                 return;
             }
