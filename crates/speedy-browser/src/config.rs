@@ -189,8 +189,9 @@ pub struct LoadConfig {
     pub max_connections: usize,
     /// HTTP/1.1 pipelining depth (1 = none).
     pub pipeline: usize,
-    /// Priorities by type.
-    pub priorities: Priorities,
+    /// Priorities by type, for every request; `None`: Chromium's per request with the
+    /// browser model, else [`Priorities::default`].
+    pub priorities: Option<Priorities>,
     /// Request the URLs of an `X-Subresources` header at once.
     pub hint: bool,
     /// Subresources learned from an earlier load, requested as soon as the HTML request
@@ -233,7 +234,7 @@ impl LoadConfig {
             per_host: 6,
             max_connections: 32,
             pipeline: 1,
-            priorities: Priorities::default(),
+            priorities: None,
             hint: false,
             prefetch: Vec::new(),
             archive_fallback: true,

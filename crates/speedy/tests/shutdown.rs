@@ -51,6 +51,16 @@ fn refuses_new_connections(addr: &str) {
 }
 
 /// The server exits 0 soon after its last stream finished.
+/// Sends SIGTERM once `SIGNAL_AT` bytes of the download are in (once), and checks that
+/// the draining server refuses new connections.
+fn signal_midway(srv: &mut Server, got: u64, signalled: &mut bool) {
+    if !*signalled && got >= SIGNAL_AT {
+        srv.signal(libc::SIGTERM);
+        *signalled = true;
+        refuses_new_connections(&srv.addr);
+    }
+}
+
 fn exits_zero(srv: &mut Server) {
     let st = srv
         .wait_exit(Duration::from_secs(10))
@@ -86,11 +96,7 @@ fn sigterm_lets_a_spdy_download_finish_with_goaway() {
                 _ => {}
             }
         }
-        if !signalled && got >= SIGNAL_AT {
-            srv.signal(libc::SIGTERM);
-            signalled = true;
-            refuses_new_connections(&srv.addr);
-        }
+        signal_midway(&mut srv, got, &mut signalled);
     }
     assert!(
         signalled && closed,
@@ -124,11 +130,7 @@ fn sigterm_lets_an_h2_download_finish_with_goaway() {
             h2t::RST_STREAM => panic!("RST_STREAM {p:?}"),
             _ => {}
         }
-        if !signalled && got >= SIGNAL_AT {
-            srv.signal(libc::SIGTERM);
-            signalled = true;
-            refuses_new_connections(&srv.addr);
-        }
+        signal_midway(&mut srv, got, &mut signalled);
     }
     assert!(
         signalled && done,
@@ -178,11 +180,7 @@ fn sigterm_lets_an_http1_download_finish_then_closes() {
             Ok(n) => got += n as u64,
             Err(_) => {}
         }
-        if !signalled && got >= SIGNAL_AT {
-            srv.signal(libc::SIGTERM);
-            signalled = true;
-            refuses_new_connections(&srv.addr);
-        }
+        signal_midway(&mut srv, got, &mut signalled);
     }
     assert!(signalled);
     assert_eq!(got, SIZE);

@@ -17,6 +17,7 @@
 //! | milestones | HTML Standard "the end": `DOMContentLoaded` after parsing and the defer scripts; `load` once nothing that delays it is loading (scripts, style sheets, images, frames; `fetch()`/XHR and timers do not delay it) |
 
 use crate::conn::ReqId;
+use crate::discover::Blocking;
 use speedy_archive::ObjectType;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -61,8 +62,6 @@ impl Priority {
 pub enum Origin {
     /// Found in a document by the parser or the preload scanner.
     Parser {
-        /// A classic script without `async`/`defer`.
-        blocking_script: bool,
         /// `async` or `defer`.
         async_or_defer: bool,
         /// After the document's first `<img>` (a "late body" script).
@@ -201,12 +200,9 @@ pub enum Step {
         id: Option<ReqId>,
         /// Index into the engine's list of references not yet requested.
         pending: Option<usize>,
-        /// A classic script without `async`/`defer`: the parser stops here.
-        blocking_script: bool,
-        /// A `defer` script (run after parsing).
-        defer: bool,
-        /// A style sheet (scripts after it wait for it).
-        stylesheet: bool,
+        /// What it does to the parser: a `SyncScript` stops it, a `DeferScript` runs
+        /// after it, a `Stylesheet` holds the scripts after it.
+        blocking: Blocking,
     },
     /// The `<body>` start tag.
     Body,
@@ -223,12 +219,8 @@ pub struct DocParser {
     pub arrived: usize,
     /// The whole document has arrived.
     pub complete: bool,
-    /// The script at `steps[pos]` is running (its execution ends on a timer).
-    pub executing: bool,
     /// Parsing ended (every step passed, every blocking script run).
     pub finished: bool,
-    /// `<body>` passed.
-    pub body_seen: bool,
 }
 
 impl DocParser {
@@ -239,7 +231,7 @@ impl DocParser {
             .filter_map(|(_, s)| match s {
                 Step::Ref {
                     id: Some(id),
-                    stylesheet: true,
+                    blocking: Blocking::Stylesheet,
                     ..
                 } => Some(*id),
                 _ => None,
@@ -254,7 +246,7 @@ impl DocParser {
             .filter_map(|(_, s)| match s {
                 Step::Ref {
                     id: Some(id),
-                    defer: true,
+                    blocking: Blocking::DeferScript,
                     ..
                 } => Some(*id),
                 _ => None,
@@ -265,8 +257,8 @@ impl DocParser {
     /// Whether the document references request `id` as a blocking or defer script.
     pub fn runs_script(&self, id: ReqId) -> bool {
         self.steps.iter().any(|(_, s)| {
-            matches!(s, Step::Ref { id: Some(i), blocking_script, defer, .. }
-                if *i == id && (*blocking_script || *defer))
+            matches!(s, Step::Ref { id: Some(i), blocking: Blocking::SyncScript | Blocking::DeferScript, .. }
+                if *i == id)
         })
     }
 }
@@ -278,7 +270,6 @@ mod tests {
     #[test]
     fn priorities_follow_blink() {
         let head = Origin::Parser {
-            blocking_script: true,
             async_or_defer: false,
             after_first_image: false,
         };
@@ -288,7 +279,6 @@ mod tests {
         );
         assert_eq!(priority(ObjectType::Script, head, 0), Priority::High);
         let late = Origin::Parser {
-            blocking_script: true,
             async_or_defer: false,
             after_first_image: true,
         };

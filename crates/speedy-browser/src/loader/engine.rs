@@ -65,8 +65,8 @@ enum Timer {
         parent: ReqId,
         after_ms: u32,
     },
-    /// A script finished running; `doc` is the document whose parser it held.
-    Ran { script: ReqId, doc: Option<ReqId> },
+    /// A script finished running.
+    Ran { script: ReqId },
 }
 
 /// A reference the parser will request when it gets there (the preload scanner does not
@@ -327,7 +327,6 @@ impl<'a> Engine<'a> {
             Initiator::Parser { .. }
             | Initiator::ArchiveOffset { .. }
             | Initiator::ArchiveFallback { .. } => Origin::Parser {
-                blocking_script: blocking == Blocking::SyncScript,
                 async_or_defer: matches!(blocking, Blocking::AsyncScript | Blocking::DeferScript),
                 after_first_image: doc_images > 0,
             },
@@ -336,10 +335,10 @@ impl<'a> Engine<'a> {
             _ => Origin::Other,
         };
         let cp = chromium::priority(kind, origin, doc_images);
-        let wire = if self.chromium && self.cfg.priorities == crate::config::Priorities::default() {
-            cp.spdy()
-        } else {
-            self.cfg.priorities.of(kind)
+        let wire = match &self.cfg.priorities {
+            Some(table) => table.of(kind),
+            None if self.chromium => cp.spdy(),
+            None => crate::config::Priorities::default().of(kind),
         };
         (wire, cp)
     }
@@ -391,7 +390,6 @@ impl<'a> Engine<'a> {
             kind,
             priority,
             initiator,
-            blocking,
             archive_id,
             req_headers,
             req_header_bytes: -1,
@@ -935,6 +933,8 @@ impl<'a> Engine<'a> {
         self.by_url.insert(key.clone(), id);
         self.outstanding += 1;
         self.conns[conn as usize].requests += 1;
+        let init = Initiator::Push { parent: assoc };
+        let (priority, chromium_priority) = self.priorities_for(kind, &init, Blocking::None);
         self.reqs.insert(
             id,
             Req {
@@ -942,9 +942,8 @@ impl<'a> Engine<'a> {
                 url_s: key,
                 url: u,
                 kind,
-                priority: self.cfg.priorities.of(kind),
-                initiator: Initiator::Push { parent: assoc },
-                blocking: Blocking::None,
+                priority,
+                initiator: init,
                 archive_id,
                 req_headers: Vec::new(),
                 req_header_bytes: -1,
@@ -964,7 +963,7 @@ impl<'a> Engine<'a> {
                 error: None,
                 pushed: true,
                 attempts: 1,
-                chromium_priority: chromium::Priority::Low,
+                chromium_priority,
                 released: Some(at),
                 executed: None,
                 delays_load: true,
@@ -1149,13 +1148,11 @@ impl<'a> Engine<'a> {
                 p.complete = true;
             }
             Parse::Css(buf, _) => {
-                // `<body>` seen (or implied by the document's end) in the main frame.
-                let body_seen = self.blink.loosened;
                 for c in scan_css(&buf) {
                     let Some(u) = base.join(&c.url) else { continue };
                     let wait = self.chromium
                         && main_frame
-                        && !body_seen
+                        && !self.blink.loosened // `<body>` not yet reached
                         && c.kind != ObjectType::Stylesheet;
                     if wait {
                         self.style_refs.push(StyleRef {
@@ -1186,7 +1183,7 @@ impl<'a> Engine<'a> {
                 // A script the parser does not run (async, inserted, pushed) runs now.
                 let parser_runs = self.parsers.values().any(|p| p.runs_script(id));
                 if !parser_runs {
-                    self.run_script(id, None);
+                    self.run_script(id);
                 }
             } else if let Some(a) = archive_id {
                 self.schedule_computed(a, id, at);

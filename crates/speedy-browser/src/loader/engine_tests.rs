@@ -213,6 +213,15 @@ impl<'a> Run<'a> {
     }
 }
 
+/// A root `html` and, found in it by the parser, `objects` (path, type) with `body`.
+fn flat_site(html: &str, objects: &[(String, ObjectType)], body: &str) -> Site {
+    let mut spec = vec![("/", ObjectType::Document, html, Discovery::Root)];
+    for (p, k) in objects {
+        spec.push((p.as_str(), *k, body, parsed(0)));
+    }
+    Site::new(&spec)
+}
+
 fn parsed(offset: usize) -> Discovery {
     Discovery::Parsed { parent: 0, offset }
 }
@@ -311,12 +320,7 @@ fn low_priority_requests_wait_for_body_in_tight_mode() {
         objs.push((format!("/i{i}.gif"), ObjectType::Image));
     }
     html.push_str("</body></html>");
-    let mut spec: Vec<(&str, ObjectType, &str, Discovery)> =
-        vec![("/", ObjectType::Document, html.as_str(), Discovery::Root)];
-    for (p, k) in &objs {
-        spec.push((p.as_str(), *k, "x", parsed(0)));
-    }
-    let site = Site::new(&spec);
+    let site = flat_site(&html, &objs, "x");
     let c = cfg(Proto::H2);
     let mut r = Run::new(&c, &site.archive, h2());
     r.latency
@@ -352,12 +356,11 @@ fn http1_opens_at_most_six_connections_per_host() {
         objs.push(format!("/c{i}.css"));
     }
     html.push_str("</head><body></body></html>");
-    let mut spec: Vec<(&str, ObjectType, &str, Discovery)> =
-        vec![("/", ObjectType::Document, html.as_str(), Discovery::Root)];
-    for p in &objs {
-        spec.push((p.as_str(), ObjectType::Stylesheet, "p{}", parsed(0)));
-    }
-    let site = Site::new(&spec);
+    let sheets: Vec<(String, ObjectType)> = objs
+        .iter()
+        .map(|p| (p.clone(), ObjectType::Stylesheet))
+        .collect();
+    let site = flat_site(&html, &sheets, "p{}");
     let c = cfg(Proto::Http1);
     let mut r = Run::new(&c, &site.archive, http1());
     r.run();
@@ -383,12 +386,11 @@ fn http1_delayable_requests_are_limited_to_ten_in_flight() {
         objs.push(format!("/i{i}.gif"));
     }
     html.push_str("</body></html>");
-    let mut spec: Vec<(&str, ObjectType, &str, Discovery)> =
-        vec![("/", ObjectType::Document, html.as_str(), Discovery::Root)];
-    for p in &objs {
-        spec.push((p.as_str(), ObjectType::Image, "GIF", parsed(0)));
-    }
-    let site = Site::new(&spec);
+    let images: Vec<(String, ObjectType)> = objs
+        .iter()
+        .map(|p| (p.clone(), ObjectType::Image))
+        .collect();
+    let site = flat_site(&html, &images, "GIF");
     let mut c = cfg(Proto::Http1);
     c.per_host = 100; // only the scheduler's limits bind
     let mut r = Run::new(&c, &site.archive, http1());

@@ -171,8 +171,6 @@ pub struct Req {
     pub priority: u8,
     /// Who found it.
     pub initiator: Initiator,
-    /// Effect on DOMContentLoaded (for references of the root document).
-    pub blocking: Blocking,
     /// The archive object, if the archive has this URL.
     pub archive_id: Option<usize>,
     /// Request headers sent (as the protocol carried them, before pseudo-headers).
@@ -409,18 +407,18 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
     let deadline = start + cfg.timeout;
     let lag = LagProbe::start();
     let mut e = Engine::new(cfg, archive, driver.clone(), ids.clone(), root_url, start);
-    let mut conns: HashMap<ConnId, mpsc::UnboundedSender<ConnCmd>> = HashMap::new();
-    let shell = Shell {
+    let mut shell = Shell {
         driver,
         tls,
         resolver,
         events: ev_tx,
         ids,
+        conns: HashMap::new(),
     };
     let mut timed_out = false;
     loop {
         while let Some(a) = e.poll_action() {
-            shell.perform(a, &mut conns);
+            shell.perform(a);
         }
         if e.settled() {
             break;
@@ -449,7 +447,7 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
     // Close every connection; collect TCP_INFO (bounded wait).
     e.close_all();
     while let Some(a) = e.poll_action() {
-        shell.perform(a, &mut conns);
+        shell.perform(a);
     }
     let close_deadline = Instant::now() + Duration::from_secs(3);
     while e.open_connections() > 0 {
@@ -498,10 +496,12 @@ struct Shell {
     resolver: Arc<Resolver>,
     events: mpsc::UnboundedSender<ConnEvent>,
     ids: Arc<AtomicU64>,
+    /// Each connection task's command channel.
+    conns: HashMap<ConnId, mpsc::UnboundedSender<ConnCmd>>,
 }
 
 impl Shell {
-    fn perform(&self, a: Action, conns: &mut HashMap<ConnId, mpsc::UnboundedSender<ConnCmd>>) {
+    fn perform(&mut self, a: Action) {
         let cmd = match a {
             Action::Dial {
                 conn,
@@ -510,7 +510,7 @@ impl Shell {
                 tls,
             } => {
                 let (tx, rx) = mpsc::unbounded_channel();
-                conns.insert(conn, tx);
+                self.conns.insert(conn, tx);
                 self.dial(conn, host, port, tls, rx);
                 return;
             }
@@ -518,7 +518,7 @@ impl Shell {
             Action::Cancel { conn, id } => (conn, ConnCmd::Cancel(id)),
             Action::Close { conn } => (conn, ConnCmd::Close),
         };
-        if let Some(tx) = conns.get(&cmd.0) {
+        if let Some(tx) = self.conns.get(&cmd.0) {
             // A task that is gone reports Closed; its requests are requeued then.
             let _ = tx.send(cmd.1);
         }

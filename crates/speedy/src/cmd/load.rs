@@ -168,7 +168,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     cfg.pipeline = a.pipeline;
     if let Some(p) = &a.priorities {
         cfg.priorities =
-            Priorities::parse(p).map_err(|e| anyhow::anyhow!("--priorities {p}: {e}"))?;
+            Some(Priorities::parse(p).map_err(|e| anyhow::anyhow!("--priorities {p}: {e}"))?);
     }
     cfg.hint = a.hint;
     if let Some(p) = &a.prefetch {

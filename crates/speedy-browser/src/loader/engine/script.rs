@@ -38,14 +38,8 @@ impl Engine<'_> {
             // Only the parser creates frames: the preload scanner does not fetch them.
             let parser_only = self.chromium && matches!(r.tag, "iframe" | "frame");
             let id = match self.by_url.get(&u.to_string()).copied() {
-                Some(existing) => {
-                    // Found again (e.g. hinted or pushed first): the parser still runs it.
-                    let e = self.reqs.get_mut(&existing).expect("req");
-                    if e.blocking == Blocking::None {
-                        e.blocking = r.blocking;
-                    }
-                    Some(existing)
-                }
+                // Found again (e.g. hinted or pushed first): the parser still runs it.
+                Some(existing) => Some(existing),
                 None if parser_only => None,
                 None => self.discover(u.clone(), kind, init, r.blocking, at),
             };
@@ -66,9 +60,7 @@ impl Engine<'_> {
             let step = Step::Ref {
                 id,
                 pending,
-                blocking_script: r.blocking == Blocking::SyncScript,
-                defer: r.blocking == Blocking::DeferScript,
-                stylesheet: r.blocking == Blocking::Stylesheet,
+                blocking: r.blocking,
             };
             self.parsers
                 .entry(parent)
@@ -79,7 +71,7 @@ impl Engine<'_> {
     }
 
     /// Starts running a script: it takes its execution cost, then `Timer::Ran`.
-    pub(super) fn run_script(&mut self, script: ReqId, doc: Option<ReqId>) {
+    pub(super) fn run_script(&mut self, script: ReqId) {
         if !self.running.insert(script) {
             return;
         }
@@ -94,7 +86,7 @@ impl Engine<'_> {
             Duration::ZERO
         };
         let when = self.now + cost;
-        self.push_timer(when, Timer::Ran { script, doc });
+        self.push_timer(when, Timer::Ran { script });
     }
 
     pub(super) fn on_timer(&mut self, t: Timer, at: Instant) {
@@ -106,16 +98,13 @@ impl Engine<'_> {
             } => {
                 self.discover_archive_child(child, Initiator::Script { parent, after_ms }, at);
             }
-            Timer::Ran { script, doc } => {
+            Timer::Ran { script } => {
+                // A parser waiting on it moves on in `advance`.
                 self.running.remove(&script);
                 let r = self.reqs.get_mut(&script).expect("req");
                 r.executed = Some(at);
                 if let Some(a) = r.archive_id {
                     self.schedule_computed(a, script, at);
-                }
-                if let Some(p) = doc.and_then(|d| self.parsers.get_mut(&d)) {
-                    p.executing = false;
-                    p.pos += 1;
                 }
             }
         }
@@ -134,17 +123,14 @@ impl Engine<'_> {
             let Some(p) = self.parsers.get(&doc) else {
                 return;
             };
-            if p.executing || p.finished {
+            if p.finished {
                 return;
             }
             if p.pos >= p.steps.len() {
                 if p.complete {
                     self.parsers.get_mut(&doc).expect("parser").finished = true;
-                    if doc == self.root && !self.blink.loosened {
-                        // A document without a `<body>` tag has one implied by its end.
-                        self.blink.loosened = true;
-                        self.release_style_refs();
-                    }
+                    // A document without a `<body>` tag has one implied by its end.
+                    self.body_reached(doc);
                 }
                 return;
             }
@@ -152,48 +138,53 @@ impl Engine<'_> {
             if off > p.arrived && !p.complete {
                 return;
             }
-            match step {
-                Step::Body => {
-                    let p = self.parsers.get_mut(&doc).expect("parser");
-                    p.body_seen = true;
-                    p.pos += 1;
-                    if doc == self.root {
-                        self.blink.loosened = true;
-                        self.release_style_refs();
+            if let Step::Ref {
+                id,
+                pending,
+                blocking,
+            } = step
+            {
+                let id = match (id, pending) {
+                    (Some(id), _) => Some(id),
+                    (None, Some(i)) => self.parser_creates(doc, i),
+                    (None, None) => None,
+                };
+                if let (Blocking::SyncScript, Some(id)) = (blocking, id) {
+                    if !self.script_passed(doc, id) {
+                        return;
                     }
                 }
-                Step::Ref {
-                    id,
-                    pending,
-                    blocking_script,
-                    ..
-                } => {
-                    let id = match (id, pending) {
-                        (Some(id), _) => Some(id),
-                        (None, Some(i)) => self.parser_creates(doc, i),
-                        (None, None) => None,
-                    };
-                    if blocking_script {
-                        if let Some(id) = id {
-                            let r = &self.reqs[&id];
-                            let passed = r.executed.is_some() || (r.done() && r.failed());
-                            if !passed {
-                                let pos = self.parsers[&doc].pos;
-                                let sheets = self.parsers[&doc].sheets_before(pos);
-                                let ready = r.done()
-                                    && !self.running.contains(&id)
-                                    && sheets.iter().all(|s| self.sheet_ready(*s));
-                                if ready {
-                                    self.parsers.get_mut(&doc).expect("parser").executing = true;
-                                    self.run_script(id, Some(doc));
-                                }
-                                return;
-                            }
-                        }
-                    }
-                    self.parsers.get_mut(&doc).expect("parser").pos += 1;
-                }
+            } else {
+                self.body_reached(doc);
             }
+            self.parsers.get_mut(&doc).expect("parser").pos += 1;
+        }
+    }
+
+    /// Whether the parser of `doc` can pass blocking script `id`: it ran (or failed).
+    /// Otherwise it starts running once it has arrived and the style sheets before it
+    /// have loaded.
+    fn script_passed(&mut self, doc: ReqId, id: ReqId) -> bool {
+        let r = &self.reqs[&id];
+        if r.executed.is_some() || (r.done() && r.failed()) {
+            return true;
+        }
+        let p = &self.parsers[&doc];
+        let ready = r.done()
+            && !self.running.contains(&id)
+            && p.sheets_before(p.pos).iter().all(|s| self.sheet_ready(*s));
+        if ready {
+            self.run_script(id);
+        }
+        false
+    }
+
+    /// The main frame's parser has reached `<body>`: Blink leaves tight mode, and style
+    /// recalc requests the images and fonts the style sheets use.
+    fn body_reached(&mut self, doc: ReqId) {
+        if doc == self.root && !self.blink.loosened {
+            self.blink.loosened = true;
+            self.release_style_refs();
         }
     }
 
@@ -251,7 +242,7 @@ impl Engine<'_> {
                         }
                         all_ran = false;
                         if r.done() {
-                            self.run_script(d, None);
+                            self.run_script(d);
                         }
                         break;
                     }
