@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use spdy::codes::{GoAwayStatus, RstStatus, SettingId};
 use spdy::compress::{CompressionConfig, HeaderCompressor, HeaderDecompressor};
 use spdy::frame::{Frame, Setting, StreamId, SynStream};
-use spdy::session::{Config, Event, OutBuf, Role, SendError, Session, Violation};
+use spdy::session::{Config, Event, FlowControl, OutBuf, Role, SendError, Session, Violation};
 use spdy::{http, Headers, Version};
 use std::time::{Duration, Instant};
 
@@ -1156,6 +1156,200 @@ fn a_plain_spdy3_server_overruns_a_spdy31_clients_session_window() {
         status: GoAwayStatus::PROTOCOL_ERROR
     }));
     assert!(p.c.s.is_done());
+}
+
+/// A SPDY/3.1 client that, like Netty, keeps the 64 KiB session window and never sends
+/// a session WINDOW_UPDATE before it has received DATA.
+fn netty_like_client() -> Config {
+    let mut c = cfg(Role::Client, Version::V3_1);
+    c.session_window = 65_536;
+    c.initial_window = 65_536;
+    c
+}
+
+fn undecided_server() -> Config {
+    let mut s = cfg(Role::Server, Version::V3);
+    s.auto_spdy31 = true;
+    s
+}
+
+#[test]
+fn an_undecided_plain_server_grants_session_credit_to_a_31_peer_that_waits_for_it() {
+    let mut p = Pair::new(netty_like_client(), undecided_server());
+    let id =
+        p.c.s
+            .open(request(Version::V3_1, "/echo"), 0, false)
+            .unwrap();
+    p.c.s.send_data(id, pattern(1 << 20, 7), true).unwrap();
+    p.pump();
+    let got = p.s.body(id);
+    assert_eq!(got.len(), 1 << 20, "the upload did not stall at 64 KiB");
+    assert_eq!(got, pattern(1 << 20, 7));
+    assert!(p.s.sent.iter().any(|f| matches!(
+        f,
+        Frame::WindowUpdate {
+            stream_id: StreamId(0),
+            ..
+        }
+    )));
+    assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
+}
+
+#[test]
+fn an_undecided_plain_server_keeps_a_31_peers_session_window_before_it_hears_from_it() {
+    let mut p = Pair::new(netty_like_client(), undecided_server());
+    p.c.auto_release = false;
+    let id = p.c.s.open(request(Version::V3_1, "/"), 0, true).unwrap();
+    p.pump();
+    p.s.s.reply(id, response(Version::V3), false).unwrap();
+    p.s.s.send_data(id, pattern(1 << 20, 1), true).unwrap();
+    p.pump();
+    assert_eq!(
+        p.c.body(id).len(),
+        65_536,
+        "stopped at the 3.1 session window"
+    );
+    assert!(p.c.errors().is_empty(), "{:?}", p.c.errors());
+    // The client consumes: its session WINDOW_UPDATE settles the server as 3.1.
+    p.c.auto_release = true;
+    p.c.s.release(id, 65_536);
+    p.pump();
+    assert_eq!(p.s.s.version(), Version::V3_1);
+    assert_eq!(p.c.body(id), pattern(1 << 20, 1));
+    assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
+}
+
+#[test]
+fn an_undecided_plain_server_settles_as_spdy3_on_stream_credit_alone() {
+    // A true SPDY/3 client: 64 KiB stream windows, no session window, never a stream-0
+    // WINDOW_UPDATE. The server must not wait for session credit forever.
+    let mut c = cfg(Role::Client, Version::V3);
+    c.initial_window = 65_536;
+    let mut p = Pair::new(c, undecided_server());
+    let id = p.c.s.open(request(Version::V3, "/"), 0, true).unwrap();
+    p.pump();
+    p.s.s.reply(id, response(Version::V3), false).unwrap();
+    p.s.s.send_data(id, pattern(300_000, 2), true).unwrap();
+    p.pump();
+    assert_eq!(p.c.body(id), pattern(300_000, 2));
+    assert_eq!(p.s.s.version(), Version::V3);
+    assert!(!p.c.sent.iter().any(|f| matches!(
+        f,
+        Frame::WindowUpdate {
+            stream_id: StreamId(0),
+            ..
+        }
+    )));
+    assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
+}
+
+#[test]
+fn an_undecided_plain_server_settles_as_spdy3_when_a_large_window_peer_stalls_it() {
+    // node-spdy's SPDY/3 client: 1 MiB stream windows, credit back only after 512 KiB.
+    let mut p = Pair::new(cfg(Role::Client, Version::V3), undecided_server());
+    let id = p.c.s.open(request(Version::V3, "/"), 0, true).unwrap();
+    p.pump();
+    p.s.s.reply(id, response(Version::V3), false).unwrap();
+    p.s.s.send_data(id, pattern(300_000, 4), true).unwrap();
+    p.pump();
+    assert_eq!(
+        p.c.body(id).len(),
+        65_536,
+        "the 3.1 session window holds at first"
+    );
+    assert!(p.s.s.flow_stall_pending());
+    p.s.s.flow_stall_expired(); // the IO loop's timer
+    p.pump();
+    assert_eq!(p.c.body(id), pattern(300_000, 4));
+    assert!(!p.s.s.flow_stall_pending());
+    assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
+}
+
+/// A peer without flow control (moby/spdystream): its DATA ignores our windows.
+fn overrun_client(mode: FlowControl) -> (Hostile, u32) {
+    let mut c = cfg(Role::Client, Version::V3_1);
+    c.initial_window = 65_536;
+    c.session_window = 65_536;
+    c.flow_control = mode;
+    let mut h = Hostile::with(c);
+    let id = h.s.open(request(Version::V3_1, "/big"), 0, true).unwrap();
+    h.answers();
+    h.reply(id.0, false);
+    h.data(id.0, 60_000, false);
+    h.data(id.0, 60_000, true);
+    (h, id.0)
+}
+
+#[test]
+fn a_strict_end_resets_a_stream_that_overruns_its_window() {
+    let (h, _) = overrun_client(FlowControl::Strict);
+    assert!(
+        h.violation().is_some() || h.events.iter().any(|e| matches!(e, Event::Reset { .. })),
+        "an overrun is an error when strict"
+    );
+}
+
+#[test]
+fn a_lenient_end_accepts_overruns_from_a_peer_without_flow_control() {
+    let (h, id) = overrun_client(FlowControl::Lenient);
+    assert_eq!(h.violation(), None);
+    let body: usize = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Data { id: i, data, .. } if i.0 == id => Some(data.len()),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(body, 120_000);
+    assert!(h.s.stats().window_overrun_bytes > 0);
+}
+
+#[test]
+fn a_lenient_end_is_strict_with_a_peer_that_sent_a_window_update() {
+    let mut c = cfg(Role::Client, Version::V3_1);
+    c.initial_window = 65_536;
+    c.flow_control = FlowControl::Lenient;
+    let mut h = Hostile::with(c);
+    let id = h.s.open(request(Version::V3_1, "/big"), 0, true).unwrap();
+    h.answers();
+    h.send(Frame::WindowUpdate {
+        stream_id: StreamId(0),
+        delta: 1000,
+    });
+    h.reply(id.0, false);
+    h.data(id.0, 60_000, false);
+    h.data(id.0, 60_000, true);
+    assert!(
+        h.events.iter().any(|e| matches!(e, Event::Reset { .. })),
+        "a peer that does flow control is held to it: {:?}",
+        h.events
+    );
+}
+
+#[test]
+fn a_lenient_end_stops_waiting_for_a_peer_that_never_sends_window_updates() {
+    let mut c = cfg(Role::Client, Version::V3_1);
+    c.flow_control = FlowControl::Lenient;
+    let mut h = Hostile::with(c);
+    let id = h.s.open(request(Version::V3_1, "/up"), 0, false).unwrap();
+    h.s.send_data(id, pattern(200_000, 3), true).unwrap();
+    h.answers();
+    assert!(
+        h.s.flow_stall_pending(),
+        "stalled at 64 KiB, waiting for credit"
+    );
+    h.s.flow_stall_expired();
+    h.answers();
+    assert!(!h.s.flow_stall_pending());
+    assert_eq!(h.s.stats().data_bytes_sent, 200_000);
+    // Strict: stalled, and never told to stop waiting.
+    let mut h = Hostile::with(cfg(Role::Client, Version::V3_1));
+    let id = h.s.open(request(Version::V3_1, "/up"), 0, false).unwrap();
+    h.s.send_data(id, pattern(200_000, 3), true).unwrap();
+    h.answers();
+    assert!(!h.s.flow_stall_pending());
+    assert_eq!(h.s.stats().data_bytes_sent, 65_536);
 }
 
 // =======================================================================================

@@ -31,6 +31,9 @@ pub struct ClientConfig {
     pub http1_connections: usize,
     /// Frame log (SPDY `-v`).
     pub log: Option<FrameLog>,
+    /// Plain TCP: reach SPDY/3.1 through an HTTP/1.1 `Upgrade` request (as Kubernetes
+    /// does) instead of prior knowledge.
+    pub upgrade: Option<crate::upgrade::UpgradeRequest>,
     /// Connect to this address instead of resolving the host (the host still names the
     /// origin: TLS server name, `:host`).
     pub connect_to: Option<SocketAddr>,
@@ -41,10 +44,14 @@ impl Default for ClientConfig {
         ClientConfig {
             protocol: None,
             verify: Verify::System,
-            spdy: spdy::Config::new(spdy::Role::Client, Version::V3_1),
+            spdy: spdy::Config {
+                flow_control: spdy::session::FlowControl::Lenient,
+                ..spdy::Config::new(spdy::Role::Client, Version::V3_1)
+            },
             http1_connections: 6,
             log: None,
             connect_to: None,
+            upgrade: None,
         }
     }
 }
@@ -83,6 +90,7 @@ pub struct Client {
     authority: String,
     inner: Inner,
     pushes: Option<mpsc::UnboundedReceiver<ResponseStream>>,
+    stream_protocol: Option<String>,
 }
 
 enum Inner {
@@ -157,6 +165,7 @@ impl Client {
         } else {
             format!("{host}:{port}")
         };
+        let mut stream_protocol = None;
         let (io, proto): (Option<BoxIo>, Protocol) = if scheme == "https" {
             let offer: Vec<&str> = match cfg.protocol {
                 Some(p) => vec![p.alpn()],
@@ -183,6 +192,19 @@ impl Client {
         } else {
             let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
             let io = match proto {
+                Protocol::Spdy(_) if cfg.upgrade.is_some() => {
+                    if proto != Protocol::Spdy(Version::V3_1) {
+                        return Err(ClientError::Connect(format!(
+                            "an Upgrade reaches SPDY/3.1 only, not {}",
+                            proto.alpn()
+                        )));
+                    }
+                    let io = Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo;
+                    let up = cfg.upgrade.as_ref().expect("checked");
+                    let (io, chosen) = crate::upgrade::client_handshake(io, &authority, up).await?;
+                    stream_protocol = chosen;
+                    Some(io)
+                }
                 Protocol::Spdy(_) => {
                     Some(Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo)
                 }
@@ -203,6 +225,7 @@ impl Client {
                     authority,
                     inner: Inner::Spdy(h),
                     pushes: Some(pushes),
+                    stream_protocol,
                 })
             }
             Protocol::H2 => Err(no_h2()),
@@ -238,6 +261,7 @@ impl Client {
                     authority,
                     inner: Inner::Http1(Arc::new(pool)),
                     pushes: None,
+                    stream_protocol,
                 })
             }
         }
@@ -249,6 +273,12 @@ impl Client {
             Inner::Spdy(h) => h.version.alpn(),
             Inner::Http1(_) => "http/1.1",
         }
+    }
+
+    /// The sub-protocol the server chose in an Upgrade handshake
+    /// (`X-Stream-Protocol-Version`), if any.
+    pub fn stream_protocol(&self) -> Option<&str> {
+        self.stream_protocol.as_deref()
     }
 
     /// Pushed responses (SPDY), once; later calls return `None`.

@@ -135,16 +135,26 @@ pub struct ServerConfig {
     /// Graceful shutdown: once triggered, [`crate::server::serve`] stops accepting,
     /// sessions drain, and it returns when the last connection is done.
     pub shutdown: Shutdown,
+    /// Sub-protocols accepted on an HTTP/1.1 `Upgrade: SPDY/3.1` request
+    /// (`X-Stream-Protocol-Version`, see [`crate::upgrade`]); a request that offers
+    /// none is upgraded whatever this says.
+    pub stream_protocols: Vec<String>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             tls: None,
-            spdy: spdy::Config::new(spdy::Role::Server, Version::V3_1),
+            spdy: spdy::Config {
+                // Kubernetes' peers (moby/spdystream) have no flow control; a peer that
+                // shows any is still held to it (docs/flow-control.md).
+                flow_control: spdy::session::FlowControl::Lenient,
+                ..spdy::Config::new(spdy::Role::Server, Version::V3_1)
+            },
             max_body: 64 << 20,
             limits: Limits::default(),
             shutdown: Shutdown::new(),
+            stream_protocols: Vec::new(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! `Connection: close` before the handler sees it, without reading the body; a request
 //! head must arrive within `header_read_timeout`. On shutdown the response in flight is
 //! finished and the connection closed (`Connection: close` on responses not yet begun).
+//! A request with `Upgrade: SPDY/3.1` switches the connection to SPDY ([`crate::upgrade`]).
 
 use crate::body::Body;
 use crate::handler::{Handler, Request, ServerConfig};
@@ -23,9 +24,14 @@ pub(crate) async fn serve(
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
     let max_body = cfg.max_body;
+    let upgrade_cfg = cfg.clone();
     let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
+        let upgrade_cfg = crate::upgrade::requested(req.headers()).then(|| upgrade_cfg.clone());
         async move {
+            if let Some(cfg) = upgrade_cfg {
+                return Ok(crate::upgrade::accept(req, scheme, cfg, handler));
+            }
             let (parts, body) = req.into_parts();
             let host = parts
                 .headers
@@ -71,7 +77,9 @@ pub(crate) async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(cfg.limits.header_read_timeout);
-    let conn = builder.serve_connection(TokioIo::new(io), svc);
+    let conn = builder
+        .serve_connection(TokioIo::new(io), svc)
+        .with_upgrades();
     tokio::pin!(conn);
     let shutdown = cfg.shutdown.clone();
     tokio::select! {

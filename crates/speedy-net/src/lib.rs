@@ -22,6 +22,7 @@ mod spdy_client;
 pub mod spdy_conn;
 mod spdy_server;
 pub mod tls;
+pub mod upgrade;
 
 pub use body::Body;
 pub use client::{Client, ClientConfig, ClientError, ResponseStream};

@@ -73,6 +73,7 @@ async fn drive(
         streams: HashMap::new(),
         pings: Vec::new(),
         failure: None,
+        buffered: 0,
     };
     let (end, _) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
     if !matches!(end, End::Finished) {
@@ -98,7 +99,14 @@ struct ClientOwner {
     streams: HashMap<StreamId, Waiting>,
     pings: Vec<oneshot::Sender<std::time::Duration>>,
     failure: Option<ClientError>,
+    /// Response bytes handed to bodies and not yet read: reading the socket pauses
+    /// above [`MAX_BUFFERED`].
+    buffered: usize,
 }
+
+/// Response bytes a client holds for its readers before it stops reading the socket;
+/// with a peer that honours our windows it is never reached (the windows are smaller).
+const MAX_BUFFERED: usize = 16 << 20;
 
 impl ClientOwner {
     fn fail_all(&mut self, e: ClientError) {
@@ -185,6 +193,9 @@ impl Owner for ClientOwner {
                 if let Some(w) = self.streams.get_mut(&id) {
                     if let Some(b) = &w.body {
                         gone = b.send(Ok(data)).is_err();
+                        if !gone {
+                            self.buffered += n;
+                        }
                     }
                     if fin {
                         self.streams.remove(&id);
@@ -236,6 +247,10 @@ impl Owner for ClientOwner {
         }
     }
 
+    fn wants_read(&self) -> bool {
+        self.buffered < MAX_BUFFERED
+    }
+
     fn wants_input(&self) -> bool {
         true // the credit channel's sender lives in self: it never closes
     }
@@ -257,7 +272,10 @@ impl Owner for ClientOwner {
     fn on_input(&mut self, session: &mut Session, input: Input) {
         let cmd = match input {
             Input::Cmd(c) => c,
-            Input::Credit(Credit::Release(id, n)) => return session.release(id, n),
+            Input::Credit(Credit::Release(id, n)) => {
+                self.buffered = self.buffered.saturating_sub(n);
+                return session.release(id, n);
+            }
             Input::Credit(Credit::Cancel(id)) => {
                 if self.streams.remove(&id).is_some() {
                     session.reset(id, RstStatus::CANCEL);

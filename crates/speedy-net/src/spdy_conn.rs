@@ -13,13 +13,15 @@ use bytes::BytesMut;
 use spdy::session::{Event, OutBuf};
 use spdy::Session;
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Output is produced from the session until this much is waiting to be written.
 const OUT_HIGH: usize = 256 * 1024;
 /// The read buffer grows when less than this is free.
 const READ_SPARE: usize = 4096;
+/// See [`Tuning::flow_stall`].
+const FLOW_STALL: Duration = Duration::from_millis(500);
 
 /// Buffer sizes: small for servers holding many idle sessions, larger for clients that
 /// download.
@@ -29,6 +31,11 @@ pub struct Tuning {
     pub read_initial: usize,
     /// How much the read buffer grows by when nearly full.
     pub read_grow: usize,
+    /// How long our sending may stay stalled on the windows of a peer that has never
+    /// sent a WINDOW_UPDATE before it is taken to have no flow control (lenient
+    /// sessions only; moby/spdystream never sends one). Long enough for a peer that does
+    /// flow control to consume half a window and say so over a slow link.
+    pub flow_stall: Duration,
 }
 
 impl Tuning {
@@ -36,11 +43,13 @@ impl Tuning {
     pub const SERVER: Tuning = Tuning {
         read_initial: 8 * 1024,
         read_grow: 16 * 1024,
+        flow_stall: FLOW_STALL,
     };
     /// A client: 64 KiB to start and to grow by.
     pub const CLIENT: Tuning = Tuning {
         read_initial: 64 * 1024,
         read_grow: 64 * 1024,
+        flow_stall: FLOW_STALL,
     };
 }
 
@@ -60,6 +69,13 @@ pub trait Owner: Send {
     /// Called each time the session produced output: streams whose queues drained may
     /// ask for more body.
     fn after_transmit(&mut self, _session: &mut Session) {}
+
+    /// Whether the loop may read more from the socket now. An owner holding too many
+    /// received bytes its consumers have not taken says no: that is what bounds memory
+    /// when a peer ignores our windows ([`spdy::session::FlowControl::Lenient`]).
+    fn wants_read(&self) -> bool {
+        true
+    }
 
     /// Whether [`Owner::next_input`] has anything that can complete.
     fn wants_input(&self) -> bool;
@@ -117,6 +133,7 @@ pub async fn run<O: Owner>(
     let mut traffic = Traffic::default();
     let mut read_closed = false;
     let mut unflushed = false;
+    let mut stall_since: Option<Instant> = None;
     let end = loop {
         while let Some(ev) = session.poll_event() {
             owner.on_event(session, ev);
@@ -141,9 +158,22 @@ pub async fn run<O: Owner>(
             }
             break End::Finished;
         }
+        // Stalled on the windows of a peer that may have no flow control: how long we
+        // wait before assuming it has none (FlowControl::Lenient).
+        if session.flow_stall_pending() {
+            stall_since.get_or_insert_with(Instant::now);
+        } else {
+            stall_since = None;
+        }
+        let stall_deadline = stall_since.map(|t| t + tuning.flow_stall);
         let wants_input = owner.wants_input();
+        let may_read = !read_closed && owner.wants_read();
         tokio::select! {
-            r = rd.read_buf(&mut rbuf), if !read_closed => {
+            _ = sleep_until_opt(stall_deadline), if stall_deadline.is_some() => {
+                session.flow_stall_expired();
+                stall_since = None;
+            }
+            r = rd.read_buf(&mut rbuf), if may_read => {
                 match r {
                     Ok(0) | Err(_) => {
                         read_closed = true;
@@ -176,4 +206,11 @@ pub async fn run<O: Owner>(
     };
     let _ = wr.shutdown().await;
     (end, traffic)
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
 }

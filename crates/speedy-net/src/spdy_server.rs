@@ -363,6 +363,11 @@ impl Owner for ServerOwner {
         }
     }
 
+    fn wants_read(&self) -> bool {
+        // Half the bound: one read (≤ 64 KiB) never takes a well-behaved peer over it.
+        self.buffered < self.max_buffered / 2
+    }
+
     fn wants_input(&self) -> bool {
         true // the idle timer and the shutdown signal are always armed
     }

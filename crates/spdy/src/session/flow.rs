@@ -208,6 +208,11 @@ impl RecvWindow {
         Some(delta)
     }
 
+    /// Bytes consumed and not yet returned to the peer.
+    pub fn unreturned(&self) -> u32 {
+        self.released
+    }
+
     /// We announced a new INITIAL_WINDOW_SIZE, `delta` from the old one. Growth applies
     /// to open streams at once (the peer adds it to its send windows, §5.1); a shrink
     /// does not, so DATA the peer sent before it saw our SETTINGS is still accepted.
@@ -232,6 +237,140 @@ impl RecvWindow {
         }
         self.window.0 += delta;
         Some(u32::try_from(delta).expect("at most 2^31-1"))
+    }
+}
+
+/// How strictly the peer's DATA is held to the windows we announced (digest §5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlowControl {
+    /// Every overrun is a FLOW_CONTROL_ERROR (RST_STREAM, or GOAWAY for the session).
+    #[default]
+    Strict,
+    /// A peer that has never shown flow control (no WINDOW_UPDATE, no
+    /// INITIAL_WINDOW_SIZE) may overrun our windows, as moby/spdystream does: the bytes
+    /// are accepted and counted ([`crate::session::Stats::window_overrun_bytes`]) and
+    /// memory stays bounded because the owner stops reading while its buffers are full.
+    /// Such a peer is also not waited for: once it overruns, or once our sending has
+    /// been stalled on its windows for the owner's stall timeout without a WINDOW_UPDATE,
+    /// our send windows stop being enforced. A peer that has sent a WINDOW_UPDATE is
+    /// held to strict rules from then on.
+    Lenient,
+}
+
+impl std::str::FromStr for FlowControl {
+    type Err = String;
+
+    /// `strict` or `lenient`.
+    fn from_str(s: &str) -> Result<FlowControl, String> {
+        match s {
+            "strict" => Ok(FlowControl::Strict),
+            "lenient" => Ok(FlowControl::Lenient),
+            _ => Err(format!("{s:?}: expected strict or lenient")),
+        }
+    }
+}
+
+/// What the session has learnt about the peer's flow control: the decision table of
+/// `docs/flow-control.md` in one place.
+///
+/// | situation | receive side | send side |
+/// |---|---|---|
+/// | SPDY/3.1 (ALPN, or prior knowledge as a client) | session window granted at once | session window enforced |
+/// | plain TCP, first frame version 3, server: undecided | session credit granted once the peer has sent half of its 64 KiB (a 3.1 peer that waits for us would stall at 64 KiB) | the 3.1 session window enforced |
+/// | … then a session WINDOW_UPDATE arrives | SPDY/3.1 | SPDY/3.1 |
+/// | … then 32 KiB of stream credit but no session WINDOW_UPDATE | SPDY/3: stream windows only | session window no longer enforced |
+/// | … or our sending stalled for the stall timeout with no session WINDOW_UPDATE | SPDY/3 | session window no longer enforced |
+/// | lenient, peer never sent WINDOW_UPDATE, overruns a window | bytes accepted and counted | send windows not enforced |
+/// | lenient, same peer, our sending stalled on its windows for the stall timeout | — | send windows not enforced |
+/// | any WINDOW_UPDATE later | strict again | enforced again (windows were counted all along) |
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PeerFlow {
+    mode: FlowControl,
+    /// Plain-TCP server with version-3 framing: 3 or 3.1 not yet known.
+    undecided: bool,
+    /// The peer sent a WINDOW_UPDATE or an INITIAL_WINDOW_SIZE: it does flow control.
+    heard: bool,
+    /// The peer does not honour windows (it overran one, or left us stalled).
+    ignores: bool,
+    /// Stream credit returned while undecided with no session WINDOW_UPDATE.
+    stream_credit: u64,
+}
+
+impl PeerFlow {
+    /// `undecided`: a plain-TCP server whose peer's first frame said version 3.
+    pub fn new(mode: FlowControl, undecided: bool) -> PeerFlow {
+        PeerFlow {
+            mode,
+            undecided,
+            heard: false,
+            ignores: false,
+            stream_credit: 0,
+        }
+    }
+
+    /// Whether 3 vs 3.1 is still open.
+    pub fn undecided(&self) -> bool {
+        self.undecided
+    }
+
+    /// Whether our stream and session send windows hold us back.
+    pub fn enforce_send(&self) -> bool {
+        !self.ignores
+    }
+
+    /// A session WINDOW_UPDATE arrived: the peer speaks 3.1 and does flow control.
+    pub fn on_session_update(&mut self) {
+        self.undecided = false;
+        self.heard = true;
+        self.ignores = false;
+    }
+
+    /// A stream WINDOW_UPDATE (or INITIAL_WINDOW_SIZE) arrived. Returns true when it
+    /// settles an undecided session as SPDY/3: half of the 64 KiB session window came
+    /// back as stream credit and no session credit came with it (a 3.1 peer returning
+    /// credit at half a window, as spdylay, Netty and speedy do, would have sent its
+    /// session WINDOW_UPDATE by then).
+    pub fn on_stream_update(&mut self, delta: u32) -> bool {
+        self.heard = true;
+        self.ignores = false;
+        if !self.undecided {
+            return false;
+        }
+        self.stream_credit += u64::from(delta);
+        if self.stream_credit >= u64::from(DEFAULT_WINDOW / 2) {
+            self.undecided = false;
+            return true;
+        }
+        false
+    }
+
+    /// The peer overran a receive window: true when that is tolerated (lenient, and
+    /// the peer never showed flow control); the peer is then not waited for either.
+    pub fn tolerate_overrun(&mut self) -> bool {
+        if self.mode == FlowControl::Lenient && !self.heard {
+            self.ignores = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether a stall on the peer's windows may end with [`PeerFlow::stall_expired`]:
+    /// while 3 vs 3.1 is undecided, or (lenient) while the peer has shown no flow control.
+    pub fn stall_may_expire(&self) -> bool {
+        self.undecided || (self.mode == FlowControl::Lenient && !self.heard && !self.ignores)
+    }
+
+    /// A stall timed out with no WINDOW_UPDATE that would end it. Undecided: the peer
+    /// is taken for SPDY/3 (a 3.1 peer returns session credit once it has half of its
+    /// 64 KiB; a SPDY/3 peer with large stream windows returns nothing that early).
+    /// Otherwise: the peer has no flow control.
+    pub fn stall_expired(&mut self) {
+        if self.undecided {
+            self.undecided = false;
+        } else {
+            self.ignores = true;
+        }
     }
 }
 

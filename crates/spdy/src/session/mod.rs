@@ -18,7 +18,7 @@ mod send;
 mod stream;
 
 pub use error::{Action, Violation};
-pub use flow::{DEFAULT_WINDOW, MAX_WINDOW};
+pub use flow::{FlowControl, DEFAULT_WINDOW, MAX_WINDOW};
 pub use send::OutBuf;
 
 use crate::codes::{GoAwayStatus, RstStatus, SettingId};
@@ -27,7 +27,7 @@ use crate::frame::{Frame, Setting, StreamId, SynStream};
 use crate::headers::Headers;
 use crate::Version;
 use bytes::Bytes;
-use flow::{RecvWindow, Window};
+use flow::{PeerFlow, RecvWindow, Window};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use stream::{Out, Stream};
@@ -70,9 +70,13 @@ pub struct Config {
     pub accept_push: bool,
     /// Emit [`Event::Frame`] for every frame sent and received.
     pub log_frames: bool,
-    /// Server on plain TCP with `version` SPDY/3: switch to 3.1 semantics when the peer
-    /// sends a session WINDOW_UPDATE (digest §5.2, spdy-transport's autoSpdy31).
+    /// Server on plain TCP with `version` SPDY/3, where framing cannot tell 3 from 3.1:
+    /// the session starts undecided and settles by what the peer does (the table on
+    /// `flow::PeerFlow`, digest §5.2: a session WINDOW_UPDATE means 3.1, as
+    /// spdy-transport's autoSpdy31 has it).
     pub auto_spdy31: bool,
+    /// How strictly window overruns by the peer are treated.
+    pub flow_control: FlowControl,
 }
 
 impl Config {
@@ -91,6 +95,7 @@ impl Config {
             accept_push: true,
             log_frames: false,
             auto_spdy31: false,
+            flow_control: FlowControl::Strict,
         }
     }
 }
@@ -236,6 +241,9 @@ pub struct Stats {
     pub data_bytes_sent: u64,
     /// DATA payload bytes read.
     pub data_bytes_received: u64,
+    /// DATA bytes accepted beyond our windows from a peer without flow control
+    /// ([`FlowControl::Lenient`]).
+    pub window_overrun_bytes: u64,
 }
 
 /// A SPDY session (one connection, one end). See the module docs for the call order.
@@ -261,6 +269,13 @@ pub struct Session {
     session_send: Window,
     /// The peer's session credit (enforced in SPDY/3.1, counted always).
     session_recv: RecvWindow,
+    /// The session credit beyond 64 KiB was granted (once: at the start in SPDY/3.1, or
+    /// when an undecided plain-TCP session needed it).
+    session_granted: bool,
+    /// What the peer's flow control turned out to be.
+    peer_flow: PeerFlow,
+    /// A stream with DATA queued was parked for lack of credit.
+    window_blocked: bool,
     /// PING answers, sent before anything else.
     urgent: VecDeque<Frame>,
     /// Other control frames, FIFO.
@@ -298,6 +313,9 @@ impl Session {
             peer_initial_window: DEFAULT_WINDOW,
             session_send: Window::new(DEFAULT_WINDOW),
             session_recv: RecvWindow::new(DEFAULT_WINDOW),
+            session_granted: false,
+            peer_flow: PeerFlow::new(cfg.flow_control, cfg.auto_spdy31 && version == Version::V3),
+            window_blocked: false,
             urgent: VecDeque::new(),
             control: VecDeque::new(),
             syn_queue: VecDeque::new(),
@@ -567,12 +585,19 @@ impl Session {
 
     /// Returns session credit for `n` consumed (or ignored) bytes.
     fn release_session(&mut self, n: usize) {
-        // Counted in SPDY/3 too, in case the peer turns out to speak 3.1 (auto_spdy31).
-        let enforced = self.version.has_session_flow_control();
-        if let Some(delta) = self
-            .session_recv
-            .release(n, self.cfg.session_window, enforced)
+        // Counted in SPDY/3 too, in case the peer turns out to speak 3.1.
+        let live = self.version.has_session_flow_control() || self.session_granted;
+        if !live
+            && self.peer_flow.undecided()
+            && self.session_recv.unreturned().saturating_add(n as u32) >= DEFAULT_WINDOW / 2
         {
+            // Undecided plain TCP: a 3.1 peer that waits for our credit has used half of
+            // its 64 KiB; grant before it stalls (a pure SPDY/3 peer sees this frame only
+            // after uploading 32 KiB, and the peers tested ignore it: docs/flow-control.md).
+            let _ = self.session_recv.release(n, self.cfg.session_window, false);
+            return self.grant_session_window();
+        }
+        if let Some(delta) = self.session_recv.release(n, self.cfg.session_window, live) {
             self.control.push_back(Frame::WindowUpdate {
                 stream_id: StreamId(0),
                 delta,
@@ -580,15 +605,51 @@ impl Session {
         }
     }
 
-    /// Session flow control starts (SPDY/3.1, at the opening or on the upgrade from 3):
-    /// raises the peer's session credit to [`Config::session_window`] (plus what was
-    /// released meanwhile) with a WINDOW_UPDATE for stream 0.
+    /// Session flow control starts (SPDY/3.1 at the opening, on the upgrade from 3, or
+    /// when an undecided session needs it): raises the peer's session credit to
+    /// [`Config::session_window`] (plus what was released meanwhile) with a
+    /// WINDOW_UPDATE for stream 0, once.
     fn grant_session_window(&mut self) {
+        if std::mem::replace(&mut self.session_granted, true) {
+            return;
+        }
         if let Some(delta) = self.session_recv.grant(self.cfg.session_window) {
             self.control.push_back(Frame::WindowUpdate {
                 stream_id: StreamId(0),
                 delta,
             });
+        }
+    }
+
+    /// Whether our sending is stalled on windows that the peer may never open: on a
+    /// plain-TCP session still undecided between SPDY/3 and 3.1, or on a peer that may
+    /// have no flow control at all ([`FlowControl::Lenient`], no WINDOW_UPDATE from it
+    /// yet). The IO loop then starts its stall timer and, when it expires, calls
+    /// [`Session::flow_stall_expired`].
+    pub fn flow_stall_pending(&self) -> bool {
+        self.window_blocked && self.peer_flow.stall_may_expire()
+    }
+
+    /// The stall timer expired with no WINDOW_UPDATE: an undecided session is SPDY/3
+    /// (no session window); otherwise the peer has no flow control (moby/spdystream)
+    /// and our send windows are not enforced until it sends a WINDOW_UPDATE.
+    pub fn flow_stall_expired(&mut self) {
+        self.peer_flow.stall_expired();
+        self.unpark_all();
+    }
+
+    /// Puts every stream with queued output back on the ready queues (after a change
+    /// that may give parked streams credit).
+    fn unpark_all(&mut self) {
+        self.window_blocked = false;
+        let ids: Vec<StreamId> = self
+            .streams
+            .values()
+            .filter(|s| !s.outq.is_empty())
+            .map(|s| s.id)
+            .collect();
+        for id in ids {
+            self.make_ready(id);
         }
     }
 

@@ -305,7 +305,7 @@ impl Session {
         self.stats.data_bytes_received += n as u64;
         // Every byte counts against the session window, even for ignored streams (§5.2).
         if let Err(e) = self.session_recv.receive(n) {
-            if self.version.has_session_flow_control() {
+            if self.version.has_session_flow_control() && !self.peer_flow.tolerate_overrun() {
                 self.violation(e.at(Scope::Session));
                 return true;
             }
@@ -320,9 +320,13 @@ impl Session {
         let st = self.streams.get_mut(&id.0).expect("checked");
         if let Err(e) = st.recv.receive(n) {
             if self.version.has_stream_flow_control() {
-                self.violation(e.at(Scope::Stream(id)));
-                self.release_session(n);
-                return true;
+                if self.peer_flow.tolerate_overrun() {
+                    self.stats.window_overrun_bytes += n as u64;
+                } else {
+                    self.violation(e.at(Scope::Stream(id)));
+                    self.release_session(n);
+                    return true;
+                }
             }
         }
         if fin {
@@ -599,6 +603,7 @@ impl Session {
             match e.id {
                 SettingId::MAX_CONCURRENT_STREAMS => self.peer_max_streams = e.value,
                 SettingId::INITIAL_WINDOW_SIZE if self.version.has_stream_flow_control() => {
+                    self.peer_flow.on_stream_update(0);
                     // Values ≥ 2^31 are ignored, as spdylay does (§5.1).
                     let Some(delta) = flow::initial_window_delta(self.peer_initial_window, e.value)
                     else {
@@ -654,6 +659,7 @@ impl Session {
         }
         match scope {
             Scope::Session => {
+                self.peer_flow.on_session_update();
                 if self.version == Version::V3 && self.cfg.auto_spdy31 {
                     self.upgrade_to_spdy31();
                 }
@@ -666,6 +672,10 @@ impl Session {
                 // Streams waiting for session credit never left their ready queues.
             }
             Scope::Stream(_) => {
+                if self.peer_flow.on_stream_update(delta) {
+                    // Settled as SPDY/3: streams waiting for session credit may go.
+                    self.unpark_all();
+                }
                 // Unknown or closed: a WINDOW_UPDATE may cross our FIN or RST (§5.1).
                 let Some(st) = self.streams.get_mut(&id.0) else {
                     return;

@@ -135,9 +135,11 @@ impl Session {
         self.poll_stream_frame(out)
     }
 
-    /// Bytes the session window lets us send now (unlimited before SPDY/3.1).
+    /// Bytes the session window lets us send now: unlimited before SPDY/3.1 (the 3.1
+    /// window holds while plain TCP is undecided) and for a peer without flow control.
     fn session_credit(&self) -> usize {
-        if self.version.has_session_flow_control() {
+        let enforced = self.version.has_session_flow_control() || self.peer_flow.undecided();
+        if enforced && self.peer_flow.enforce_send() {
             self.session_send.credit()
         } else {
             usize::MAX
@@ -145,7 +147,7 @@ impl Session {
     }
 
     fn poll_stream_frame(&mut self, out: &mut OutBuf) -> bool {
-        let flow = self.version.has_stream_flow_control();
+        let flow = self.version.has_stream_flow_control() && self.peer_flow.enforce_send();
         for level in 0..self.ready.len() {
             let mut tries = self.ready[level].len();
             while tries > 0 {
@@ -166,10 +168,12 @@ impl Session {
                         let credit = if flow { st.send.credit() } else { usize::MAX };
                         if credit == 0 {
                             st.in_ready = false; // back when a WINDOW_UPDATE or SETTINGS opens it
+                            self.window_blocked = true;
                             continue;
                         }
                         if session_credit == 0 {
                             self.ready[level].push_back(id); // back when the session window opens
+                            self.window_blocked = true;
                             continue;
                         }
                         let n = data

@@ -29,7 +29,8 @@ Examples (against the servers of `speedy serve --help`'s examples):\n  \
 speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
 speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
---resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/"
+--resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/\n  \
+speedy fetch --upgrade --stream-protocol v4.channel.k8s.io http://localhost:8080/a.html"
 )]
 pub struct FetchArgs {
     /// URLs to fetch (http:// or https://); those of one origin share one session.
@@ -76,6 +77,19 @@ pub struct FetchArgs {
     /// Turn off CRIME-safe header compression (cookies share the zlib context).
     #[arg(long)]
     no_crime_safe: bool,
+    /// SPDY window overruns: lenient accepts them from a server that never sent a
+    /// WINDOW_UPDATE (moby/spdystream) and stops waiting for its credit; strict resets
+    /// the stream with FLOW_CONTROL_ERROR (docs/flow-control.md).
+    #[arg(long, default_value = "lenient", value_name = "strict|lenient")]
+    flow_control: spdy::session::FlowControl,
+    /// Plain http:// only: reach SPDY/3.1 with an HTTP/1.1 `Upgrade: SPDY/3.1` request
+    /// for the first URL of each origin (as Kubernetes does) instead of prior knowledge.
+    #[arg(long)]
+    upgrade: bool,
+    /// With --upgrade: offer this sub-protocol in `X-Stream-Protocol-Version`
+    /// (repeatable, most preferred first); the chosen one is printed on stderr.
+    #[arg(long, value_name = "PROTOCOL", requires = "upgrade")]
+    stream_protocol: Vec<String>,
 }
 
 struct Target {
@@ -181,6 +195,7 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
     };
     cfg.spdy.compression.level = a.header_level;
     cfg.spdy.compression.crime_safe = !a.no_crime_safe;
+    cfg.spdy.flow_control = a.flow_control;
     cfg.http1_connections = a.concurrency.min(6);
     if a.verbose {
         cfg.log = Some(Arc::new(|sent, line| {
@@ -203,6 +218,16 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
                 std::net::SocketAddr::new(ip, p.unwrap_or(port))
             },
         );
+        if a.upgrade {
+            if scheme != "http" {
+                bail!("--upgrade: {scheme}:// URL; an Upgrade to SPDY/3.1 needs plain http://");
+            }
+            cfg.upgrade = Some(speedy_net::upgrade::UpgradeRequest {
+                method: "GET".into(),
+                path: list[0].path.clone(),
+                stream_protocols: a.stream_protocol.clone(),
+            });
+        }
         ok &= fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, &ctx).await;
     }
     let not_2xx = ctx.not_2xx.load(std::sync::atomic::Ordering::Relaxed);
@@ -248,6 +273,9 @@ async fn fetch_origin(
         }
     };
     let protocol = client.protocol();
+    if let Some(p) = client.stream_protocol() {
+        eprintln!("* {scheme}://{host}:{port}: upgraded to SPDY/3.1, stream protocol {p}");
+    }
     let start = Instant::now();
     // Pushed streams are read as they arrive, so they never stall flow control.
     let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);

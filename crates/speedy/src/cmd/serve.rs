@@ -15,7 +15,9 @@ use std::time::Duration;
 #[command(
     group(ArgGroup::new("source").required(true).args(["root", "archive"])),
     after_help = "Speaks SPDY/3.1, SPDY/3, SPDY/2, HTTP/2 (h2) and HTTP/1.1. Plain TCP: SPDY, HTTP/2 (prior knowledge) and HTTP/1.1 are told apart by the \
-first bytes. TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1).\n\n\
+first bytes, and an HTTP/1.1 request with `Connection: Upgrade` and `Upgrade: SPDY/3.1` switches \
+its connection to SPDY/3.1 (101; --stream-protocol for Kubernetes' X-Stream-Protocol-Version). \
+TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1).\n\n\
 Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...)`, with \
 --archive one `origin HOST IP:PORT` per origin, then one JSON line for programs:\n  \
 {\"listening\":\"IP:PORT\",\"tls\":BOOL,\"plain\":BOOL,\"protocols\":[\"spdy/3.1\",\"spdy/3\",\
@@ -109,6 +111,15 @@ pub struct ServeArgs {
     /// shared context) or none (stored blocks).
     #[arg(long, default_value = "crime-safe", value_name = "MODE")]
     header_compression: String,
+    /// SPDY window overruns: lenient accepts them from a peer that never sent a
+    /// WINDOW_UPDATE (moby/spdystream, Kubernetes) and stops waiting for its credit;
+    /// strict resets the stream (docs/flow-control.md).
+    #[arg(long, default_value = "lenient", value_name = "strict|lenient")]
+    flow_control: spdy::session::FlowControl,
+    /// Accept this sub-protocol on an HTTP/1.1 `Upgrade: SPDY/3.1` request
+    /// (`X-Stream-Protocol-Version`, repeatable); a request offering only others gets 403.
+    #[arg(long, value_name = "PROTOCOL")]
+    stream_protocol: Vec<String>,
     /// Largest request body accepted, in bytes (suffixes K, M, G: binary units).
     #[arg(long, default_value = "64M", value_name = "BYTES", value_parser = parse_size)]
     max_body: usize,
@@ -167,6 +178,21 @@ impl ServeArgs {
         cfg.limits.tls_handshake_timeout = self.tls_handshake_timeout;
         cfg.limits.header_read_timeout = self.header_read_timeout;
         cfg.limits.idle_timeout = self.idle_timeout;
+    }
+
+    /// The SPDY session settings of the command line.
+    fn apply_spdy(&self, cfg: &mut ServerConfig) -> Result<()> {
+        cfg.spdy.max_concurrent_streams = self.max_concurrent_streams;
+        cfg.spdy.compression.level = self.header_level;
+        cfg.spdy.flow_control = self.flow_control;
+        cfg.stream_protocols = self.stream_protocol.clone();
+        if self.header_level > 9 {
+            bail!("--header-level {}: must be 0 to 9", self.header_level);
+        }
+        spdy::HeaderCompression::parse(&self.header_compression)
+            .map_err(|e| anyhow::anyhow!("--header-compression {e}"))?
+            .apply(&mut cfg.spdy.compression);
+        Ok(())
     }
 }
 
@@ -232,16 +258,9 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         Some(p) => parse_push_map(p)?,
         None => HashMap::new(),
     };
-    if a.header_level > 9 {
-        bail!("--header-level {}: must be 0 to 9", a.header_level);
-    }
     let mut cfg = ServerConfig::default();
     a.apply_limits(&mut cfg);
-    cfg.spdy.max_concurrent_streams = a.max_concurrent_streams;
-    cfg.spdy.compression.level = a.header_level;
-    spdy::HeaderCompression::parse(&a.header_compression)
-        .map_err(|e| anyhow::anyhow!("--header-compression {e}"))?
-        .apply(&mut cfg.spdy.compression);
+    a.apply_spdy(&mut cfg)?;
     let tls = if a.tls_self_signed {
         let (c, k) = speedy_net::tls::self_signed(&[]).map_err(anyhow::Error::msg)?;
         Some((c, k))
@@ -306,11 +325,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
     let hosts = replay.hosts();
     let mut cfg = ServerConfig::default();
     a.apply_limits(&mut cfg);
-    cfg.spdy.max_concurrent_streams = a.max_concurrent_streams;
-    cfg.spdy.compression.level = a.header_level;
-    spdy::HeaderCompression::parse(&a.header_compression)
-        .map_err(|e| anyhow::anyhow!("--header-compression {e}"))?
-        .apply(&mut cfg.spdy.compression);
+    a.apply_spdy(&mut cfg)?;
     if https && !a.plain {
         let ca_dir = a.ca_dir.clone().unwrap_or_else(|| dir.join("lab-ca"));
         let (c, k) = speedy_server::ca::issue(&ca_dir, &hosts).map_err(anyhow::Error::msg)?;
