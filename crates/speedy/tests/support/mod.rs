@@ -2,6 +2,7 @@
 //! temporary directories, and a child process killed (by pid) on drop.
 #![allow(dead_code)]
 
+pub mod interop;
 pub mod raw;
 
 use std::io::{BufRead, BufReader};
