@@ -13,8 +13,12 @@ mod h2_server;
 pub mod handler;
 mod http1;
 pub mod io;
+pub mod kube;
+#[cfg(feature = "kube-double")]
+pub mod kube_double;
 pub mod limits;
 pub mod loadgen;
+pub mod mux;
 pub mod protocol;
 mod reply;
 pub mod server;

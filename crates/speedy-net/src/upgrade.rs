@@ -170,22 +170,7 @@ pub async fn client_handshake(
         .await
         .map_err(|e| fail(e.to_string()))?;
     io.flush().await.map_err(|e| fail(e.to_string()))?;
-    let mut buf = Vec::with_capacity(1024);
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(fail(format!("response head over {MAX_HEAD} bytes")));
-        }
-        let mut chunk = [0u8; 2048];
-        let n = io.read(&mut chunk).await.map_err(|e| fail(e.to_string()))?;
-        if n == 0 {
-            return Err(fail("the server closed the connection".into()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let (text, rest) = read_head(&mut io).await.map_err(fail)?;
     let mut lines = text.split("\r\n");
     let status_line = lines.next().unwrap_or("");
     let status: u16 = status_line
@@ -213,8 +198,110 @@ pub async fn client_handshake(
         return Err(fail("101 without Upgrade: SPDY/3.1".into()));
     }
     let chosen = header(STREAM_PROTOCOL);
-    let rest = Bytes::copy_from_slice(&buf[end..]);
     Ok((Box::new(Prefixed::new(rest, io)), chosen))
+}
+
+/// What [`server_handshake`] read: the request and the chosen sub-protocol.
+#[derive(Clone, Debug)]
+pub struct Upgraded {
+    /// Request method.
+    pub method: String,
+    /// Request path and query.
+    pub path: String,
+    /// The sub-protocol answered in `X-Stream-Protocol-Version`, if any.
+    pub stream_protocol: Option<String>,
+}
+
+/// Server side of the handshake on a raw connection (for a server that is not
+/// `speedy serve`, e.g. one running [`crate::mux::Mux`]): reads one HTTP/1.1 request
+/// head, answers 101 and returns the connection ready for SPDY/3.1; answers 400 (not an
+/// upgrade to SPDY/3.1) or 403 (no accepted sub-protocol) and fails otherwise.
+pub async fn server_handshake(
+    mut io: BoxIo,
+    accepted: &[String],
+) -> std::io::Result<(BoxIo, Upgraded)> {
+    let (head, rest) = read_head(&mut io)
+        .await
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or("").split_whitespace();
+    let (method, path) = (
+        first.next().unwrap_or("").to_string(),
+        first.next().unwrap_or("/").to_string(),
+    );
+    let mut h = hyper::HeaderMap::new();
+    for l in lines {
+        if let Some((n, v)) = l.split_once(':') {
+            if let (Ok(n), Ok(v)) = (
+                hyper::header::HeaderName::from_bytes(n.trim().as_bytes()),
+                hyper::header::HeaderValue::from_str(v.trim()),
+            ) {
+                h.append(n, v);
+            }
+        }
+    }
+    let refuse = |status: &str, extra: String, why: String| {
+        format!(
+            "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{why}",
+            why.len()
+        )
+    };
+    if !requested(&h) {
+        let why = format!("expected Connection: Upgrade and Upgrade: {SPDY31}\n");
+        io.write_all(refuse("400 Bad Request", String::new(), why.clone()).as_bytes())
+            .await?;
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
+    }
+    let chosen = match negotiate(&offered(&h), accepted) {
+        Ok(c) => c,
+        Err(NoCommonProtocol) => {
+            let list = accepted.join(", ");
+            let why = format!("no accepted stream protocol; accepted: {list}\n");
+            let extra = format!("X-Accepted-Stream-Protocol-Versions: {list}\r\n");
+            io.write_all(refuse("403 Forbidden", extra, why.clone()).as_bytes())
+                .await?;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                why,
+            ));
+        }
+    };
+    let mut answer =
+        format!("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: {SPDY31}\r\n");
+    if let Some(c) = &chosen {
+        answer.push_str(&format!("X-Stream-Protocol-Version: {c}\r\n"));
+    }
+    answer.push_str("\r\n");
+    io.write_all(answer.as_bytes()).await?;
+    io.flush().await?;
+    let up = Upgraded {
+        method,
+        path,
+        stream_protocol: chosen,
+    };
+    Ok((Box::new(Prefixed::new(rest, io)), up))
+}
+
+/// Reads an HTTP/1.1 head (up to the blank line, at most [`MAX_HEAD`] bytes): the head
+/// as text and the bytes that followed it.
+async fn read_head(io: &mut BoxIo) -> Result<(String, Bytes), String> {
+    let mut buf = Vec::with_capacity(1024);
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(format!("HTTP head over {MAX_HEAD} bytes"));
+        }
+        let mut chunk = [0u8; 2048];
+        let n = io.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the peer closed the connection".into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end - 4]).into_owned();
+    Ok((head, Bytes::copy_from_slice(&buf[end..])))
 }
 
 #[cfg(test)]

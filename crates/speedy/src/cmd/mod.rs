@@ -5,6 +5,7 @@ use std::process::ExitCode;
 pub mod bench;
 pub mod corpus;
 pub mod fetch;
+pub mod kube;
 pub mod lab;
 pub mod link;
 pub mod load;
@@ -27,6 +28,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Fetch URLs over SPDY (3.1, 3, 2) or HTTP/1.1, one JSON line per response.
     Fetch(fetch::FetchArgs),
+    /// Kubernetes' exec and port-forward streams over SPDY/3.1 (Upgrade), as kubectl.
+    Kube(kube::KubeArgs),
     /// Run a command behind an emulated network link (rate, delay, loss, queue, radio).
     Link(link::LinkArgs),
     /// Load-test a server over SPDY, HTTP/1.1 or HTTP/2 (like h2load).
@@ -77,6 +80,7 @@ impl Cli {
                 "serve",
             ),
             Command::Fetch(a) => report_status(runtime().block_on(fetch::run(a)), "fetch"),
+            Command::Kube(a) => report_status(runtime().block_on(kube::run(a)), "kube"),
             Command::Link(a) => link::run(a),
             Command::Lab(a) => lab::run_cmd(a),
             Command::Bench(a) => report(bench::run(a), "bench"),
