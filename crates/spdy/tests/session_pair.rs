@@ -1328,6 +1328,25 @@ fn a_lenient_end_is_strict_with_a_peer_that_sent_a_window_update() {
 }
 
 #[test]
+fn a_lenient_end_parked_on_a_peers_windows_goes_on_once_that_peer_overruns_ours() {
+    // A port-forward echo: our sending parks at 64 KiB, the peer keeps sending past our
+    // window (moby/spdystream); it will never open ours, so the parked stream goes on.
+    let mut c = cfg(Role::Client, Version::V3_1);
+    c.initial_window = 65_536;
+    c.flow_control = FlowControl::Lenient;
+    let mut h = Hostile::with(c);
+    let id = h.s.open(request(Version::V3_1, "/echo"), 0, false).unwrap();
+    h.s.send_data(id, pattern(200_000, 5), true).unwrap();
+    h.answers();
+    assert_eq!(h.s.stats().data_bytes_sent, 65_536);
+    h.reply(id.0, false);
+    h.data(id.0, 60_000, false);
+    h.data(id.0, 60_000, false);
+    h.answers();
+    assert_eq!(h.s.stats().data_bytes_sent, 200_000);
+}
+
+#[test]
 fn a_lenient_end_stops_waiting_for_a_peer_that_never_sends_window_updates() {
     let mut c = cfg(Role::Client, Version::V3_1);
     c.flow_control = FlowControl::Lenient;

@@ -305,7 +305,7 @@ impl Session {
         self.stats.data_bytes_received += n as u64;
         // Every byte counts against the session window, even for ignored streams (§5.2).
         if let Err(e) = self.session_recv.receive(n) {
-            if self.version.has_session_flow_control() && !self.peer_flow.tolerate_overrun() {
+            if self.version.has_session_flow_control() && !self.tolerate_overrun() {
                 self.violation(e.at(Scope::Session));
                 return true;
             }
@@ -320,7 +320,7 @@ impl Session {
         let st = self.streams.get_mut(&id.0).expect("checked");
         if let Err(e) = st.recv.receive(n) {
             if self.version.has_stream_flow_control() {
-                if self.peer_flow.tolerate_overrun() {
+                if self.tolerate_overrun() {
                     self.stats.window_overrun_bytes += n as u64;
                 } else {
                     self.violation(e.at(Scope::Stream(id)));
@@ -330,7 +330,9 @@ impl Session {
             }
         }
         if fin {
-            st.remote_open = false;
+            if let Some(st) = self.streams.get_mut(&id.0) {
+                st.remote_open = false;
+            }
         }
         if n > 0 || fin {
             self.events.push_back(Event::Data { id, data, fin });
@@ -686,6 +688,18 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Whether an overrun by the peer is accepted (`FlowControl::Lenient`, a peer
+    /// that never showed flow control); our streams parked on its windows go again,
+    /// since such a peer will not open them.
+    fn tolerate_overrun(&mut self) -> bool {
+        let was_enforcing = self.peer_flow.enforce_send();
+        let ok = self.peer_flow.tolerate_overrun();
+        if ok && was_enforcing {
+            self.unpark_all();
+        }
+        ok
     }
 
     /// A plain-TCP server cannot tell SPDY/3 from 3.1 by framing; a session WINDOW_UPDATE

@@ -23,23 +23,29 @@ pub struct Server {
 impl Server {
     /// Starts `speedy serve --listen 127.0.0.1:0 ARGS...` and waits for its address.
     pub fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+        Server::spawn(cmd, "listening on ")
+    }
+
+    /// Starts `cmd` and waits for its first stdout line, `PREFIX ADDR ...`; `addr` is
+    /// ADDR. The rest of stdout is read and dropped; the child is killed on drop.
+    pub fn spawn(mut cmd: Command, prefix: &str) -> Server {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("start speedy serve");
+            .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
         let mut out = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         out.read_line(&mut line).expect("read the start-up line");
         let addr = line
             .trim()
-            .strip_prefix("listening on ")
+            .strip_prefix(prefix)
             .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_else(|| panic!("start-up line {line:?}"))
+            .unwrap_or_else(|| panic!("{cmd:?}: start-up line {line:?}"))
             .to_string();
-        // Keep reading stdout so the server never blocks on a full pipe.
+        // Keep reading stdout so the child never blocks on a full pipe.
         std::thread::spawn(move || {
             let mut sink = String::new();
             while out.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/spdystream"
@@ -517,8 +518,22 @@ func (c *client) fetch(ctx context.Context, u *url.URL) {
 	id := stream.Identifier()
 	c.vlog("stream %d %s", id, us)
 	go drainHeaders(stream)
+	var sent atomic.Int64
 	if c.o.post != nil {
-		go c.sendBody(stream, id)
+		go c.sendBody(stream, id, &sent)
+	}
+	timedOut := func() {
+		ws := c.wire.snapshot(id)
+		var parts []string
+		if c.o.post != nil {
+			parts = append(parts, fmt.Sprintf("request body %d of %d bytes written", sent.Load(), len(c.o.post)))
+		}
+		if ws.replied {
+			parts = append(parts, fmt.Sprintf("reply received, %d response body bytes received", ws.bytes))
+		} else {
+			parts = append(parts, "no reply")
+		}
+		c.fail(us, fmt.Sprintf("timeout after %g s (%s)", c.o.timeout.Seconds(), strings.Join(parts, "; ")))
 	}
 
 	// Stream.Wait returns at SYN_REPLY, or ErrReset at an RST_STREAM before
@@ -537,7 +552,7 @@ func (c *client) fetch(ctx context.Context, u *url.URL) {
 			return
 		}
 	case <-ctx.Done():
-		c.fail(us, fmt.Sprintf("timeout after %g s", c.o.timeout.Seconds()))
+		timedOut()
 		return
 	}
 	if err != nil {
@@ -556,7 +571,7 @@ func (c *client) fetch(ctx context.Context, u *url.URL) {
 	select {
 	case r = <-got:
 	case <-ctx.Done():
-		c.fail(us, fmt.Sprintf("timeout after %g s", c.o.timeout.Seconds()))
+		timedOut()
 		return
 	}
 	if r.err != nil {
@@ -594,7 +609,7 @@ func (c *client) fetch(ctx context.Context, u *url.URL) {
 
 // sendBody streams the POST body in 16 KiB DATA frames (one WriteData each),
 // FIN on the last one. spdystream sends without regard to any window.
-func (c *client) sendBody(s *spdystream.Stream, id uint32) {
+func (c *client) sendBody(s *spdystream.Stream, id uint32, sent *atomic.Int64) {
 	body := c.o.post
 	if len(body) == 0 {
 		if err := s.WriteData(nil, true); err != nil {
@@ -612,6 +627,7 @@ func (c *client) sendBody(s *spdystream.Stream, id uint32) {
 			c.vlog("stream %d: body write: %v", id, err)
 			return
 		}
+		sent.Store(int64(end))
 	}
 }
 

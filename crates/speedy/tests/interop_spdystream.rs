@@ -1,0 +1,53 @@
+//! Interop with moby/spdystream, the SPDY/3.1 multiplexer under Kubernetes (the peer in
+//! `interop/go`, built by the test command), both directions over plain TCP, every case
+//! of `support/interop.rs` but push (spdystream has no server push). spdystream has no
+//! flow control: it never sends SETTINGS or WINDOW_UPDATE and writes DATA regardless of
+//! windows, so the 5 MiB and POST cases are where speedy's lenient flow control
+//! (docs/flow-control.md) is exercised.
+
+mod support;
+
+use support::interop::{combo, run_combo, Case, Side, Transport, Version};
+
+const CASES: [Case; 5] = [Case::Small, Case::Big, Case::Many, Case::Post, Case::Reset];
+
+#[test]
+fn spdystream_client_to_speedy() {
+    run_combo(
+        &CASES,
+        combo(
+            Side::Spdystream,
+            Side::Speedy,
+            Transport::Plain,
+            Version::V31,
+        ),
+    );
+}
+
+#[test]
+fn speedy_fetch_to_spdystream() {
+    run_combo(
+        &CASES,
+        combo(
+            Side::Speedy,
+            Side::Spdystream,
+            Transport::Plain,
+            Version::V31,
+        ),
+    );
+}
+
+// The peer against itself, so that a failure above can be told apart from a broken
+// Go setup.
+#[test]
+fn harness_spdystream_client_to_spdystream_server() {
+    run_combo(
+        &CASES,
+        combo(
+            Side::Spdystream,
+            Side::Spdystream,
+            Transport::Plain,
+            Version::V31,
+        ),
+    );
+}
