@@ -1,6 +1,6 @@
 module speedy-interop
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/moby/spdystream v0.5.1

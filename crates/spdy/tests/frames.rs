@@ -1019,3 +1019,29 @@ fn decodes_node_spdy_settings_window_update_and_goaway() {
         );
     }
 }
+
+/// The 2026 advisory against moby/spdystream ≤ 0.5.0: counts and lengths read from a
+/// peer's frame were trusted before allocating. Here each is checked against the bytes
+/// actually present first; header blocks are also bounded after inflation (see
+/// `compress.rs`, `refuses_zlib_bombs_and_stays_in_sync`).
+#[test]
+fn bounds_counts_and_lengths_before_allocating() {
+    // SETTINGS claiming 2^32-1 entries in a 12-byte payload.
+    let wire = [
+        0x80, 3, 0, 4, 0, 0, 0, 12, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 1,
+    ];
+    assert!(matches!(
+        decode_one(Version::V3, &wire),
+        Err(FrameError::Malformed { .. })
+    ));
+    use spdy::headers::HeaderError;
+    let d = |b: &[u8]| Headers::decode(Version::V3, b);
+    // A header count that cannot fit in the block.
+    assert_eq!(
+        d(&[0x7f, 0xff, 0xff, 0xff, 0, 0]),
+        Err(HeaderError::TooManyPairs)
+    );
+    // A name length, then a value length, far past the end of the block.
+    assert!(d(&[0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff, b'a']).is_err());
+    assert!(d(&[0, 0, 0, 1, 0, 0, 0, 1, b'a', 0x7f, 0xff, 0xff, 0xff, b'x']).is_err());
+}

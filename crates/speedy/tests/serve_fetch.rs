@@ -236,6 +236,53 @@ fn echoes_uploads_and_reports_resets_and_missing_files() {
 }
 
 #[test]
+fn upgrades_http1_to_spdy31_with_a_stream_protocol() {
+    let root = site();
+    let srv = serve(
+        &root,
+        &[
+            "--stream-protocol",
+            "v4.channel.k8s.io",
+            "--stream-protocol",
+            "channel.k8s.io",
+        ],
+    );
+    let url = |p: &str| format!("http://{}{p}", srv.addr);
+    let offer = |p: &str| ["--stream-protocol".to_string(), p.to_string()];
+    // The first offered protocol the server accepts is chosen and reported.
+    let mut args = vec!["--upgrade".to_string()];
+    args.extend(offer("v5.channel.k8s.io"));
+    args.extend(offer("channel.k8s.io"));
+    args.extend([url("/index.html"), url("/big.bin")]);
+    let (code, lines, err) = fetch(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("stream protocol channel.k8s.io"), "{err}");
+    for l in &lines {
+        assert_eq!(l["protocol"], "spdy/3.1", "{l}");
+        assert_eq!(l["status"], 200, "{l}");
+    }
+    assert_eq!(
+        find(&lines, "/big.bin", false)["sha256"],
+        sha(&root.join("big.bin"))
+    );
+    // No common protocol: 403 naming what the server accepts.
+    let mut args = vec!["--upgrade".to_string()];
+    args.extend(offer("v9.example"));
+    args.push(url("/index.html"));
+    let (code, lines, _) = fetch(&args);
+    assert_eq!(code, 1);
+    let e = lines[0]["error"].as_str().unwrap();
+    assert!(
+        e.contains("403") && e.contains("v4.channel.k8s.io, channel.k8s.io"),
+        "{e}"
+    );
+    // An upgrade that offers nothing is accepted without the header.
+    let (code, _, err) = fetch(&["--upgrade".into(), url("/a.css")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("stream protocol"), "{err}");
+}
+
+#[test]
 fn never_serves_files_outside_the_root() {
     let root = site();
     let secret = root

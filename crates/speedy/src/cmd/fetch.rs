@@ -30,7 +30,7 @@ speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
 speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
 --resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/\n  \
-speedy fetch --upgrade --stream-protocol v4.channel.k8s.io http://localhost:8080/a.html"
+speedy fetch --upgrade http://localhost:8443/a.html"
 )]
 pub struct FetchArgs {
     /// URLs to fetch (http:// or https://); those of one origin share one session.
