@@ -17,7 +17,7 @@
 //! `requestID`, which its SPDY layer lower-cases.
 
 use crate::io::BoxIo;
-use crate::mux::{Mux, MuxStream};
+use crate::mux::{Mux, MuxRecv, MuxSend, MuxStream};
 use crate::upgrade::{client_handshake, UpgradeRequest};
 use bytes::Bytes;
 use spdy::{Headers, Role, Version};
@@ -103,11 +103,11 @@ pub async fn exec(
         Some(_) => Some(open("stdin").await?),
         None => None,
     };
-    let mut out = open("stdout").await?;
-    let mut err = open("stderr").await?;
+    let (_, mut out) = open("stdout").await?.split();
+    let (_, mut err) = open("stderr").await?.split();
     let send_stdin = async {
         if let (Some(mut input), Some(s)) = (stdin, stdin_stream) {
-            copy_in(&mut input, &s).await?;
+            copy_in(&mut input, &s.split().0).await?;
         }
         Ok::<(), io::Error>(())
     };
@@ -178,7 +178,7 @@ pub fn exit_code(status: &str) -> io::Result<i32> {
 }
 
 /// Copies `input` into the stream in pieces, then half-closes it.
-async fn copy_in(input: &mut (dyn AsyncRead + Send + Unpin), s: &MuxStream) -> io::Result<()> {
+async fn copy_in(input: &mut (dyn AsyncRead + Send + Unpin), s: &MuxSend) -> io::Result<()> {
     let mut buf = vec![0u8; 32 * 1024];
     loop {
         let n = input.read(&mut buf).await?;
@@ -192,7 +192,7 @@ async fn copy_in(input: &mut (dyn AsyncRead + Send + Unpin), s: &MuxStream) -> i
 }
 
 /// Copies the stream's bytes out until the peer's FIN.
-async fn copy_out(s: &mut MuxStream, out: &mut (dyn AsyncWrite + Send + Unpin)) -> io::Result<()> {
+async fn copy_out(s: &mut MuxRecv, out: &mut (dyn AsyncWrite + Send + Unpin)) -> io::Result<()> {
     while let Some(c) = s.recv().await {
         out.write_all(&c?).await?;
     }
@@ -222,22 +222,9 @@ pub async fn forward(
     data.reply_headers().await?;
     let (send, mut recv) = data.split();
     let (mut rd, mut wr) = conn.into_split();
-    let up = async {
-        let mut buf = vec![0u8; 32 * 1024];
-        loop {
-            let n = rd.read(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            send.send(Bytes::copy_from_slice(&buf[..n])).await?;
-        }
-        send.finish();
-        Ok::<(), io::Error>(())
-    };
+    let up = copy_in(&mut rd, &send);
     let down = async {
-        while let Some(c) = recv.recv().await {
-            wr.write_all(&c?).await?;
-        }
+        copy_out(&mut recv, &mut wr).await?;
         wr.shutdown().await
     };
     let said = async {

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `max_body` | `http1.rs`, `h2_server.rs`, `spdy_server.rs` (declared length, before the handler), `body.rs` (bytes counted as they are read) | HTTP/1.1 413 + close; h2 413 + RST_STREAM NO_ERROR; SPDY RST_STREAM REFUSED_STREAM (declared) or CANCEL (mid-body) |
 //! | header block size | `spdy::Config::max_header_block` (SPDY: per stream, SYN_STREAM and every HEADERS added up, `spdy/src/session/recv.rs`); h2's max header list size is set to the same number | SPDY RST_STREAM FRAME_TOO_LARGE (SPDY/2: PROTOCOL_ERROR); h2 per the `h2` crate |
-//! | `max_buffered` | `spdy_server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control; SPDY/3 only per-stream windows) | RST_STREAM CANCEL on the stream whose DATA would go over |
+//! | `max_buffered` | `spdy_server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control, SPDY/3 only per-stream windows, and a lenient session accepts overruns from peers without flow control) | the connection is not read while half of it waits (`Owner::wants_read`: TCP holds the peer); RST_STREAM CANCEL on the stream whose DATA would still go over |
 //! | `sniff_timeout` | `server.rs`: the first bytes of a plain connection | close |
 //! | `tls_handshake_timeout` | `server.rs` | close |
 //! | `header_read_timeout` | `http1.rs` (hyper): a request head, and the wait for the next one on a keep-alive connection | close |

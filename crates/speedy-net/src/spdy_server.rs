@@ -8,8 +8,9 @@
 //! was processed, so the spec's code for "refused before any processing" fits); a body
 //! that grows past it once the handler has it is cut off with CANCEL. Request-body bytes
 //! received and not yet read by handlers are bounded per connection (`max_buffered`:
-//! SPDY/2 has no flow control and SPDY/3 only per-stream windows): the stream whose DATA
-//! would go over is reset CANCEL. A session with no open stream for `idle_timeout`, or
+//! SPDY/2 has no flow control and SPDY/3 only per-stream windows): the connection is not
+//! read while half of it waits, and a stream whose DATA would still go over is reset
+//! CANCEL. A session with no open stream for `idle_timeout`, or
 //! told to shut down, says GOAWAY and closes once its streams are done.
 
 use crate::body::{Body, Credit, CreditTx};

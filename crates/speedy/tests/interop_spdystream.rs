@@ -8,16 +8,7 @@
 
 mod support;
 
-use support::interop::{combo, run_combo, Case, Side, Transport, Version};
-
-const CASES: [Case; 6] = [
-    Case::Small,
-    Case::Big,
-    Case::Many,
-    Case::Post,
-    Case::Push,
-    Case::Reset,
-];
+use support::interop::{combo, run_combo, Side, Transport, Version, CASES};
 
 #[test]
 fn spdystream_client_to_speedy() {

@@ -28,7 +28,7 @@ added, so ignore unknown ones. Details: docs/serve.md.\n\n\
 Limits: request bodies over --max-body are refused unread (HTTP/1.1 413 and close, h2 413, \
 SPDY RST_STREAM REFUSED_STREAM; past it mid-body: CANCEL); a handler that does not read a \
 body makes the client wait; SPDY header blocks, all frames of a stream together, and h2 \
-header lists are bounded at 64 KiB; unread request-body bytes at 8 MiB per connection.\n\n\
+header lists are bounded at 64 KiB; unread request-body bytes at 8 MiB per connection (reading pauses at half of it).\n\n\
 Shutdown: SIGTERM or SIGINT stops accepting, sends GOAWAY (SPDY, h2) or closes after the \
 response in flight (HTTP/1.1, `Connection: close` on responses not yet begun), lets open \
 streams finish for up to --drain-timeout, then exits 0. A second signal exits at once \
