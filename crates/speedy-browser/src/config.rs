@@ -50,6 +50,20 @@ pub enum Domains {
     Single,
 }
 
+/// A proxy every connection goes to (`speedy load --proxy URL`): SPDY and h2 loads
+/// use one session to it for every origin, as Chrome's SPDY proxy (`:host` names the
+/// origin); HTTP/1.1 loads send absolute-form requests to it, per-host and total limits
+/// as without a proxy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyTarget {
+    /// Host name or address of the proxy (resolved with `--resolve` like any host).
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// TLS to the proxy (`https://` proxy URL; ALPN picks the protocol).
+    pub tls: bool,
+}
+
 /// Whether connections use TLS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -214,6 +228,8 @@ pub struct LoadConfig {
     /// Script execution cost per KiB of decoded source, for scripts whose archive object
     /// records no `exec_ms`.
     pub script_ms_per_kb: f64,
+    /// Send everything through this proxy.
+    pub proxy: Option<ProxyTarget>,
 }
 
 /// Default script execution cost, ms per KiB (see `docs/loader.md`, "Script cost").
@@ -243,6 +259,7 @@ impl LoadConfig {
             header_compression: spdy::HeaderCompression::CrimeSafe,
             browser_model: true,
             script_ms_per_kb: SCRIPT_MS_PER_KB,
+            proxy: None,
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct Request {
     pub body: Body,
     /// `spdy/3.1`, `spdy/3`, `spdy/2` or `http/1.1`.
     pub protocol: &'static str,
+    /// The SPDY priority the client gave the stream (0 highest); `None` over HTTP/1.1
+    /// and h2.
+    pub priority: Option<u8>,
 }
 
 impl Request {
@@ -63,6 +66,7 @@ impl Request {
             headers,
             body: make_body(len),
             protocol,
+            priority: None,
         }
     }
 }

@@ -33,11 +33,18 @@ pub(crate) async fn serve(
                 return Ok(crate::upgrade::accept(req, scheme, cfg, handler));
             }
             let (parts, body) = req.into_parts();
+            // An absolute-form target's authority wins over Host (RFC 9112 §3.2.2):
+            // that is how a proxy is asked for another origin.
             let host = parts
-                .headers
-                .get(hyper::header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+                .uri
+                .authority()
+                .map(|a| a.as_str())
+                .or_else(|| {
+                    parts
+                        .headers
+                        .get(hyper::header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                })
                 .unwrap_or("")
                 .to_string();
             let r = Request::from_parts(&parts, host, scheme, "http/1.1", |len| {

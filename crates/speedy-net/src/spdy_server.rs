@@ -161,6 +161,7 @@ impl ServerOwner {
                         headers,
                         body,
                         protocol: version.alpn(),
+                        priority: Some(priority),
                     };
                     (id, priority, host, handler.handle(req).await)
                 }

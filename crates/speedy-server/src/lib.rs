@@ -15,6 +15,7 @@
 
 pub mod ca;
 pub mod files;
+pub mod proxy;
 
 use bytes::Bytes;
 use spdy::url::Url;

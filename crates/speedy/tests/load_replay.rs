@@ -329,6 +329,159 @@ fn a_missing_object_is_a_recorded_failure_and_the_load_completes() {
     }
 }
 
+/// Starts `speedy proxy` with `args`; returns its address.
+fn proxy(args: &[String], guard: &mut Guard) -> String {
+    let mut child = Command::new(BIN)
+        .args(["proxy", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start speedy proxy");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    guard.0 = Some(child);
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    line.strip_prefix("listening on ")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("bad first line {line:?}"))
+        .to_string()
+}
+
+#[test]
+fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
+    let dir = tmp("proxy");
+    let mut guard = Guard(None, dir.clone());
+    let st = Command::new(BIN)
+        .args(["corpus", "synth", "--pages", "1", "--seed", "5", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let archive = Archive::load(&dir).unwrap();
+    let origin = serve(&dir, &["--no-think-time"], &mut guard);
+    // The proxy reaches every origin at the replay server and trusts the lab CA; it
+    // speaks TLS (self-signed) and plain on one port.
+    let log = dir.join("proxy.jsonl");
+    let mut pguard = Guard(None, PathBuf::new());
+    let addr = proxy(
+        &[
+            "--tls-self-signed".into(),
+            "--resolve".into(),
+            format!("*={origin}"),
+            "--cacert".into(),
+            dir.join("lab-ca/ca.pem").to_string_lossy().into(),
+            "--log".into(),
+            log.to_string_lossy().into(),
+        ],
+        &mut pguard,
+    );
+    let root = archive.objects[archive.pages[0].root].url.clone();
+    let n = archive.pages[0].objects.len();
+    // (protocol, proxy URL): Chrome's SPDY proxy (TLS), an HTTP/1.1 proxy, SPDY in clear.
+    for (proto, url) in [
+        ("spdy", format!("https://{addr}")),
+        ("http1", format!("http://{addr}")),
+        ("spdy", format!("http://{addr}")),
+    ] {
+        let what = format!("{proto} via {url}");
+        let har = dir.join(format!("{proto}-{}.har", url.len()));
+        let before = std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
+        let (code, summary, err) = load(&[
+            root.clone(),
+            "--archive".into(),
+            dir.to_string_lossy().into(),
+            "--protocol".into(),
+            proto.into(),
+            "--proxy".into(),
+            url.clone(),
+            "-k".into(),
+            "--har".into(),
+            har.to_string_lossy().into(),
+            "--har-bodies".into(),
+        ]);
+        assert!(code == 0, "{what}: {err}");
+        check(&what, &archive, 0, code, &summary, &har);
+        let conns = summary["totals"]["connections"].as_u64().unwrap();
+        if proto == "spdy" {
+            assert_eq!(
+                conns, 1,
+                "{what}: one SPDY session to the proxy for every origin"
+            );
+        }
+        // One log line per object, with the study's times in order.
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .skip(before)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), n, "{what}: log lines");
+        for l in &lines {
+            let first = l["first_byte_from_origin_ms"].as_f64().unwrap();
+            let origin_last = l["last_byte_from_origin_ms"].as_f64().unwrap();
+            let client_last = l["last_byte_to_client_ms"].as_f64().unwrap();
+            assert!(
+                first <= origin_last && origin_last <= client_last,
+                "{what}: {l}"
+            );
+            let client = if proto == "spdy" {
+                "spdy/3.1"
+            } else {
+                "http/1.1"
+            };
+            assert_eq!(l["client_protocol"], client, "{what}: {l}");
+        }
+    }
+}
+
+#[test]
+fn the_proxy_answers_502_and_504_with_a_reason() {
+    // An origin that accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let hold = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in silent.incoming().take(1) {
+            held.push(c);
+            std::thread::sleep(Duration::from_secs(5));
+        }
+    });
+    let mut guard = Guard(None, tmp("proxy-errors"));
+    let addr = proxy(
+        &[
+            "--resolve".into(),
+            format!("silent.example={silent_addr}"),
+            "--timeout".into(),
+            "1".into(),
+        ],
+        &mut guard,
+    );
+    // HTTP/1.1 absolute-form requests; the whole answer is read (the proxy closes after
+    // it with Connection: close).
+    let ask = |url: &str| {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(
+            c,
+            "GET {url} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = c.read_to_string(&mut text);
+        text
+    };
+    let t = ask("http://nowhere.example/a");
+    assert!(t.starts_with("HTTP/1.1 502"), "{t}");
+    assert!(t.contains("no address for nowhere.example"), "{t}");
+    let t = ask("http://silent.example/a");
+    assert!(t.starts_with("HTTP/1.1 504"), "{t}");
+    assert!(t.contains("no response from silent.example"), "{t}");
+    drop(hold);
+}
+
 #[test]
 fn rejects_bad_command_lines() {
     for args in [

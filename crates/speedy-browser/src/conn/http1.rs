@@ -40,6 +40,11 @@ pub fn request_head(r: &WireRequest) -> Vec<u8> {
     let mut h = Vec::with_capacity(256);
     h.extend_from_slice(r.method.as_bytes());
     h.push(b' ');
+    if r.absolute_form {
+        h.extend_from_slice(r.scheme.as_bytes());
+        h.extend_from_slice(b"://");
+        h.extend_from_slice(r.authority.as_bytes());
+    }
     h.extend_from_slice(r.path.as_bytes());
     h.extend_from_slice(b" HTTP/1.1\r\nHost: ");
     h.extend_from_slice(r.authority.as_bytes());
@@ -383,6 +388,7 @@ mod tests {
             path: path.into(),
             headers: vec![("accept".into(), "*/*".into())],
             priority: 0,
+            absolute_form: false,
         }
     }
 

@@ -43,6 +43,8 @@ pub struct WireRequest {
     pub headers: Vec<(String, String)>,
     /// Priority 0 (highest) ..= 7 (SPDY); mapped onto each protocol's scheme.
     pub priority: u8,
+    /// HTTP/1.1 to a proxy: the request line carries the whole URL.
+    pub absolute_form: bool,
 }
 
 /// What the loader tells a connection.

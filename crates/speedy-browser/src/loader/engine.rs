@@ -306,8 +306,9 @@ impl<'a> Engine<'a> {
     }
 
     fn pool_key(&self, u: &Url) -> String {
-        match (self.cfg.proto, self.cfg.domains) {
-            (Proto::Spdy | Proto::H2, Domains::Single) => "*".into(),
+        let single = self.cfg.domains == Domains::Single || self.cfg.proxy.is_some();
+        match self.cfg.proto {
+            Proto::Spdy | Proto::H2 if single => "*".into(),
             _ => u.origin(),
         }
     }
@@ -429,7 +430,10 @@ impl<'a> Engine<'a> {
         if self.pools.contains_key(pool) {
             return;
         }
-        let (host, port, scheme) = if pool == "*" {
+        let (host, port, scheme) = if let Some(p) = &self.cfg.proxy {
+            let scheme = if p.tls { "https" } else { "http" };
+            (p.host.clone(), Some(p.port), scheme.to_string())
+        } else if pool == "*" {
             let root = Url::parse(&self.cfg.url).expect("checked");
             (root.host.clone(), root.port, root.scheme.clone())
         } else {
@@ -769,6 +773,7 @@ impl<'a> Engine<'a> {
             path: r.url.path.clone(),
             headers: r.req_headers.clone(),
             priority: r.priority,
+            absolute_form: self.cfg.proxy.is_some() && self.cfg.proto == Proto::Http1,
         };
         self.actions.push_back(Action::Send { conn, req });
     }

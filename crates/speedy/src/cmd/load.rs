@@ -58,6 +58,11 @@ pub struct LoadArgs {
     /// Map a host to an address: HOST=IP[:PORT]; HOST `*` matches every other host.
     #[arg(long, value_name = "HOST=IP[:PORT]")]
     resolve: Vec<String>,
+    /// Send everything through the proxy at URL (`http://IP:PORT`, or `https://` for
+    /// TLS to it, as Chrome's SPDY proxy): SPDY and h2 over one session for every origin,
+    /// HTTP/1.1 with absolute-form requests (`speedy proxy`).
+    #[arg(long, value_name = "URL")]
+    proxy: Option<String>,
     /// Cost of resolving each new host: `Nms` or `Nrtt` (RTT from --rtt-ms, or measured).
     #[arg(long, default_value = "0ms", value_name = "COST")]
     dns_cost: String,
@@ -145,6 +150,17 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
         let t = Target::parse(t.trim())
             .with_context(|| format!("--resolve {r}: {t:?} is not IP[:PORT]"))?;
         cfg.resolve.insert(h.trim().to_ascii_lowercase(), t);
+    }
+    if let Some(p) = &a.proxy {
+        let u: spdy::url::Url = p.parse().map_err(|e| anyhow::anyhow!("--proxy: {e}"))?;
+        if u.path != "/" {
+            bail!("--proxy {p}: a proxy URL has no path (http://IP:PORT or https://IP:PORT)");
+        }
+        cfg.proxy = Some(speedy_browser::config::ProxyTarget {
+            host: u.host_bare().to_string(),
+            port: u.port_or_default(),
+            tls: u.scheme == "https",
+        });
     }
     cfg.dns_cost = DnsCost::parse(&a.dns_cost)
         .with_context(|| format!("--dns-cost {}: use e.g. 20ms or 1rtt", a.dns_cost))?;

@@ -9,6 +9,7 @@ pub mod kube;
 pub mod lab;
 pub mod link;
 pub mod load;
+pub mod proxy;
 pub mod serve;
 
 /// speedy: a SPDY toolkit and web-latency lab.
@@ -28,6 +29,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Fetch URLs over SPDY (3.1, 3, 2) or HTTP/1.1, one JSON line per response.
     Fetch(fetch::FetchArgs),
+    /// A forward proxy: SPDY/3.1 (as Chrome's SPDY proxy), HTTP/1.1 and h2 to clients,
+    /// pooled HTTP/1.1 or SPDY connections to origins.
+    Proxy(proxy::ProxyArgs),
     /// Kubernetes' exec and port-forward streams over SPDY/3.1 (Upgrade), as kubectl.
     Kube(kube::KubeArgs),
     /// Run a command behind an emulated network link (rate, delay, loss, queue, radio).
@@ -80,6 +84,10 @@ impl Cli {
                 "serve",
             ),
             Command::Fetch(a) => report_status(runtime().block_on(fetch::run(a)), "fetch"),
+            Command::Proxy(a) => report(
+                runtime().block_on(async { proxy::run(a).await.map(|_| true) }),
+                "proxy",
+            ),
             Command::Kube(a) => report_status(runtime().block_on(kube::run(a)), "kube"),
             Command::Link(a) => link::run(a),
             Command::Lab(a) => lab::run_cmd(a),

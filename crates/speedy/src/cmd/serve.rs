@@ -198,7 +198,7 @@ impl ServeArgs {
 
 /// Serves on every listener until SIGTERM or SIGINT, then drains for up to `drain`; a
 /// second signal exits the process at once (status 130).
-async fn serve_until_signal(
+pub(crate) async fn serve_until_signal(
     listeners: Vec<tokio::net::TcpListener>,
     cfg: ServerConfig,
     handler: Arc<dyn Handler>,

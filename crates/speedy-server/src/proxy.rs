@@ -1,0 +1,331 @@
+//! A forward proxy as a [`Handler`]: whatever protocol the client spoke to us (SPDY/3.1
+//! as Chrome's SPDY proxy, HTTP/1.1 with absolute-form requests, h2), each request goes
+//! to its origin over a pooled, persistent connection (HTTP/1.1 by default, SPDY/3.1 on
+//! request; ALPN over TLS), and the response streams back as it arrives.
+//!
+//! Per request it records the times of the cellular study's Fig 8 (Erman et al.),
+//! relative to the request's arrival: the first byte from the origin (response headers),
+//! the last byte from the origin, and the last byte handed to the client's connection
+//! (queued for sending, not acknowledged). They go to a JSON-lines log.
+//!
+//! Bodies: responses stream through a bounded buffer ([`BUFFER_CHUNKS`] chunks) filled
+//! by a task that reads the origin as fast as it sends, so the origin-side times are
+//! the origin's and a slow client holds the origin back by flow control. Request bodies
+//! are read whole before forwarding (bounded by `max_body`; page loads upload little).
+//! Not supported yet: CONNECT tunnels (answered 501).
+
+use bytes::Bytes;
+use speedy_net::client::{Client, ClientConfig, ClientError, ClientRequest, Protocol};
+use speedy_net::server::{Handler, Request, Response, ResponseFuture};
+use speedy_net::Body;
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Chunks of a response held between the origin and the client.
+pub const BUFFER_CHUNKS: usize = 64;
+
+/// How the proxy reaches origins.
+#[derive(Clone)]
+pub struct ProxyOptions {
+    /// Host (lower case) → address; the port defaults to the request's.
+    pub resolve: HashMap<String, (IpAddr, Option<u16>)>,
+    /// Where every host not in `resolve` goes (`--resolve '*=IP:PORT'`); without it
+    /// such hosts are refused (502): the lab has no DNS.
+    pub fallback: Option<(IpAddr, Option<u16>)>,
+    /// Protocol towards plain-http origins (default HTTP/1.1); TLS origins use ALPN
+    /// unless this forces one.
+    pub upstream: Option<Protocol>,
+    /// Client settings for the origin connections (certificate checking, SPDY settings).
+    pub client: ClientConfig,
+    /// No response headers from the origin within this: 504.
+    pub timeout: Duration,
+    /// Largest request body forwarded.
+    pub max_body: usize,
+}
+
+/// The proxy handler; see the module doc.
+pub struct Proxy(Arc<Inner>);
+
+struct Inner {
+    opts: ProxyOptions,
+    pool: tokio::sync::Mutex<HashMap<String, Arc<Client>>>,
+    log: Option<Mutex<std::fs::File>>,
+}
+
+impl Proxy {
+    /// A proxy with `opts`, appending one JSON line per request to `log` if given.
+    pub fn new(opts: ProxyOptions, log: Option<std::fs::File>) -> Proxy {
+        Proxy(Arc::new(Inner {
+            opts,
+            pool: tokio::sync::Mutex::new(HashMap::new()),
+            log: log.map(Mutex::new),
+        }))
+    }
+}
+
+impl Inner {
+    /// Appends one line to the log, if there is one.
+    fn log(&self, line: String) {
+        if let Some(f) = &self.log {
+            if let Ok(mut f) = f.lock() {
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    }
+
+    /// Where `host` (no port) is reached.
+    fn address(&self, host: &str, port: u16) -> Option<SocketAddr> {
+        let (ip, p) = self
+            .opts
+            .resolve
+            .get(&host.to_ascii_lowercase())
+            .copied()
+            .or(self.opts.fallback)?;
+        Some(SocketAddr::new(ip, p.unwrap_or(port)))
+    }
+
+    /// The pooled connection to an origin, dialled if there is none (`fresh`: replace
+    /// the pooled one, which failed).
+    async fn client(
+        &self,
+        scheme: &str,
+        host: &str,
+        port: u16,
+        fresh: bool,
+    ) -> Result<Arc<Client>, String> {
+        let key = format!("{scheme}://{host}:{port}");
+        let mut pool = self.pool.lock().await;
+        if !fresh {
+            if let Some(c) = pool.get(&key) {
+                return Ok(c.clone());
+            }
+        }
+        let addr = self
+            .address(host, port)
+            .ok_or_else(|| format!("no address for {host} (give --resolve {host}=IP:PORT)"))?;
+        let mut cfg = self.opts.client.clone();
+        cfg.connect_to = Some(addr);
+        cfg.protocol = match (scheme, self.opts.upstream) {
+            (_, Some(p)) => Some(p),
+            ("http", None) => Some(Protocol::Http1),
+            _ => None,
+        };
+        let c = Arc::new(
+            Client::connect(scheme, host, port, &cfg)
+                .await
+                .map_err(|e| format!("{key} ({addr}): {e}"))?,
+        );
+        pool.insert(key, c.clone());
+        Ok(c)
+    }
+
+    async fn forward(self: Arc<Self>, mut req: Request) -> Response {
+        let t0 = Instant::now();
+        if req.method == "CONNECT" {
+            return error(501, "CONNECT tunnels are not supported by this proxy yet");
+        }
+        let scheme = req.scheme.clone();
+        let default_port = if scheme == "https" { 443 } else { 80 };
+        let (host, port) = split_host(&req.host, default_port);
+        if host.is_empty() {
+            return error(400, "the request names no host (absolute-form or :host)");
+        }
+        let url = format!("{scheme}://{}{}", req.host, req.path);
+        let body = std::mem::take(&mut req.body);
+        let body = match body.collect(self.opts.max_body).await {
+            Ok(b) => b,
+            Err(e) => return error(413, &format!("request body: {e}")),
+        };
+        let creq = ClientRequest {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            headers: end_to_end(&req.headers),
+            body,
+            priority: req.priority.unwrap_or(3),
+        };
+        let mut fresh = false;
+        let resp = loop {
+            let client = match self.client(&scheme, &host, port, fresh).await {
+                Ok(c) => c,
+                Err(e) => return error(502, &format!("bad gateway: {e}")),
+            };
+            match tokio::time::timeout(self.opts.timeout, client.request(creq.clone())).await {
+                Err(_) => {
+                    return error(
+                        504,
+                        &format!(
+                            "gateway timeout: no response from {host}:{port} in {:?}",
+                            self.opts.timeout
+                        ),
+                    )
+                }
+                // A pooled connection the origin closed: once more on a new one.
+                Ok(Err(ClientError::Closed | ClientError::NotProcessed)) if !fresh => {
+                    fresh = true;
+                }
+                Ok(Err(e)) => return error(502, &format!("bad gateway: {url}: {e}")),
+                Ok(Ok(r)) => break (r, client.protocol()),
+            }
+        };
+        let (mut upstream, out_protocol) = resp;
+        let first_byte = t0.elapsed();
+        let status = upstream.status;
+        let len = upstream.body.len();
+        let mut headers = Vec::new();
+        for (n, v) in upstream.headers.iter() {
+            let n = String::from_utf8_lossy(n).into_owned();
+            if n.starts_with(':') || spdy::http::HOP_BY_HOP.contains(&n.as_str()) {
+                continue;
+            }
+            headers.push((n, String::from_utf8_lossy(v).into_owned()));
+        }
+        // The origin is read by its own task into a bounded buffer; the client's side
+        // pulls from it.
+        let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(BUFFER_CHUNKS);
+        let record = Record {
+            url,
+            method: req.method.clone(),
+            status,
+            client_protocol: req.protocol,
+            origin_protocol: out_protocol,
+            first_byte,
+            t0,
+        };
+        let origin_done = Arc::new(Mutex::new(None::<(Duration, u64)>));
+        let done = origin_done.clone();
+        tokio::spawn(async move {
+            // The last chunk's arrival so far: a client that stops at content-length may
+            // drop its side before this task sees the origin's end.
+            let mut n = 0u64;
+            while let Some(c) = upstream.body.chunk().await {
+                if let Ok(b) = &c {
+                    n += b.len() as u64;
+                    *done.lock().expect("not poisoned") = Some((t0.elapsed(), n));
+                }
+                if tx.send(c).await.is_err() {
+                    break;
+                }
+            }
+            let mut d = done.lock().expect("not poisoned");
+            if d.is_none() {
+                *d = Some((t0.elapsed(), 0));
+            }
+        });
+        // The line is written when the client's side is done with the body: at its end,
+        // or when the server drops it (HTTP/1.1 stops at content-length).
+        let guard = LogOnDrop {
+            record,
+            origin: origin_done,
+            proxy: self.clone(),
+        };
+        let stream =
+            futures_util::stream::unfold((rx, Some(guard)), |(mut rx, mut guard)| async move {
+                match rx.recv().await {
+                    Some(c) => Some((c, (rx, guard))),
+                    None => {
+                        drop(guard.take());
+                        None
+                    }
+                }
+            });
+        Response {
+            status,
+            headers,
+            body: Body::stream(stream, len),
+            ..Default::default()
+        }
+    }
+}
+
+/// Writes a request's log line when the response body is finished with.
+struct LogOnDrop {
+    record: Record,
+    origin: Arc<Mutex<Option<(Duration, u64)>>>,
+    proxy: Arc<Inner>,
+}
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        let origin = *self.origin.lock().expect("not poisoned");
+        let r = &self.record;
+        self.proxy.log(r.line(origin, r.t0.elapsed()));
+    }
+}
+
+/// What is known of one request when its response ends.
+struct Record {
+    url: String,
+    method: String,
+    status: u16,
+    client_protocol: &'static str,
+    origin_protocol: &'static str,
+    first_byte: Duration,
+    t0: Instant,
+}
+
+impl Record {
+    fn line(&self, origin: Option<(Duration, u64)>, to_client: Duration) -> String {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e6).round() / 1e3;
+        serde_json::json!({
+            "url": self.url,
+            "method": self.method,
+            "status": self.status,
+            "client_protocol": self.client_protocol,
+            "origin_protocol": self.origin_protocol,
+            "bytes": origin.map(|o| o.1),
+            "first_byte_from_origin_ms": ms(self.first_byte),
+            "last_byte_from_origin_ms": origin.map(|o| ms(o.0)),
+            "last_byte_to_client_ms": ms(to_client),
+        })
+        .to_string()
+    }
+}
+
+impl Handler for Proxy {
+    fn handle(&self, req: Request) -> ResponseFuture {
+        Box::pin(self.0.clone().forward(req))
+    }
+}
+
+fn error(status: u16, why: &str) -> Response {
+    let mut r = Response::new(status, "text/plain", format!("speedy proxy: {why}\n"));
+    r.headers.push(("x-speedy-proxy-error".into(), why.into()));
+    r
+}
+
+/// `host[:port]` → (host, port).
+fn split_host(authority: &str, default_port: u16) -> (String, u16) {
+    if let Some(rest) = authority.strip_prefix('[') {
+        // [v6]:port
+        if let Some((h, p)) = rest.split_once(']') {
+            let port = p.strip_prefix(':').and_then(|p| p.parse().ok());
+            return (format!("[{h}]"), port.unwrap_or(default_port));
+        }
+    }
+    match authority.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => {
+            (h.to_string(), p.parse().unwrap_or(default_port))
+        }
+        _ => (authority.to_string(), default_port),
+    }
+}
+
+/// The request headers that travel on to the origin: no pseudo-headers, no hop-by-hop
+/// ones, no `host` (the client sets it), no `content-length` (recomputed).
+fn end_to_end(h: &spdy::Headers) -> Vec<(String, String)> {
+    h.iter()
+        .filter_map(|(n, v)| {
+            let n = String::from_utf8_lossy(n).into_owned();
+            let skip = n.starts_with(':')
+                || spdy::http::HOP_BY_HOP.contains(&n.as_str())
+                || n == "host"
+                || n == "content-length"
+                || n == "proxy-authorization";
+            (!skip).then(|| (n, String::from_utf8_lossy(v).into_owned()))
+        })
+        .collect()
+}
