@@ -1,11 +1,10 @@
 //! Name resolution from a map (with a cost per new host), dialling TCP and TLS with the
 //! time of each phase, and the kernel's TCP_INFO of a connection.
 
-use serde::Serialize;
 use speedy_net::io::BoxIo;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
@@ -213,77 +212,7 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
     })
 }
 
-/// The kernel's view of a TCP connection (`getsockopt(TCP_INFO)`), as the loader reports
-/// it for each connection at its end.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct TcpInfo {
-    /// Smoothed RTT, µs.
-    pub rtt_us: u32,
-    /// RTT variance, µs.
-    pub rttvar_us: u32,
-    /// Minimum RTT seen, µs.
-    pub min_rtt_us: u32,
-    /// Congestion window, segments.
-    pub snd_cwnd: u32,
-    /// Slow-start threshold, segments.
-    pub snd_ssthresh: u32,
-    /// Sender MSS, bytes.
-    pub snd_mss: u32,
-    /// Segments retransmitted over the connection's life.
-    pub total_retrans: u32,
-    /// Segments currently considered lost.
-    pub lost: u32,
-    /// Bytes acknowledged by the peer.
-    pub bytes_acked: u64,
-    /// Bytes received.
-    pub bytes_received: u64,
-    /// Segments sent.
-    pub segs_out: u32,
-    /// Segments received.
-    pub segs_in: u32,
-}
-
-/// Reads TCP_INFO of a socket.
-pub fn tcp_info(fd: &OwnedFd) -> Option<TcpInfo> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into
-        // it and the descriptor is owned (valid) for the duration of the call.
-        let mut ti: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let r = unsafe {
-            libc::getsockopt(
-                fd.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_INFO,
-                &mut ti as *mut libc::tcp_info as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if r != 0 {
-            return None;
-        }
-        Some(TcpInfo {
-            rtt_us: ti.tcpi_rtt,
-            rttvar_us: ti.tcpi_rttvar,
-            min_rtt_us: ti.tcpi_min_rtt,
-            snd_cwnd: ti.tcpi_snd_cwnd,
-            snd_ssthresh: ti.tcpi_snd_ssthresh,
-            snd_mss: ti.tcpi_snd_mss,
-            total_retrans: ti.tcpi_total_retrans,
-            lost: ti.tcpi_lost,
-            bytes_acked: ti.tcpi_bytes_acked,
-            bytes_received: ti.tcpi_bytes_received,
-            segs_out: ti.tcpi_segs_out,
-            segs_in: ti.tcpi_segs_in,
-        })
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = fd;
-        None
-    }
-}
+pub use speedy_net::sockinfo::{tcp_info, TcpInfo};
 
 /// Measures one round trip to `addr` as the time of a TCP handshake (for costs given in
 /// RTTs when no RTT is configured). The connection is closed at once.

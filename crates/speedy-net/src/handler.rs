@@ -143,6 +143,8 @@ pub struct ServerConfig {
     /// (`X-Stream-Protocol-Version`, see [`crate::upgrade`]); a request that offers
     /// none is upgraded whatever this says.
     pub stream_protocols: Vec<String>,
+    /// Sample every accepted connection's TCP sender state into this series.
+    pub tcp_series: Option<Arc<crate::sockinfo::TcpSeries>>,
 }
 
 impl Default for ServerConfig {
@@ -159,6 +161,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             shutdown: Shutdown::new(),
             stream_protocols: Vec::new(),
+            tcp_series: None,
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod mux;
 pub mod protocol;
 mod reply;
 pub mod server;
+pub mod sockinfo;
 mod spdy_client;
 pub mod spdy_conn;
 mod spdy_server;

@@ -90,6 +90,9 @@ pub async fn serve_connection(
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
+    if let Some(series) = &cfg.tcp_series {
+        series.watch(&sock, peer);
+    }
     let limits = cfg.limits;
     // A connection that has not said which protocol it speaks has nothing to drain.
     let sniffing = within(limits.sniff_timeout, "protocol sniff", sniff(sock));

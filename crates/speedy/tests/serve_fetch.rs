@@ -283,6 +283,57 @@ fn upgrades_http1_to_spdy31_with_a_stream_protocol() {
 }
 
 #[test]
+fn samples_the_sender_side_tcp_series_of_each_connection() {
+    let root = site();
+    let big: Vec<u8> = (0..16_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("big4.bin"), big).unwrap();
+    let series = root.join("series.jsonl");
+    let srv = serve(
+        &root,
+        &[
+            "--tcp-series",
+            series.to_str().unwrap(),
+            "--tcp-interval-ms",
+            "2",
+        ],
+    );
+    let (code, lines, err) = fetch(&[format!("http://{}/big4.bin", srv.addr)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(lines[0]["bytes"], 16_000_000);
+    // Give the sampler a few intervals to see the close, then the series must stop.
+    std::thread::sleep(Duration::from_millis(300));
+    let read = || -> Vec<Value> {
+        std::fs::read_to_string(&series)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let samples = read();
+    assert!(samples.len() >= 2, "{} samples", samples.len());
+    let mut last_t = -1.0;
+    let mut acked = 0;
+    for s in &samples {
+        assert_eq!(s["conn"], 1, "one connection: {s}");
+        let t = s["t_ms"].as_f64().unwrap();
+        assert!(t > last_t, "time goes forward: {s}");
+        last_t = t;
+        assert!(s["cwnd"].as_u64().unwrap() > 0, "{s}");
+        acked = s["bytes_acked"].as_u64().unwrap();
+    }
+    assert!(
+        acked > 3_000_000,
+        "the last sample saw the download acknowledged: {acked}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        read().len(),
+        samples.len(),
+        "no samples after the connection closed"
+    );
+}
+
+#[test]
 fn never_serves_files_outside_the_root() {
     let root = site();
     let secret = root

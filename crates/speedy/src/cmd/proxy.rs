@@ -64,6 +64,13 @@ pub struct ProxyArgs {
     /// Append one JSON line per request to this file.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Sample the client connections' TCP sender state (cwnd, ssthresh, bytes in flight,
+    /// RTT, RTO, retransmissions) into FILE, one JSON line per connection per sample.
+    #[arg(long, value_name = "FILE")]
+    tcp_series: Option<PathBuf>,
+    /// Milliseconds between --tcp-series samples.
+    #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
+    tcp_interval_ms: u64,
 }
 
 /// Runs the proxy until SIGTERM or SIGINT.
@@ -118,7 +125,10 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
         },
         log,
     );
-    let mut cfg = ServerConfig::default();
+    let mut cfg = ServerConfig {
+        tcp_series: super::serve::tcp_series(a.tcp_series.as_deref(), a.tcp_interval_ms)?,
+        ..Default::default()
+    };
     let tls = if a.tls_self_signed {
         Some(speedy_net::tls::self_signed(&[]).map_err(anyhow::Error::msg)?)
     } else if let (Some(c), Some(k)) = (&a.tls_cert, &a.tls_key) {

@@ -144,6 +144,13 @@ pub struct ServeArgs {
     /// anyway.
     #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
     drain_timeout: Duration,
+    /// Sample every connection's TCP sender state (cwnd, ssthresh, bytes in flight, RTT,
+    /// RTO, retransmissions) into FILE, one JSON line per connection per sample.
+    #[arg(long, value_name = "FILE")]
+    tcp_series: Option<PathBuf>,
+    /// Milliseconds between --tcp-series samples.
+    #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
+    tcp_interval_ms: u64,
 }
 
 /// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
@@ -180,8 +187,9 @@ impl ServeArgs {
         cfg.limits.idle_timeout = self.idle_timeout;
     }
 
-    /// The SPDY session settings of the command line.
+    /// The SPDY session settings of the command line (and the TCP series, if asked).
     fn apply_spdy(&self, cfg: &mut ServerConfig) -> Result<()> {
+        cfg.tcp_series = tcp_series(self.tcp_series.as_deref(), self.tcp_interval_ms)?;
         cfg.spdy.max_concurrent_streams = self.max_concurrent_streams;
         cfg.spdy.compression.level = self.header_level;
         cfg.spdy.flow_control = self.flow_control;
@@ -194,6 +202,20 @@ impl ServeArgs {
             .apply(&mut cfg.spdy.compression);
         Ok(())
     }
+}
+
+/// Starts a sender-side TCP series into `path` (created or truncated), if given.
+pub(crate) fn tcp_series(
+    path: Option<&Path>,
+    interval_ms: u64,
+) -> Result<Option<Arc<speedy_net::sockinfo::TcpSeries>>> {
+    let Some(p) = path else { return Ok(None) };
+    let f = std::fs::File::create(p).with_context(|| format!("--tcp-series {}", p.display()))?;
+    let interval = Duration::from_millis(interval_ms.max(1));
+    Ok(Some(speedy_net::sockinfo::TcpSeries::start(
+        std::io::BufWriter::new(f),
+        interval,
+    )))
 }
 
 /// Serves on every listener until SIGTERM or SIGINT, then drains for up to `drain`; a
