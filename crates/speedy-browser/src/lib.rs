@@ -39,4 +39,4 @@ pub use spdy::url;
 pub use speedy_archive::har;
 
 pub use config::{Domains, LoadConfig, Proto, Transport};
-pub use loader::{load, LoadResult};
+pub use loader::{load, load_session, LoadResult};

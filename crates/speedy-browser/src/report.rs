@@ -149,6 +149,30 @@ fn initiator(r: &Req, by_id: &HashMap<u64, &Req>) -> Value {
     }
 }
 
+/// A browsing session as one HAR: one page per visit (`page_1`, `page_2`, …), each
+/// entry referring to its page.
+pub fn session_har(pages: &[LoadResult]) -> Har {
+    let mut all: Option<Har> = None;
+    for (k, res) in pages.iter().enumerate() {
+        let mut h = to_har(res);
+        let id = format!("page_{}", k + 1);
+        for p in &mut h.log.pages {
+            p.id = id.clone();
+        }
+        for e in &mut h.log.entries {
+            e.pageref = Some(id.clone());
+        }
+        match &mut all {
+            None => all = Some(h),
+            Some(a) => {
+                a.log.pages.append(&mut h.log.pages);
+                a.log.entries.append(&mut h.log.entries);
+            }
+        }
+    }
+    all.unwrap_or_else(|| to_har(&pages[0]))
+}
+
 /// Sums a load's counters.
 pub fn totals(res: &LoadResult) -> Totals {
     let mut t = Totals {

@@ -437,6 +437,119 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
 }
 
 #[test]
+fn a_browsing_session_of_three_pages_keeps_one_spdy_session_to_the_proxy() {
+    let dir = tmp("session");
+    let mut guard = Guard(None, dir.clone());
+    let st = Command::new(BIN)
+        .args(["corpus", "synth", "--pages", "3", "--seed", "6", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let archive = Archive::load(&dir).unwrap();
+    let origin = serve(&dir, &["--no-think-time"], &mut guard);
+    let mut pguard = Guard(None, PathBuf::new());
+    let addr = proxy(
+        &[
+            "--tls-self-signed".into(),
+            "--resolve".into(),
+            format!("*={origin}"),
+            "--cacert".into(),
+            dir.join("lab-ca/ca.pem").to_string_lossy().into(),
+        ],
+        &mut pguard,
+    );
+    let roots: Vec<String> = archive
+        .pages
+        .iter()
+        .map(|p| archive.objects[p.root].url.clone())
+        .collect();
+    let har = dir.join("session.har");
+    let think_ms = 300.0;
+    let mut child = Command::new(BIN)
+        .arg("load")
+        .arg(&roots[0])
+        .args([
+            "--then",
+            &roots[1],
+            "--then",
+            &roots[2],
+            "--think-ms",
+            "300",
+        ])
+        .arg("--archive")
+        .arg(&dir)
+        .args([
+            "--protocol",
+            "spdy",
+            "--proxy",
+            &format!("https://{addr}"),
+            "-k",
+        ])
+        .arg("--har")
+        .arg(&har)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{out}");
+    let summaries: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(summaries.len(), 3, "one summary line per visit");
+    for (k, v) in summaries.iter().enumerate() {
+        assert_eq!(v["url"], roots[k].as_str());
+        for key in ["missing", "unexpected", "failed"] {
+            assert_eq!(
+                v[key].as_array().map(Vec::len),
+                Some(0),
+                "page {k}: {key}: {v}"
+            );
+        }
+        assert!(v["onLoad_ms"].as_f64().unwrap() > 0.0);
+    }
+    let h: Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
+    speedy_browser::har::validate(&h, 0.0011).unwrap();
+    let log = &h["log"];
+    let pages = log["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 3);
+    // One connection, the same one, for the whole session.
+    for p in pages {
+        let conns = p["_connections"].as_array().unwrap();
+        assert_eq!(conns.len(), 1, "{}", p["id"]);
+        assert_eq!(conns[0]["id"], 0);
+    }
+    // Each visit's entries refer to it, and carry exactly its page's objects.
+    for (k, page) in archive.pages.iter().enumerate() {
+        let id = format!("page_{}", k + 1);
+        let n = log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["pageref"] == id.as_str())
+            .count();
+        assert_eq!(n, page.objects.len(), "{id}");
+    }
+    // The think time separates the visits: page k+1 starts at least think_ms after page
+    // k began plus its onLoad.
+    let start =
+        |p: &Value| speedy_archive::date::parse_ms(p["startedDateTime"].as_str().unwrap()).unwrap();
+    for k in 0..2 {
+        let gap = start(&pages[k + 1]) - start(&pages[k]);
+        let on_load = pages[k]["pageTimings"]["onLoad"].as_f64().unwrap();
+        assert!(gap >= on_load + think_ms - 1.0, "visit {k}: gap {gap} ms");
+    }
+}
+
+#[test]
 fn the_proxy_answers_502_and_504_with_a_reason() {
     // An origin that accepts connections and never answers.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

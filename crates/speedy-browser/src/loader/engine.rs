@@ -139,6 +139,15 @@ fn normalize(url: &str) -> Option<String> {
     Url::parse(url).map(|u| u.to_string())
 }
 
+/// The connections a browsing session carries from one page to the next: they stay open
+/// during the think time and the next page's requests use them (one SPDY session for a
+/// whole visit sequence, as a browser keeps its sockets).
+pub struct Carry {
+    conns: Vec<ConnRecord>,
+    pools: HashMap<String, Pool>,
+    pool_order: Vec<String>,
+}
+
 impl<'a> Engine<'a> {
     /// A new load of `root_url` at `now`: the root document is requested at once.
     pub fn new(
@@ -148,6 +157,20 @@ impl<'a> Engine<'a> {
         ids: Arc<AtomicU64>,
         root_url: Url,
         now: Instant,
+    ) -> Engine<'a> {
+        Engine::after(cfg, archive, driver, ids, root_url, now, None)
+    }
+
+    /// Like [`Engine::new`], for the next page of a browsing session: the previous
+    /// page's connections (`carry`, from [`Engine::finish_page`]) are reused.
+    pub fn after(
+        cfg: &'a LoadConfig,
+        archive: Option<&'a Archive>,
+        driver: Arc<dyn Driver>,
+        ids: Arc<AtomicU64>,
+        root_url: Url,
+        now: Instant,
+        carry: Option<Carry>,
     ) -> Engine<'a> {
         let mut e = Engine {
             cfg,
@@ -186,6 +209,11 @@ impl<'a> Engine<'a> {
             doc_images: HashMap::new(),
             running: HashSet::new(),
         };
+        if let Some(c) = carry {
+            e.conns = c.conns;
+            e.pools = c.pools;
+            e.pool_order = c.pool_order;
+        }
         e.index_archive(&root_url);
         e.root = e
             .discover(
@@ -1295,6 +1323,26 @@ impl<'a> Engine<'a> {
         timed_out: bool,
         dns_cost: Duration,
     ) -> LoadResult {
+        self.finish_page(started, start, timed_out, dns_cost).0
+    }
+
+    /// The page's result, and the connections for the session's next page (open ones
+    /// stay open; the result lists every connection of the session so far).
+    pub fn finish_page(
+        mut self,
+        started: SystemTime,
+        start: Instant,
+        timed_out: bool,
+        dns_cost: Duration,
+    ) -> (LoadResult, Carry) {
+        for p in self.pools.values_mut() {
+            p.queue.clear();
+        }
+        let carry = Carry {
+            conns: self.conns.clone(),
+            pools: std::mem::take(&mut self.pools),
+            pool_order: std::mem::take(&mut self.pool_order),
+        };
         let mut reqs: Vec<Req> = self.reqs.into_values().collect();
         reqs.sort_by_key(|r| (r.queued, r.id));
         let fetched: HashSet<&str> = reqs.iter().map(|r| r.url_s.as_str()).collect();
@@ -1318,7 +1366,7 @@ impl<'a> Engine<'a> {
                 .map(|r| r.url_s.clone())
                 .collect()
         };
-        LoadResult {
+        let result = LoadResult {
             url: self.cfg.url.clone(),
             protocol: self.driver.name(),
             started,
@@ -1333,6 +1381,7 @@ impl<'a> Engine<'a> {
             missed_by_parser: self.missed_by_parser,
             dns_cost,
             event_loop_lag_max: Duration::ZERO,
-        }
+        };
+        (result, carry)
     }
 }

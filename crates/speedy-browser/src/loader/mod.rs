@@ -248,6 +248,7 @@ impl Req {
 }
 
 /// One connection of the load.
+#[derive(Clone)]
 pub struct ConnRecord {
     /// Id.
     pub id: ConnId,
@@ -282,6 +283,7 @@ impl ConnRecord {
     }
 }
 
+#[derive(Clone)]
 struct Pool {
     host: String,
     port: Option<u16>,
@@ -379,7 +381,29 @@ impl LagProbe {
 /// This is the IO shell around [`Engine`]: it dials what the engine asks for, runs one
 /// task per connection, and feeds the engine their events and the clock.
 pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadResult, LoadError> {
-    let root_url = Url::parse(&cfg.url).ok_or_else(|| LoadError::BadUrl(cfg.url.clone()))?;
+    let mut pages =
+        load_session(cfg, archive, std::slice::from_ref(&cfg.url), Duration::ZERO).await?;
+    Ok(pages.remove(0))
+}
+
+/// A browsing session: `urls` loaded one after the other, `think` apart (from one page's
+/// end to the next page's start), with the connections kept and reused across pages as a
+/// browser keeps its sockets (one SPDY session, or one to the proxy, for the whole
+/// sequence). One result per page, each with its own milestones; connections are closed
+/// at the end of the last page.
+pub async fn load_session(
+    cfg: &LoadConfig,
+    archive: Option<&Archive>,
+    urls: &[String],
+    think: Duration,
+) -> Result<Vec<LoadResult>, LoadError> {
+    let first = urls
+        .first()
+        .ok_or_else(|| LoadError::BadUrl(String::new()))?;
+    let root_url = Url::parse(first).ok_or_else(|| LoadError::BadUrl(first.clone()))?;
+    for u in urls {
+        Url::parse(u).ok_or_else(|| LoadError::BadUrl(u.clone()))?;
+    }
     let driver: Arc<dyn Driver> = match cfg.proto {
         Proto::Http1 => Arc::new(conn::http1::Http1 {
             pipeline: cfg.pipeline.max(1),
@@ -402,63 +426,88 @@ pub async fn load(cfg: &LoadConfig, archive: Option<&Archive>) -> Result<LoadRes
     let resolver = Arc::new(Resolver::new(cfg.resolve.clone(), dns_cost));
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
     let ids = Arc::new(AtomicU64::new(1));
-    let started = SystemTime::now();
-    let start = Instant::now();
-    let deadline = start + cfg.timeout;
-    let lag = LagProbe::start();
-    let mut e = Engine::new(cfg, archive, driver.clone(), ids.clone(), root_url, start);
     let mut shell = Shell {
-        driver,
+        driver: driver.clone(),
         tls,
         resolver,
         events: ev_tx,
-        ids,
+        ids: ids.clone(),
         conns: HashMap::new(),
     };
-    let mut timed_out = false;
-    loop {
-        while let Some(a) = e.poll_action() {
-            shell.perform(a);
+    let mut results = Vec::new();
+    let mut carry = None;
+    for (k, url) in urls.iter().enumerate() {
+        if k > 0 {
+            // Think time: the connections stay open; what they report waits in the
+            // channel for the next page's engine.
+            tokio::time::sleep(think).await;
         }
-        if e.settled() {
-            break;
-        }
-        let wake = e.poll_timeout().map_or(deadline, |t| t.min(deadline));
-        tokio::select! {
-            ev = ev_rx.recv() => {
-                if let Some(ev) = ev {
-                    e.handle_event(ev, Instant::now());
-                    while let Ok(ev) = ev_rx.try_recv() {
+        let mut page_cfg = cfg.clone();
+        page_cfg.url = url.clone();
+        let root = Url::parse(url).expect("checked");
+        let started = SystemTime::now();
+        let start = Instant::now();
+        let deadline = start + cfg.timeout;
+        let lag = LagProbe::start();
+        let mut e = Engine::after(
+            &page_cfg,
+            archive,
+            driver.clone(),
+            ids.clone(),
+            root,
+            start,
+            carry.take(),
+        );
+        let mut timed_out = false;
+        loop {
+            while let Some(a) = e.poll_action() {
+                shell.perform(a);
+            }
+            if e.settled() {
+                break;
+            }
+            let wake = e.poll_timeout().map_or(deadline, |t| t.min(deadline));
+            tokio::select! {
+                ev = ev_rx.recv() => {
+                    if let Some(ev) = ev {
                         e.handle_event(ev, Instant::now());
+                        while let Ok(ev) = ev_rx.try_recv() {
+                            e.handle_event(ev, Instant::now());
+                        }
                     }
                 }
-            }
-            _ = tokio::time::sleep_until(wake.into()) => {
-                let now = Instant::now();
-                if now >= deadline {
-                    timed_out = e.on_load().is_none();
-                    e.fail_open(now, "timed out");
-                    break;
+                _ = tokio::time::sleep_until(wake.into()) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        timed_out = e.on_load().is_none();
+                        e.fail_open(now, "timed out");
+                        break;
+                    }
+                    e.handle_timeout(now);
                 }
-                e.handle_timeout(now);
             }
         }
-    }
-    // Close every connection; collect TCP_INFO (bounded wait).
-    e.close_all();
-    while let Some(a) = e.poll_action() {
-        shell.perform(a);
-    }
-    let close_deadline = Instant::now() + Duration::from_secs(3);
-    while e.open_connections() > 0 {
-        match tokio::time::timeout_at(close_deadline.into(), ev_rx.recv()).await {
-            Ok(Some(ev)) => e.handle_event(ev, Instant::now()),
-            _ => break,
+        let last = k + 1 == urls.len();
+        if last {
+            // Close every connection; collect TCP_INFO (bounded wait).
+            e.close_all();
+            while let Some(a) = e.poll_action() {
+                shell.perform(a);
+            }
+            let close_deadline = Instant::now() + Duration::from_secs(3);
+            while e.open_connections() > 0 {
+                match tokio::time::timeout_at(close_deadline.into(), ev_rx.recv()).await {
+                    Ok(Some(ev)) => e.handle_event(ev, Instant::now()),
+                    _ => break,
+                }
+            }
         }
+        let (mut res, next) = e.finish_page(started, start, timed_out, dns_cost);
+        res.event_loop_lag_max = lag.stop();
+        results.push(res);
+        carry = Some(next);
     }
-    let mut res = e.finish(started, start, timed_out, dns_cost);
-    res.event_loop_lag_max = lag.stop();
-    Ok(res)
+    Ok(results)
 }
 
 /// The cost charged for each new host name: fixed, or in round trips of `--rtt-ms` or of
@@ -601,7 +650,7 @@ mod engine;
 mod engine_tests;
 
 pub use chromium::Priority as ChromiumPriority;
-pub use engine::{Action, Engine};
+pub use engine::{Action, Carry, Engine};
 
 /// Parses an `X-Subresources` value into (URL, content type if given). Accepts the
 /// replay server's `TYPE; URL; TYPE; URL …` form and plain comma- or semicolon-separated

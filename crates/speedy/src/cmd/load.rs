@@ -40,6 +40,14 @@ Example (after `speedy corpus synth --out ./corpus` and
 pub struct LoadArgs {
     /// The page URL (an archived page's root URL).
     url: String,
+    /// Then visit this page too, on the same connections (a browsing session;
+    /// repeatable, in order). One HAR page and one summary line per visit.
+    #[arg(long, value_name = "URL")]
+    then: Vec<String>,
+    /// Think time between the visits of a session, ms (from one page's end to the next
+    /// page's start).
+    #[arg(long, default_value_t = 0, value_name = "MS", requires = "then")]
+    think_ms: u64,
     /// Archive directory (object types, recorded request headers, script-initiated requests).
     #[arg(long, value_name = "DIR")]
     archive: Option<PathBuf>,
@@ -284,8 +292,9 @@ pub async fn run(a: LoadArgs) -> Result<u8> {
         Some(dir) => Some(speedy_archive::Archive::load(dir).map_err(anyhow::Error::msg)?),
         None => None,
     };
-    if let Some(ar) = &archive {
-        let want = speedy_browser::url::Url::parse(&a.url).map(|u| u.to_string());
+    for url in std::iter::once(&a.url).chain(&a.then) {
+        let Some(ar) = &archive else { break };
+        let want = speedy_browser::url::Url::parse(url).map(|u| u.to_string());
         let known = ar.pages.iter().any(|p| {
             ar.objects
                 .get(p.root)
@@ -297,21 +306,30 @@ pub async fn run(a: LoadArgs) -> Result<u8> {
             eprintln!(
                 "speedy load: warning: {} is not the root of a page of the archive; \
                  loading without the page's object list",
-                a.url
+                url
             );
         }
     }
-    let res = loader::load(&cfg, archive.as_ref()).await?;
+    let mut urls = vec![a.url.clone()];
+    urls.extend(a.then.iter().cloned());
+    let think = std::time::Duration::from_millis(a.think_ms);
+    let pages = loader::load_session(&cfg, archive.as_ref(), &urls, think).await?;
     if let Some(out) = &a.har {
-        let h = report::to_har(&res);
+        let h = report::session_har(&pages);
         har::write(&h, out).with_context(|| format!("--har {}", out.display()))?;
     }
     if let Some(p) = &a.prefetch {
-        prefetch::remember(p, &res).map_err(anyhow::Error::msg)?;
+        prefetch::remember(p, &pages[0]).map_err(anyhow::Error::msg)?;
     }
-    let line = serde_json::to_string(&report::summary(&res))?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")?;
+    for res in &pages {
+        writeln!(out, "{}", serde_json::to_string(&report::summary(res))?)?;
+    }
     out.flush()?;
-    Ok(outcome(&res, a.fail))
+    // The worst outcome of the visits: a failed page before a partial one.
+    let codes: Vec<u8> = pages.iter().map(|r| outcome(r, a.fail)).collect();
+    Ok([EXIT_PAGE_FAILED, EXIT_PARTIAL]
+        .into_iter()
+        .find(|c| codes.contains(c))
+        .unwrap_or(EXIT_OK))
 }
