@@ -63,7 +63,9 @@ pub struct LinkArgs {
     /// drophead:packets=N, drophead:bytes=N, codel[:target=MS,interval=MS,packets=N].
     #[arg(long, value_name = "SPEC")]
     pub queue: Option<String>,
-    /// Cellular radio state machine shared by both directions: 3g or lte.
+    /// Cellular radio state machine shared by both directions: 3g or lte, optionally with
+    /// scaled timers, e.g. 3g:dch_tail=200ms,fach_tail=2s (3g: dch_tail, fach_tail,
+    /// idle_to_dch, fach_to_dch; lte: promotion, inactivity, tail).
     #[arg(long, value_name = "3g|lte")]
     pub radio: Option<String>,
     /// A named network profile (see --profiles); other options override it.

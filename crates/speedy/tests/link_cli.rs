@@ -203,6 +203,108 @@ fn removes_debris_of_a_crashed_run() {
     );
 }
 
+/// The cellular study's mechanism, tiny: a SPDY session idle longer than the 3G radio's
+/// DCH tail (scaled to 200 ms) finds the radio in FACH; the server's next response
+/// waits for the FACH→DCH promotion (1.5 s), longer than its retransmission timeout, so
+/// it retransmits although nothing was lost (the link drops nothing). The server's
+/// sender-side series shows it: no retransmission during the first visit, one after the
+/// idle period.
+#[test]
+fn a_radio_promotion_after_idle_shows_a_spurious_retransmission_in_the_sender_series() {
+    if !can_run() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("speedy-radio-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let st = Command::new(BIN)
+        .args(["corpus", "synth", "--pages", "1", "--seed", "7", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let archive = speedy_archive::Archive::load(&dir).unwrap();
+    let root = archive.objects[archive.pages[0].root].url.clone();
+    let series = dir.join("series.jsonl");
+    let server = format!(
+        "exec {BIN} serve --listen 0.0.0.0:8080 --archive {} --plain --no-think-time \
+         --tcp-series {} --tcp-interval-ms 5",
+        dir.display(),
+        series.display()
+    );
+    let client = format!(
+        "exec {BIN} load {root} --then {root} --think-ms 800 --archive {} --protocol spdy \
+         --plain --spdy-domains single --resolve \"*=$SPEEDY_SERVER_ADDR:8080\"",
+        dir.display()
+    );
+    let out = Command::new(BIN)
+        .args([
+            "link",
+            "--rtt",
+            "40",
+            "--radio",
+            "3g:dch_tail=200ms,fach_tail=60s",
+        ])
+        .args(["--server-wait", "1000", "--server-cmd", &server])
+        .args(["--", "sh", "-c", &client])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The server's start-up lines share stdout: keep the loader's summaries.
+    let visits: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("onLoad_ms").is_some())
+        .collect();
+    assert_eq!(visits.len(), 2, "{text}");
+    let samples: Vec<serde_json::Value> = std::fs::read_to_string(&series)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    let t = |s: &serde_json::Value| s["t_ms"].as_f64().unwrap();
+    let retrans = |s: &serde_json::Value| s["total_retrans"].as_u64().unwrap();
+    let acked = |s: &serde_json::Value| s["bytes_acked"].as_u64().unwrap();
+    // The think time: the first stretch of ≥ 500 ms in which nothing more was acked.
+    let mut changed_at = t(&samples[0]);
+    let mut gap = None;
+    for w in samples.windows(2) {
+        if acked(&w[1]) != acked(&w[0]) {
+            changed_at = t(&w[1]);
+        } else if t(&w[1]) - changed_at >= 500.0 {
+            gap = Some(t(&w[1]));
+            break;
+        }
+    }
+    let gap = gap.expect("an idle period between the visits");
+    let before = samples
+        .iter()
+        .filter(|s| t(s) <= gap)
+        .map(retrans)
+        .max()
+        .unwrap();
+    let after: Vec<&serde_json::Value> = samples.iter().filter(|s| t(s) > gap).collect();
+    let last = after.last().expect("samples after the idle period");
+    eprintln!(
+        "retransmissions: {before} before the idle period (the first SYN's promotion), {} after",
+        retrans(last)
+    );
+    assert!(
+        retrans(last) > before,
+        "the response after the idle period was retransmitted: {last}"
+    );
+    assert!(
+        after.iter().any(|s| s["cwnd"].as_u64().unwrap() <= 2),
+        "the retransmission timeout collapsed the window"
+    );
+}
+
 /// Accuracy tests: `scripts/test` runs them after everything else, one at a time
 /// (`cargo test -p speedy --test link_cli -- --test-threads=1 accuracy::`); the bound
 /// below comes from the noise measured that way.

@@ -117,14 +117,51 @@ pub enum RadioSpec {
 }
 
 impl RadioSpec {
-    /// Parses `3g`/`umts` or `lte` into the default parameters.
+    /// Parses `3g`/`umts` or `lte`, the default parameters, optionally followed by
+    /// `:NAME=DURATION,...` overrides (durations as `50ms` or `5s`): for 3g `dch_tail`,
+    /// `fach_tail`, `idle_to_dch`, `fach_to_dch`; for lte `promotion`, `inactivity`,
+    /// `tail`. Scaled timers let a test or a shortened session keep the radio's behaviour
+    /// relative to its think time.
     pub fn parse(s: &str) -> Result<RadioSpec, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "3g" | "umts" => Ok(RadioSpec::Umts(UmtsParams::default())),
-            "lte" | "4g" => Ok(RadioSpec::Lte(LteParams::default())),
-            _ => Err(format!("unknown radio '{s}': use 3g or lte")),
+        let (kind, overrides) = s.split_once(':').unwrap_or((s, ""));
+        let mut spec = match kind.to_ascii_lowercase().as_str() {
+            "3g" | "umts" => RadioSpec::Umts(UmtsParams::default()),
+            "lte" | "4g" => RadioSpec::Lte(LteParams::default()),
+            _ => return Err(format!("unknown radio '{s}': use 3g or lte")),
+        };
+        for kv in overrides.split(',').filter(|kv| !kv.trim().is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("radio '{s}': {kv:?} is not NAME=DURATION"))?;
+            let d = parse_duration(v.trim())
+                .ok_or_else(|| format!("radio '{s}': {v:?} is not a duration (50ms, 5s)"))?;
+            let slot = match (&mut spec, k.trim()) {
+                (RadioSpec::Umts(p), "dch_tail") => &mut p.dch_tail,
+                (RadioSpec::Umts(p), "fach_tail") => &mut p.fach_tail,
+                (RadioSpec::Umts(p), "idle_to_dch") => &mut p.idle_to_dch,
+                (RadioSpec::Umts(p), "fach_to_dch") => &mut p.fach_to_dch,
+                (RadioSpec::Lte(p), "promotion") => &mut p.promotion,
+                (RadioSpec::Lte(p), "inactivity") => &mut p.inactivity,
+                (RadioSpec::Lte(p), "tail") => &mut p.tail,
+                (_, other) => return Err(format!("radio '{s}': no timer {other:?} for {kind}")),
+            };
+            *slot = d;
         }
+        Ok(spec)
     }
+}
+
+/// `50ms`, `1.5s`, `2s`.
+fn parse_duration(v: &str) -> Option<Duration> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        return None;
+    };
+    let x: f64 = num.trim().parse().ok()?;
+    (x.is_finite() && x >= 0.0).then(|| Duration::from_secs_f64(x * scale))
 }
 
 /// A radio state, for reports and tests.
@@ -377,5 +414,16 @@ mod tests {
         assert!(matches!(RadioSpec::parse("3G"), Ok(RadioSpec::Umts(_))));
         assert!(matches!(RadioSpec::parse("lte"), Ok(RadioSpec::Lte(_))));
         assert!(RadioSpec::parse("5g").is_err());
+        match RadioSpec::parse("3g:dch_tail=50ms,fach_to_dch=1.2s").unwrap() {
+            RadioSpec::Umts(p) => {
+                assert_eq!(p.dch_tail, Duration::from_millis(50));
+                assert_eq!(p.fach_to_dch, Duration::from_millis(1200));
+                assert_eq!(p.fach_tail, UmtsParams::default().fach_tail);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(RadioSpec::parse("lte:tail=2s").is_ok());
+        assert!(RadioSpec::parse("lte:dch_tail=2s").is_err());
+        assert!(RadioSpec::parse("3g:dch_tail=fast").is_err());
     }
 }
