@@ -4,7 +4,11 @@
 //! connection loop, [`spdy_conn::run`]; the client, the server and the page loader are
 //! its [`spdy_conn::Owner`]s. Servers tell SPDY, h2c and HTTP/1.1 apart by the first
 //! bytes on plain TCP and by ALPN over TLS (h2 through the `h2` crate, HTTP/1.1 through
-//! hyper). The same [`Handler`] answers all of them, with streaming [`Body`]s both ways.
+//! hyper). The same [`Handler`] answers all of them, with streaming [`Body`]s both ways;
+//! an HTTP/1.1 `Upgrade: SPDY/3.1` switches a connection to SPDY ([`upgrade`]).
+//! [`mux`] is a SPDY/3.1 stream multiplexer (raw streams with headers, as moby/spdystream
+//! offers) and [`kube`] Kubernetes' exec and port-forward protocols on it.
+//! [`sockinfo`] reads TCP_INFO (a snapshot, and a server's sender-side time series).
 //! [`loadgen`] holds the load generator's lean connections (`speedy bench`).
 
 pub mod body;
