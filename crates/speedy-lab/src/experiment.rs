@@ -5,6 +5,9 @@
 //! runs = 3                  # loads per page × network × variant
 //! seed = 1                  # corpus and link randomness
 //! think_time_ms = 0         # pause between loads
+//! # revisit_after_ms = 20000  # each load visits its page twice on the same connections,
+//! #                           # this long apart, and measures the second visit (the
+//! #                           # cellular study's think time, the radio idling meanwhile)
 //!
 //! [pages]
 //! synth = 3                 # synthesized pages, or
@@ -38,6 +41,8 @@
 //! # prefetch = true         # client prefetch from an earlier load
 //! # cc = "bbr"; initcwnd = 10; slow_start_after_idle = false; no_metrics_save = true
 //! # cc = ["cubic", "reno"]  # the first the host allows (recorded per row)
+//! # proxy = "spdy"          # through `speedy proxy` across the link: "spdy" (one SPDY
+//! #                         # session to it, protocol spdy) or "http" (protocol http1)
 //! # initrwnd = 10           # the client's initial receive window (segments)
 //! # header_compression = "zlib"   # SPDY headers: crime-safe (default), zlib, none
 //! # connections_per_host = 6      # HTTP/1.1 connections per host (the loader's default 6)
@@ -70,6 +75,9 @@ pub struct Experiment {
     pub think_time: Duration,
     /// Per-load timeout.
     pub timeout: Duration,
+    /// Visit each page twice on the same connections, this long apart, and measure the
+    /// second visit.
+    pub revisit_after: Option<Duration>,
     /// Where the pages come from.
     pub pages: Pages,
     /// Networks, sweeps expanded.
@@ -141,6 +149,9 @@ pub struct Variant {
     pub calibration: Option<&'static Calibration>,
     /// The variant this one's speedup is computed against (the baseline when `None`).
     pub against: Option<String>,
+    /// Through `speedy proxy` in the server namespace: `spdy` or `http` (the protocol
+    /// the loader speaks to it).
+    pub proxy: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -150,6 +161,7 @@ struct FileSpec {
     runs: Option<Spanned<u32>>,
     seed: Option<u64>,
     think_time_ms: Option<u64>,
+    revisit_after_ms: Option<u64>,
     timeout_s: Option<Spanned<f64>>,
     pages: Spanned<PagesSpec>,
     #[serde(default)]
@@ -223,6 +235,7 @@ struct VariantSpec {
     max_connections: Option<usize>,
     calibration: Option<String>,
     against: Option<String>,
+    proxy: Option<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -374,6 +387,7 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
         runs,
         seed: spec.seed.unwrap_or(1),
         think_time: Duration::from_millis(spec.think_time_ms.unwrap_or(0)),
+        revisit_after: spec.revisit_after_ms.map(Duration::from_millis),
         timeout,
         pages,
         networks,
@@ -629,6 +643,19 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         None => None,
         Some(c) => Some(calibration(c).map_err(|e| format!("calibration: {e}"))?),
     };
+    match (v.proxy.as_deref(), protocol) {
+        (None, _) | (Some("spdy"), "spdy") | (Some("http"), "http1") => {}
+        (Some(p @ ("spdy" | "http")), _) => {
+            return Err(format!(
+                "proxy = {p:?} needs protocol = {:?}",
+                if p == "spdy" { "spdy" } else { "http1" }
+            ))
+        }
+        (Some(p), _) => return Err(format!("proxy = {p:?}: spdy or http")),
+    }
+    if v.proxy.is_some() && (single_domain || push != "none" || v.tls == Some(true)) {
+        return Err("proxy: without spdy_domains, push or tls (the proxy decides those)".into());
+    }
     if v.name.is_empty() || v.name.contains(['/', ' ']) {
         return Err(format!(
             "variant name {:?}: non-empty, no '/' or spaces",
@@ -654,6 +681,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         max_connections: v.max_connections,
         calibration,
         against: v.against.clone(),
+        proxy: v.proxy.clone(),
     })
 }
 
@@ -670,6 +698,11 @@ pub struct BuiltIn {
 /// The built-in experiments.
 pub const BUILT_INS: &[BuiltIn] = &[
     BuiltIn { name: "quick", about: "the default: 3 web-2010 pages, whitepaper DSL, HTTP/1.1 against SPDY under the whitepaper's conditions, 3 runs", toml: include_str!("../experiments/quick.toml") },
+    BuiltIn {
+        name: "cellular",
+        about: "the cellular study's mechanism: HTTP/1.1 proxy against SPDY proxy across 3G and LTE radios, each page visited twice 20 s apart on the same connections (the second measured), 20 cellular-2013 pages, 3 runs; mitigations: no slow start after idle, Reno; the proxy's cwnd over time",
+        toml: include_str!("../experiments/cellular.toml"),
+    },
     BuiltIn {
         name: "whitepaper",
         about: "the SPDY whitepaper under its own conditions (web-2010 pages, CUBIC, initcwnd 3, zlib headers): Table 1's seven rows on DSL and cable, the loss and RTT sweeps, 25 pages, 10 runs; its tables beside the published ones",
@@ -703,7 +736,8 @@ impl Experiment {
 
     /// A rough wall time of the whole experiment over `lanes` lanes: each load takes its
     /// page's bytes at the network's downlink rate, six round trips and 0.3 s of set-up
-    /// (pages: their calibration's mean size; an archive's pages are taken as 1 MB).
+    /// (pages: their calibration's mean size; an archive's pages are taken as 1 MB), twice
+    /// plus the pause with `revisit_after`.
     /// Measured on this lab's loads, not a promise: CPU contention and loss add to it.
     pub fn estimate(&self, pages: usize, lanes: usize) -> Duration {
         let mut secs = 0.0;
@@ -722,7 +756,11 @@ impl Experiment {
                     (Pages::Synth(_, c), None) => c.means().1,
                     (Pages::Archive(..), None) => 1024.0,
                 };
-                let per_load = kb * 1024.0 * 8.0 / bps + 6.0 * rtt + 0.3;
+                let visit = kb * 1024.0 * 8.0 / bps + 6.0 * rtt + 0.3;
+                let per_load = match self.revisit_after {
+                    Some(after) => 2.0 * visit + after.as_secs_f64(),
+                    None => visit,
+                };
                 secs += per_load * (pages * self.runs as usize) as f64;
             }
         }

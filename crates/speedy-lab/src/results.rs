@@ -128,6 +128,17 @@ pub struct Row {
     /// The loader's largest event-loop lag during the load, µs.
     #[serde(default)]
     pub loader_lag_max_us: u64,
+    /// Through `speedy proxy` (`spdy` or `http`), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    /// The page was visited twice on the same connections, this many ms apart, and the
+    /// row measures the second visit (link and server counters cover both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revisit_after_ms: Option<u64>,
+    /// The proxy's sender-side TCP series during this load (JSON lines), relative to the
+    /// results file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_series: Option<String>,
     /// Set when the load ran with less CPU headroom than [`crate::runner::HEADROOM`]
     /// allows (its reason); such loads are listed in the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]

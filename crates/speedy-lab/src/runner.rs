@@ -13,7 +13,7 @@
 use crate::experiment::{Experiment, Network, Pages, Variant};
 use crate::results::{append_row, read_rows, Row, SweepPoint};
 use crate::tcpinfo::{parse_ss, parse_tcp_mib, ConnSample, ServerTcp};
-use crate::testbed::{topology_for, ReplayServer, ReplaySpec};
+use crate::testbed::{topology_for, ProxyServer, ReplayServer, ReplaySpec};
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
 use speedy_archive::synth::{Calibration, CALIBRATIONS};
@@ -455,6 +455,65 @@ fn start_servers(
     Ok(servers)
 }
 
+/// The lane's proxies, one per replay server a proxy variant loads from (port 3128 and
+/// up on the first server address), each with its TCP series file.
+#[allow(clippy::too_many_arguments)]
+fn start_proxies(
+    exp: &Experiment,
+    opts: &RunOptions,
+    topo: &Topology,
+    corpora: &Corpora,
+    ca_dir: &Path,
+    servers: &Servers,
+    net: &Network,
+    lane: usize,
+) -> Result<HashMap<ServerKey, ProxyServer>, String> {
+    let mut keys: Vec<ServerKey> = (0..exp.variants.len())
+        .filter(|&v| exp.variants[v].proxy.is_some())
+        .map(|v| server_key(corpora, exp, v))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = HashMap::new();
+    for (i, key) in keys.into_iter().enumerate() {
+        let series = opts.out.join(format!(
+            "series/{}/lane{lane}-proxy{i}.jsonl",
+            sanitize(&net.name)
+        ));
+        std::fs::create_dir_all(series.parent().expect("has parent")).map_err(|e| e.to_string())?;
+        let resolve = servers[&key].resolve();
+        let p = ProxyServer::start(
+            topo,
+            &opts.speedy,
+            3128 + i as u16,
+            &resolve,
+            ca_dir,
+            &series,
+        )?;
+        out.insert(key, p);
+    }
+    Ok(out)
+}
+
+fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map_or(0, |m| m.len())
+}
+
+/// Copies what `src` gained since byte `from` (whole lines) to `dst`.
+fn copy_tail(src: &Path, from: u64, dst: &Path) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    // The sampler writes a tick's lines and flushes; give the last tick time to land.
+    std::thread::sleep(Duration::from_millis(30));
+    let mut f = std::fs::File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    f.seek(SeekFrom::Start(from)).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}", src.display()))?;
+    let whole = text.rfind('\n').map_or("", |i| &text[..=i]);
+    std::fs::create_dir_all(dst.parent().expect("has parent")).map_err(|e| e.to_string())?;
+    std::fs::write(dst, whole).map_err(|e| format!("{}: {e}", dst.display()))
+}
+
 fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, String> {
     let o = topo
         .command(side, prog)
@@ -542,7 +601,7 @@ fn run_lane(
     exp: &Experiment,
     opts: &RunOptions,
     net: &Network,
-    _lane: usize,
+    lane: usize,
     corpora: &Corpora,
     ccs: &[Option<String>],
     ca_dir: &Path,
@@ -563,6 +622,7 @@ fn run_lane(
     .trim()
     .to_string();
     let servers = start_servers(exp, opts, &topo, corpora, ca_dir)?;
+    let proxies = start_proxies(exp, opts, &topo, corpora, ca_dir, &servers, net, lane)?;
     let mut last_har: HashMap<String, PathBuf> = HashMap::new();
     loop {
         let Some(job) = queue.lock().expect("lock").pop_front() else {
@@ -588,7 +648,10 @@ fn run_lane(
         );
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
-        let resolve = servers[&server_key(corpora, exp, job.variant)].resolve();
+        let skey = server_key(corpora, exp, job.variant);
+        let resolve = servers[&skey].resolve();
+        let proxy = variant.proxy.as_ref().map(|_| &proxies[&skey]);
+        let series_from = proxy.map(|p| file_len(&p.series));
         let before = topo.counters();
         let server_before = server_tcp_counters(&topo)?;
         let t0 = Instant::now();
@@ -616,6 +679,7 @@ fn run_lane(
             archive,
             ca_dir,
             &resolve,
+            proxy.map(|p| p.addr),
             &har,
             last_har.get(&page.name),
             &mut sample,
@@ -655,6 +719,17 @@ fn run_lane(
             .unwrap_or(0);
         row.link_late_max_us = fwd.late_max.as_micros() as u64;
         row.headroom = HEADROOM.check(&row);
+        if let (Some(p), Some(from)) = (proxy, series_from) {
+            let rel = format!(
+                "series/{}/{}/{}-run{}.jsonl",
+                sanitize(&net.name),
+                variant.name,
+                page.name,
+                job.run
+            );
+            copy_tail(&p.series, from, &opts.out.join(&rel))?;
+            row.tcp_series = Some(rel);
+        }
         append_row(results, &row)?;
         last_har.insert(page.name.clone(), har.clone());
         let mut p = progress.lock().expect("lock");
@@ -730,12 +805,20 @@ fn load(
     archive: &Path,
     ca_dir: &Path,
     resolve: &[(String, String)],
+    proxy: Option<std::net::SocketAddr>,
     har: &Path,
     earlier: Option<&PathBuf>,
     sample: &mut dyn FnMut(),
 ) -> Result<String, String> {
     let mut cmd = topo.command(Side::Client, &opts.speedy);
     cmd.arg("load").arg(&page.url).arg("--archive").arg(archive);
+    if let Some(p) = proxy {
+        cmd.arg("--proxy").arg(format!("http://{p}"));
+    }
+    if let Some(after) = exp.revisit_after {
+        cmd.arg("--then").arg(&page.url);
+        cmd.args(["--think-ms", &after.as_millis().to_string()]);
+    }
     cmd.args(["--protocol", &v.protocol]);
     cmd.arg(if v.tls { "--tls" } else { "--plain" });
     if v.single_domain {
@@ -766,7 +849,11 @@ fn load(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting the loader: {e}"))?;
-    let deadline = Instant::now() + exp.timeout + Duration::from_secs(15);
+    let visits = if exp.revisit_after.is_some() { 2 } else { 1 };
+    let deadline = Instant::now()
+        + exp.timeout * visits
+        + exp.revisit_after.unwrap_or_default()
+        + Duration::from_secs(15);
     let mut next_sample = Instant::now() + SS_EVERY;
     loop {
         if Instant::now() >= next_sample {
@@ -871,6 +958,9 @@ fn row_from_har(
         link_late_max_us: 0,
         loader_lag_max_us: t.event_loop_lag_max_us,
         headroom: None,
+        proxy: v.proxy.clone(),
+        revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
+        tcp_series: None,
     })
 }
 

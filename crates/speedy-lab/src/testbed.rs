@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -159,45 +159,16 @@ impl ReplayServer {
         if spec.hint {
             cmd.arg("--hint");
         }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        // SAFETY: the closure only calls prctl(2), which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        let (child, startup) = spawn_announced(cmd, spec.speedy, "the replay server")?;
+        let server = ReplayServer { child, startup };
+        if server.startup.origins.is_empty() {
+            // Dropping `server` kills it.
+            return Err(format!(
+                "the replay server reported no origins for {}",
+                spec.archive.display()
+            ));
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", spec.speedy.display()))?;
-        let stdout = child.stdout.take().expect("piped");
-        let startup = read_startup(stdout, STARTUP_TIMEOUT).and_then(|s| {
-            if s.origins.is_empty() {
-                Err(format!(
-                    "it reported no origins for {}",
-                    spec.archive.display()
-                ))
-            } else {
-                Ok(s)
-            }
-        });
-        match startup {
-            Ok(startup) => Ok(ReplayServer { child, startup }),
-            Err(e) => {
-                let status = match child.try_wait() {
-                    Ok(Some(st)) => format!(" ({st})"),
-                    _ => String::new(),
-                };
-                // Our own unreaped child, by pid; its exit ends the reader thread.
-                let _ = child.kill();
-                let _ = child.wait();
-                Err(format!("the replay server did not start{status}: {e}"))
-            }
-        }
+        Ok(server)
     }
 
     /// What the server announced.
@@ -216,6 +187,98 @@ impl ReplayServer {
 }
 
 impl Drop for ReplayServer {
+    fn drop(&mut self) {
+        // Child::kill signals our own unreaped child by pid: never another process.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Spawns a `speedy` server command (dying with the thread that started it:
+/// `PR_SET_DEATHSIG`) and waits (at most [`STARTUP_TIMEOUT`]) for its JSON start-up line.
+fn spawn_announced(
+    mut cmd: Command,
+    speedy: &Path,
+    what: &str,
+) -> Result<(Child, ServeStartup), String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    // SAFETY: the closure only calls prctl(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", speedy.display()))?;
+    let stdout = child.stdout.take().expect("piped");
+    match read_startup(stdout, STARTUP_TIMEOUT) {
+        Ok(startup) => Ok((child, startup)),
+        Err(e) => {
+            let status = match child.try_wait() {
+                Ok(Some(st)) => format!(" ({st})"),
+                _ => String::new(),
+            };
+            // Our own unreaped child, by pid; its exit ends the reader thread.
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!("{what} did not start{status}: {e}"))
+        }
+    }
+}
+
+/// `speedy proxy` in the server namespace, across the link from the client as the
+/// cellular study's proxy: every origin resolved to its replay server, plain SPDY and
+/// HTTP/1.1 towards the loader on `port` of the first server address, the lab CA trusted
+/// towards the origins, and its sender-side TCP series appended to a file. Killed (by
+/// pid) when dropped.
+pub struct ProxyServer {
+    child: Child,
+    /// Where the loader reaches it.
+    pub addr: std::net::SocketAddr,
+    /// Its `--tcp-series` file.
+    pub series: std::path::PathBuf,
+}
+
+impl ProxyServer {
+    /// Starts the proxy for the origins of `resolve` (HOST, ADDR).
+    pub fn start(
+        topo: &Topology,
+        speedy: &Path,
+        port: u16,
+        resolve: &[(String, String)],
+        ca_dir: &Path,
+        series: &Path,
+    ) -> Result<ProxyServer, String> {
+        let ip = topo
+            .server_addrs()
+            .first()
+            .copied()
+            .ok_or("the topology has no server address")?;
+        let mut cmd = topo.command(Side::Server, speedy);
+        cmd.args(["proxy", "--listen", &format!("{ip}:{port}")])
+            .arg("--cacert")
+            .arg(ca_dir.join("ca.pem"))
+            .arg("--tcp-series")
+            .arg(series);
+        for (h, a) in resolve {
+            cmd.arg("--resolve").arg(format!("{h}={a}"));
+        }
+        let (child, startup) = spawn_announced(cmd, speedy, "the proxy")?;
+        Ok(ProxyServer {
+            child,
+            addr: startup.listening,
+            series: series.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for ProxyServer {
     fn drop(&mut self) {
         // Child::kill signals our own unreaped child by pid: never another process.
         let _ = self.child.kill();

@@ -552,13 +552,15 @@ impl Har {
         Har::from_slice(&data).map_err(err)
     }
 
-    /// The page of a loader's HAR with its `_protocol` and `_totals`; an error names the
-    /// first of them that is missing (`log.pages[0]._totals: missing`).
+    /// The page of a loader's HAR with its `_protocol` and `_totals` (the last page: a
+    /// browsing session's HAR has one per visit, the last the measured one); an error
+    /// names the first of them that is missing (`log.pages[0]._totals: missing`).
     pub fn loaded_page(&self) -> Result<LoadedPage<'_>, String> {
+        // A browsing session's HAR has a page per visit: the last is the measured one.
         let page = self
             .log
             .pages
-            .first()
+            .last()
             .ok_or("log.pages: no page (a loader's HAR has one)")?;
         let protocol = page
             .protocol

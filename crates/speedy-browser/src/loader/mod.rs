@@ -437,11 +437,6 @@ pub async fn load_session(
     let mut results = Vec::new();
     let mut carry = None;
     for (k, url) in urls.iter().enumerate() {
-        if k > 0 {
-            // Think time: the connections stay open; what they report waits in the
-            // channel for the next page's engine.
-            tokio::time::sleep(think).await;
-        }
         let mut page_cfg = cfg.clone();
         page_cfg.url = url.clone();
         let root = Url::parse(url).expect("checked");
@@ -488,6 +483,24 @@ pub async fn load_session(
             }
         }
         let last = k + 1 == urls.len();
+        if !last {
+            // Think time: the connections stay open and this page's engine keeps
+            // taking what they report (a server closing an idle connection), so the next
+            // page does not send on a connection that is gone.
+            let think_end = Instant::now() + think;
+            loop {
+                tokio::select! {
+                    ev = ev_rx.recv() => match ev {
+                        Some(ev) => e.handle_event(ev, Instant::now()),
+                        None => break,
+                    },
+                    _ = tokio::time::sleep_until(think_end.into()) => break,
+                }
+            }
+            while let Some(a) = e.poll_action() {
+                shell.perform(a);
+            }
+        }
         if last {
             // Close every connection; collect TCP_INFO (bounded wait).
             e.close_all();

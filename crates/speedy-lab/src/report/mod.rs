@@ -13,6 +13,7 @@
 //! Per-page and per-protocol charts are drawn for the *main* networks: those that are
 //! not points of a sweep (all networks when every network is a sweep point).
 
+mod cellular;
 mod charts;
 mod dist;
 mod era;
@@ -101,6 +102,7 @@ pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
         ("sweeps", "Sweeps", sections::sweeps),
         ("phases", "Object time", transport::phases),
         ("traffic", "Packets and bytes", transport::traffic),
+        ("proxy-tcp", "The proxy's TCP over time", cellular::section),
         ("headers", "Header compression", transport::headers),
         ("waterfalls", "Waterfalls", transport::waterfalls),
         ("limits", "What the lab cannot model", transport::limits),

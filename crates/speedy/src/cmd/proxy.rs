@@ -68,6 +68,11 @@ pub struct ProxyArgs {
     /// RTT, RTO, retransmissions) into FILE, one JSON line per connection per sample.
     #[arg(long, value_name = "FILE")]
     tcp_series: Option<PathBuf>,
+    /// Seconds a client connection may stay idle (no stream open, or no request head
+    /// awaited on HTTP/1.1 keep-alive) before the proxy closes it: long, so that a
+    /// browsing session's think time does not cost its connections.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    idle_timeout: u64,
     /// Milliseconds between --tcp-series samples.
     #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
     tcp_interval_ms: u64,
@@ -129,6 +134,9 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
         tcp_series: super::serve::tcp_series(a.tcp_series.as_deref(), a.tcp_interval_ms)?,
         ..Default::default()
     };
+    let idle = Duration::from_secs(a.idle_timeout.max(1));
+    cfg.limits.idle_timeout = idle;
+    cfg.limits.header_read_timeout = idle;
     let tls = if a.tls_self_signed {
         Some(speedy_net::tls::self_signed(&[]).map_err(anyhow::Error::msg)?)
     } else if let (Some(c), Some(k)) = (&a.tls_cert, &a.tls_key) {
@@ -145,16 +153,28 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("--listen {}", a.listen))?;
-    println!(
-        "listening on {} (proxy; {}; {})",
-        listener.local_addr()?,
-        if cfg.tls.is_some() {
-            "tls and plain"
-        } else {
-            "plain"
-        },
-        speedy_net::tls::SERVER_ALPN.join(", ")
+    // Human line, then the JSON start-up line of `speedy serve` (origins empty).
+    let addr = listener.local_addr()?;
+    let protocols = speedy_net::tls::SERVER_ALPN;
+    let startup = speedy_lab::testbed::ServeStartup {
+        listening: addr,
+        tls: cfg.tls.is_some(),
+        plain: true,
+        protocols: protocols.map(String::from).to_vec(),
+        root: None,
+        archive: None,
+        origins: Vec::new(),
+    };
+    let mode = if cfg.tls.is_some() {
+        "tls and plain"
+    } else {
+        "plain"
+    };
+    let human = format!(
+        "listening on {addr} (proxy; {mode}; {})\n",
+        protocols.join(", ")
     );
+    startup.announce(&human, std::io::stdout().lock())?;
     super::serve::serve_until_signal(
         vec![listener],
         cfg,
