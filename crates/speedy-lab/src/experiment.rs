@@ -845,6 +845,27 @@ mod tests {
     }
 
     #[test]
+    fn checks_proxy_variants_and_the_revisit() {
+        let base = "revisit_after_ms = 2000\n[pages]\nsynth = 1\n[[network]]\nprofile = \"wpt-3g\"\nradio = \"3g\"\n";
+        let e = p(&format!(
+            "{base}[[variant]]\nname=\"h\"\nprotocol=\"http1\"\nproxy=\"http\"\n[[variant]]\nname=\"s\"\nprotocol=\"spdy\"\nproxy=\"spdy\"\n"
+        ))
+        .unwrap();
+        assert_eq!(e.revisit_after, Some(Duration::from_secs(2)));
+        assert_eq!(e.variants[1].proxy.as_deref(), Some("spdy"));
+        for (variant, want) in [
+            ("protocol=\"http1\"\nproxy=\"spdy\"", "needs protocol"),
+            ("protocol=\"spdy\"\nproxy=\"socks\"", "spdy or http"),
+            ("protocol=\"spdy\"\nproxy=\"spdy\"\ntls=true", "without"),
+        ] {
+            let err = p(&format!("{base}[[variant]]\nname=\"a\"\n{variant}\n")).unwrap_err();
+            assert!(err.contains(want), "{variant}: {err}");
+        }
+        let c = parse(built_in("cellular").unwrap().toml, "c", Path::new(".")).unwrap();
+        assert!(c.revisit_after.is_some() && c.variants.iter().all(|v| v.proxy.is_some()));
+    }
+
+    #[test]
     fn expands_sweeps_and_picks_the_http1_baseline() {
         let e = p("[pages]\nsynth = 1\n[[sweep]]\nbase = \"whitepaper-cable\"\nrtt_ms = 100\nloss = [0.0, 0.01]\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n[[variant]]\nname=\"s\"\nprotocol=\"spdy\"\n").unwrap();
         assert_eq!(e.networks.len(), 2);

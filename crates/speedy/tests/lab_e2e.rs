@@ -162,6 +162,88 @@ protocol = "spdy"
     );
 }
 
+/// The cellular study's set-up, tiny: loads through `speedy proxy` across a 3G radio whose
+/// tails are scaled down, each page visited twice 1.5 s apart (past the DCH tail), the
+/// proxy's TCP series kept per load and drawn in the report.
+#[test]
+fn runs_loads_through_the_proxy_across_a_radio_and_keeps_its_tcp_series() {
+    let dir = TempDir::new("lab-cellular");
+    let exp = dir.0.join("cell.toml");
+    std::fs::write(
+        &exp,
+        r#"name = "cell"
+runs = 1
+seed = 4
+timeout_s = 60
+revisit_after_ms = 1500
+[pages]
+synth = 1
+calibration = "cellular-2013"
+[[network]]
+name = "3g-scaled"
+down = "8mbit"
+up = "2mbit"
+rtt_ms = 60
+radio = "3g:dch_tail=300ms,fach_tail=60s"
+[[variant]]
+name = "http-proxy"
+protocol = "http1"
+proxy = "http"
+baseline = true
+[[variant]]
+name = "spdy-proxy"
+protocol = "spdy"
+proxy = "spdy"
+"#,
+    )
+    .unwrap();
+    let out = dir.0.join("out");
+    let o = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "speedy lab failed: {stderr}");
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r["failed_objects"], 0, "{r}");
+        assert_eq!(r["revisit_after_ms"], 1500, "{r}");
+        let series = out.join(r["tcp_series"].as_str().expect("a series per proxied load"));
+        let samples: Vec<serde_json::Value> = std::fs::read_to_string(&series)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            samples.len() > 10,
+            "{}: {} samples",
+            series.display(),
+            samples.len()
+        );
+        // The measured visit is the second: its HAR page comes after the first.
+        let har: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join(r["har"].as_str().unwrap())).unwrap())
+                .unwrap();
+        assert_eq!(har["log"]["pages"].as_array().unwrap().len(), 2, "{r}");
+    }
+    let spdy = rows.iter().find(|r| r["variant"] == "spdy-proxy").unwrap();
+    assert_eq!(spdy["proxy"], "spdy");
+    assert_eq!(
+        spdy["connections"], 1,
+        "one SPDY session to the proxy: {spdy}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("id=\"proxy-tcp\""), "the proxy's TCP section");
+}
+
 #[test]
 fn refuses_a_bad_experiment_before_running_anything() {
     let n = std::time::SystemTime::now()
