@@ -128,6 +128,9 @@ pub struct Row {
     /// The loader's largest event-loop lag during the load, µs.
     #[serde(default)]
     pub loader_lag_max_us: u64,
+    /// The server namespace's per-route minimum RTO, ms, when set (`rto_min`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto_min_ms: Option<u32>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

@@ -561,35 +561,51 @@ fn apply_tcp_knobs(
             )?;
         }
     }
-    set_route_window(
+    set_route_option(
         topo,
         Side::Server,
         "initcwnd",
-        Some(v.initcwnd.unwrap_or(10)),
+        Some(v.initcwnd.unwrap_or(10).to_string()),
     )?;
-    set_route_window(topo, Side::Client, "initrwnd", v.initrwnd)?;
+    set_route_option(
+        topo,
+        Side::Client,
+        "initrwnd",
+        v.initrwnd.map(|w| w.to_string()),
+    )?;
+    set_route_option(
+        topo,
+        Side::Server,
+        "rto_min",
+        v.rto_min_ms.map(|ms| format!("{ms}ms")),
+    )?;
     Ok(())
 }
 
-/// Sets (or, with `None`, clears) a per-route window (`initcwnd`, `initrwnd`) on every
-/// route of one namespace.
-fn set_route_window(
+/// Sets (or, with `None`, clears) a per-route option (`initcwnd`, `initrwnd`,
+/// `rto_min`) on every route of one namespace. `ip route show` prints a locked metric as
+/// `rto_min lock 3s`: the old value goes with its `lock`.
+fn set_route_option(
     topo: &Topology,
     side: Side,
     knob: &str,
-    segments: Option<u32>,
+    value: Option<String>,
 ) -> Result<(), String> {
     let routes = sh(topo, side, "ip", &["route", "show"])?;
     for r in routes.lines().filter(|l| !l.trim().is_empty()) {
         let mut words: Vec<&str> = r.split_whitespace().collect();
         if let Some(i) = words.iter().position(|w| *w == knob) {
-            words.drain(i..(i + 2).min(words.len()));
+            let n = if words.get(i + 1) == Some(&"lock") {
+                3
+            } else {
+                2
+            };
+            words.drain(i..(i + n).min(words.len()));
         }
         let mut args = vec!["route", "replace"];
         args.extend(words.iter());
-        let w = segments.map(|w| w.to_string());
-        if let Some(w) = &w {
-            args.extend([knob, w.as_str()]);
+        if let Some(v) = &value {
+            args.extend([knob, v.as_str()]);
         }
         sh(topo, side, "ip", &args)?;
     }
@@ -959,6 +975,7 @@ fn row_from_har(
         loader_lag_max_us: t.event_loop_lag_max_us,
         headroom: None,
         proxy: v.proxy.clone(),
+        rto_min_ms: v.rto_min_ms,
         revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
         tcp_series: None,
     })

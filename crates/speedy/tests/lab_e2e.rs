@@ -194,6 +194,7 @@ baseline = true
 name = "spdy-proxy"
 protocol = "spdy"
 proxy = "spdy"
+rto_min_ms = 3000
 "#,
     )
     .unwrap();
@@ -236,6 +237,12 @@ proxy = "spdy"
     }
     let spdy = rows.iter().find(|r| r["variant"] == "spdy-proxy").unwrap();
     assert_eq!(spdy["proxy"], "spdy");
+    // rto_min reached the proxy's sockets (per route in the server namespace).
+    let series = std::fs::read_to_string(out.join(spdy["tcp_series"].as_str().unwrap())).unwrap();
+    for l in series.lines() {
+        let s: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert!(s["rto_us"].as_u64().unwrap() >= 3_000_000, "{s}");
+    }
     assert_eq!(
         spdy["connections"], 1,
         "one SPDY session to the proxy: {spdy}"

@@ -178,7 +178,12 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
         let n = rs.len() as f64;
         let mut on: Vec<f64> = rs.iter().map(|r| r.on_load_ms).collect();
         on.sort_by(f64::total_cmp);
-        let median = on[on.len() / 2];
+        let m = on.len() / 2;
+        let median = if on.len() % 2 == 0 {
+            (on[m - 1] + on[m]) / 2.0
+        } else {
+            on[m]
+        };
         let mean = |f: &dyn Fn(&Row) -> f64| rs.iter().map(|r| f(r)).sum::<f64>() / n;
         trs.push((
             vec![
