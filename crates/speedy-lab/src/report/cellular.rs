@@ -179,7 +179,7 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
         let mut on: Vec<f64> = rs.iter().map(|r| r.on_load_ms).collect();
         on.sort_by(f64::total_cmp);
         let m = on.len() / 2;
-        let median = if on.len() % 2 == 0 {
+        let median = if on.len().is_multiple_of(2) {
             (on[m - 1] + on[m]) / 2.0
         } else {
             on[m]
