@@ -584,7 +584,8 @@ fn apply_tcp_knobs(
 
 /// Sets (or, with `None`, clears) a per-route option (`initcwnd`, `initrwnd`,
 /// `rto_min`) on every route of one namespace. `ip route show` prints a locked metric as
-/// `rto_min lock 3s`: the old value goes with its `lock`.
+/// `rto_min lock 3s`, which `ip route replace` does not take back: `lock` words are
+/// dropped (the lab locks nothing else), and the old value of `knob` goes.
 fn set_route_option(
     topo: &Topology,
     side: Side,
@@ -593,14 +594,9 @@ fn set_route_option(
 ) -> Result<(), String> {
     let routes = sh(topo, side, "ip", &["route", "show"])?;
     for r in routes.lines().filter(|l| !l.trim().is_empty()) {
-        let mut words: Vec<&str> = r.split_whitespace().collect();
+        let mut words: Vec<&str> = r.split_whitespace().filter(|w| *w != "lock").collect();
         if let Some(i) = words.iter().position(|w| *w == knob) {
-            let n = if words.get(i + 1) == Some(&"lock") {
-                3
-            } else {
-                2
-            };
-            words.drain(i..(i + n).min(words.len()));
+            words.drain(i..(i + 2).min(words.len()));
         }
         let mut args = vec!["route", "replace"];
         args.extend(words.iter());
