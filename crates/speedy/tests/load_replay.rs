@@ -348,35 +348,63 @@ fn proxy(args: &[String], guard: &mut Guard) -> String {
         .to_string()
 }
 
-#[test]
-fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
-    let dir = tmp("proxy");
-    let mut guard = Guard(None, dir.clone());
+/// A synthesized corpus of `pages` pages served by `speedy serve --archive`, and
+/// `speedy proxy` in front of it (TLS self-signed and plain on one port, the lab CA
+/// trusted towards the origins, `extra` arguments added). The guards stop both.
+struct ProxiedCorpus {
+    dir: PathBuf,
+    archive: Archive,
+    proxy: String,
+    _origin: Guard,
+    _proxy: Guard,
+}
+
+fn proxied_corpus(tag: &str, pages: usize, seed: u64, extra: &[String]) -> ProxiedCorpus {
+    let dir = tmp(tag);
+    let mut origin_guard = Guard(None, dir.clone());
     let st = Command::new(BIN)
-        .args(["corpus", "synth", "--pages", "1", "--seed", "5", "--out"])
+        .args(["corpus", "synth", "--pages", &pages.to_string()])
+        .args(["--seed", &seed.to_string(), "--out"])
         .arg(&dir)
         .stdout(Stdio::null())
         .status()
         .unwrap();
     assert!(st.success());
     let archive = Archive::load(&dir).unwrap();
-    let origin = serve(&dir, &["--no-think-time"], &mut guard);
+    let origin = serve(&dir, &["--no-think-time"], &mut origin_guard);
+    let mut proxy_guard = Guard(None, PathBuf::new());
+    let mut args: Vec<String> = vec![
+        "--tls-self-signed".into(),
+        "--resolve".into(),
+        format!("*={origin}"),
+        "--cacert".into(),
+        dir.join("lab-ca/ca.pem").to_string_lossy().into(),
+    ];
+    args.extend(extra.iter().cloned());
+    let addr = proxy(&args, &mut proxy_guard);
+    ProxiedCorpus {
+        dir,
+        archive,
+        proxy: addr,
+        _origin: origin_guard,
+        _proxy: proxy_guard,
+    }
+}
+
+#[test]
+fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
     // The proxy reaches every origin at the replay server and trusts the lab CA; it
     // speaks TLS (self-signed) and plain on one port.
-    let log = dir.join("proxy.jsonl");
-    let mut pguard = Guard(None, PathBuf::new());
-    let addr = proxy(
-        &[
-            "--tls-self-signed".into(),
-            "--resolve".into(),
-            format!("*={origin}"),
-            "--cacert".into(),
-            dir.join("lab-ca/ca.pem").to_string_lossy().into(),
-            "--log".into(),
-            log.to_string_lossy().into(),
-        ],
-        &mut pguard,
+    let tmp_log = tmp("proxy-log");
+    let _log_guard = Guard(None, tmp_log.clone());
+    let log = tmp_log.join("proxy.jsonl");
+    let pc = proxied_corpus(
+        "proxy",
+        1,
+        5,
+        &["--log".into(), log.to_string_lossy().into()],
     );
+    let (dir, archive, addr) = (&pc.dir, &pc.archive, &pc.proxy);
     let root = archive.objects[archive.pages[0].root].url.clone();
     let n = archive.pages[0].objects.len();
     // (protocol, proxy URL): Chrome's SPDY proxy (TLS), an HTTP/1.1 proxy, SPDY in clear.
@@ -402,7 +430,7 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
             "--har-bodies".into(),
         ]);
         assert!(code == 0, "{what}: {err}");
-        check(&what, &archive, 0, code, &summary, &har);
+        check(&what, archive, 0, code, &summary, &har);
         let conns = summary["totals"]["connections"].as_u64().unwrap();
         if proto == "spdy" {
             assert_eq!(
@@ -438,28 +466,8 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
 
 #[test]
 fn a_browsing_session_of_three_pages_keeps_one_spdy_session_to_the_proxy() {
-    let dir = tmp("session");
-    let mut guard = Guard(None, dir.clone());
-    let st = Command::new(BIN)
-        .args(["corpus", "synth", "--pages", "3", "--seed", "6", "--out"])
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let archive = Archive::load(&dir).unwrap();
-    let origin = serve(&dir, &["--no-think-time"], &mut guard);
-    let mut pguard = Guard(None, PathBuf::new());
-    let addr = proxy(
-        &[
-            "--tls-self-signed".into(),
-            "--resolve".into(),
-            format!("*={origin}"),
-            "--cacert".into(),
-            dir.join("lab-ca/ca.pem").to_string_lossy().into(),
-        ],
-        &mut pguard,
-    );
+    let pc = proxied_corpus("session", 3, 6, &[]);
+    let (dir, archive, addr) = (&pc.dir, &pc.archive, &pc.proxy);
     let roots: Vec<String> = archive
         .pages
         .iter()
@@ -479,7 +487,7 @@ fn a_browsing_session_of_three_pages_keeps_one_spdy_session_to_the_proxy() {
             "300",
         ])
         .arg("--archive")
-        .arg(&dir)
+        .arg(dir)
         .args([
             "--protocol",
             "spdy",

@@ -137,19 +137,12 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
     let idle = Duration::from_secs(a.idle_timeout.max(1));
     cfg.limits.idle_timeout = idle;
     cfg.limits.header_read_timeout = idle;
-    let tls = if a.tls_self_signed {
-        Some(speedy_net::tls::self_signed(&[]).map_err(anyhow::Error::msg)?)
-    } else if let (Some(c), Some(k)) = (&a.tls_cert, &a.tls_key) {
-        Some(speedy_net::tls::load_pem(c, k).map_err(anyhow::Error::msg)?)
-    } else {
-        None
-    };
-    if let Some((c, k)) = tls {
-        cfg.tls = Some(
-            speedy_net::tls::server_config(c, k, &speedy_net::tls::SERVER_ALPN)
-                .map_err(anyhow::Error::msg)?,
-        );
-    }
+    super::serve::set_tls(
+        &mut cfg,
+        a.tls_self_signed,
+        a.tls_cert.as_deref(),
+        a.tls_key.as_deref(),
+    )?;
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("--listen {}", a.listen))?;

@@ -204,6 +204,30 @@ impl ServeArgs {
     }
 }
 
+/// The TLS side of a listener: a fresh self-signed pair, or a certificate chain and its
+/// key (PEM), offering every protocol by ALPN; neither leaves `cfg` plain TCP only.
+pub(crate) fn set_tls(
+    cfg: &mut ServerConfig,
+    self_signed: bool,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> Result<()> {
+    let pair = if self_signed {
+        Some(speedy_net::tls::self_signed(&[]).map_err(anyhow::Error::msg)?)
+    } else if let (Some(c), Some(k)) = (cert, key) {
+        Some(speedy_net::tls::load_pem(c, k).map_err(anyhow::Error::msg)?)
+    } else {
+        None
+    };
+    if let Some((c, k)) = pair {
+        cfg.tls = Some(
+            speedy_net::tls::server_config(c, k, &speedy_net::tls::SERVER_ALPN)
+                .map_err(anyhow::Error::msg)?,
+        );
+    }
+    Ok(())
+}
+
 /// Starts a sender-side TCP series into `path` (created or truncated), if given.
 pub(crate) fn tcp_series(
     path: Option<&Path>,
@@ -283,20 +307,12 @@ pub async fn run(a: ServeArgs) -> Result<()> {
     let mut cfg = ServerConfig::default();
     a.apply_limits(&mut cfg);
     a.apply_spdy(&mut cfg)?;
-    let tls = if a.tls_self_signed {
-        let (c, k) = speedy_net::tls::self_signed(&[]).map_err(anyhow::Error::msg)?;
-        Some((c, k))
-    } else if let (Some(c), Some(k)) = (&a.tls_cert, &a.tls_key) {
-        Some(speedy_net::tls::load_pem(c, k).map_err(anyhow::Error::msg)?)
-    } else {
-        None
-    };
-    if let Some((c, k)) = tls {
-        cfg.tls = Some(
-            speedy_net::tls::server_config(c, k, &speedy_net::tls::SERVER_ALPN)
-                .map_err(anyhow::Error::msg)?,
-        );
-    }
+    set_tls(
+        &mut cfg,
+        a.tls_self_signed,
+        a.tls_cert.as_deref(),
+        a.tls_key.as_deref(),
+    )?;
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("--listen {}", a.listen))?;
