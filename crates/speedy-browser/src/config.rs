@@ -230,6 +230,9 @@ pub struct LoadConfig {
     pub script_ms_per_kb: f64,
     /// Send everything through this proxy.
     pub proxy: Option<ProxyTarget>,
+    /// During a browsing session's think time, a SPDY PING on every open connection this
+    /// often (the cellular study's keep-alive, holding the radio in DCH).
+    pub keepalive: Option<Duration>,
 }
 
 /// Default script execution cost, ms per KiB (see `docs/loader.md`, "Script cost").
@@ -260,6 +263,7 @@ impl LoadConfig {
             browser_model: true,
             script_ms_per_kb: SCRIPT_MS_PER_KB,
             proxy: None,
+            keepalive: None,
         }
     }
 }

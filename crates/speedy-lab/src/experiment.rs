@@ -42,6 +42,7 @@
 //! # cc = "bbr"; initcwnd = 10; slow_start_after_idle = false; no_metrics_save = true
 //! # cc = ["cubic", "reno"]  # the first the host allows (recorded per row)
 //! # rto_min_ms = 3000        # the server namespace's minimum RTO (per route)
+//! # keepalive_ms = 4000      # with revisit_after_ms: SPDY PINGs during the pause
 //! # proxy = "spdy"          # through `speedy proxy` across the link: "spdy" (one SPDY
 //! #                         # session to it, protocol spdy) or "http" (protocol http1)
 //! # initrwnd = 10           # the client's initial receive window (segments)
@@ -158,6 +159,9 @@ pub struct Variant {
     /// radio's promotion delay. Linux applies it to every RTO of those routes, not only
     /// after idle periods.
     pub rto_min_ms: Option<u32>,
+    /// With `revisit_after_ms`: a SPDY PING on every open connection this often during
+    /// the pause (the study's keep-alive).
+    pub keepalive_ms: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -243,6 +247,7 @@ struct VariantSpec {
     against: Option<String>,
     proxy: Option<String>,
     rto_min_ms: Option<u32>,
+    keepalive_ms: Option<u32>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -695,6 +700,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         against: v.against.clone(),
         proxy: v.proxy.clone(),
         rto_min_ms: v.rto_min_ms,
+        keepalive_ms: v.keepalive_ms,
     })
 }
 
@@ -713,7 +719,7 @@ pub const BUILT_INS: &[BuiltIn] = &[
     BuiltIn { name: "quick", about: "the default: 3 web-2010 pages, whitepaper DSL, HTTP/1.1 against SPDY under the whitepaper's conditions, 3 runs", toml: include_str!("../experiments/quick.toml") },
     BuiltIn {
         name: "cellular",
-        about: "the cellular study's mechanism: HTTP/1.1 proxy against SPDY proxy across 3G and LTE radios, each page visited twice 20 s apart on the same connections (the second measured), 20 cellular-2013 pages, 3 runs; mitigations: no slow start after idle, Reno, a 3 s minimum RTO (the paper's recommendation, per route), TCP metrics caching; the proxy's cwnd over time",
+        about: "the cellular study's mechanism: HTTP/1.1 proxy against SPDY proxy across 3G and LTE radios, each page visited twice 20 s apart on the same connections (the second measured), 20 cellular-2013 pages, 3 runs; mitigations: no slow start after idle, Reno, a 3 s minimum RTO (the paper's recommendation, per route), TCP metrics caching, a keep-alive ping; the proxy's cwnd over time",
         toml: include_str!("../experiments/cellular.toml"),
     },
     BuiltIn {

@@ -131,6 +131,9 @@ pub struct Row {
     /// The server namespace's per-route minimum RTO, ms, when set (`rto_min`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rto_min_ms: Option<u32>,
+    /// SPDY keep-alive PINGs during the revisit pause, every this many ms, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_ms: Option<u32>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

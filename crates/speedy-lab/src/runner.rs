@@ -830,6 +830,9 @@ fn load(
     if let Some(after) = exp.revisit_after {
         cmd.arg("--then").arg(&page.url);
         cmd.args(["--think-ms", &after.as_millis().to_string()]);
+        if let Some(k) = v.keepalive_ms {
+            cmd.args(["--keepalive-ms", &k.to_string()]);
+        }
     }
     cmd.args(["--protocol", &v.protocol]);
     cmd.arg(if v.tls { "--tls" } else { "--plain" });
@@ -972,6 +975,7 @@ fn row_from_har(
         headroom: None,
         proxy: v.proxy.clone(),
         rto_min_ms: v.rto_min_ms,
+        keepalive_ms: v.keepalive_ms,
         revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
         tcp_series: None,
     })

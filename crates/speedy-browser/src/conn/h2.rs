@@ -163,7 +163,7 @@ async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
                         retry: false,
                     }),
                     ConnCmd::Close => break,
-                    ConnCmd::Cancel(_) => {}
+                    ConnCmd::Cancel(_) | ConnCmd::Ping => {}
                 }
             }
             ctx.closed(counters);
@@ -241,6 +241,7 @@ async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
                 }
             }
             ConnCmd::Close => break,
+            ConnCmd::Ping => {}
         }
         tasks.retain(|_, h| !h.is_finished());
     }

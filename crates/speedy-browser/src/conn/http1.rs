@@ -172,7 +172,7 @@ async fn write_loop(
                 }
             }
             // A request on the wire cannot be taken back in HTTP/1.1.
-            ConnCmd::Cancel(_) => {}
+            ConnCmd::Cancel(_) | ConnCmd::Ping => {}
             ConnCmd::Close => break,
         }
     }

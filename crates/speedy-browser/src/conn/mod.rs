@@ -56,6 +56,9 @@ pub enum ConnCmd {
     Cancel(ReqId),
     /// Finish: report TCP_INFO and close.
     Close,
+    /// Send a keep-alive PING (SPDY; other protocols ignore it): the cellular study's
+    /// mitigation that holds the radio in its high-power state during think time.
+    Ping,
 }
 
 /// Protocol-level counters of a connection, reported when it closes.

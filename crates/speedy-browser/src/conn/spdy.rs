@@ -142,6 +142,9 @@ impl Owner for LoaderOwner {
                 session.goaway(spdy::GoAwayStatus::OK);
             }
             Some(ConnCmd::Send(r)) => self.send(session, r),
+            Some(ConnCmd::Ping) => {
+                session.ping(std::time::Instant::now());
+            }
             Some(ConnCmd::Cancel(id)) => {
                 if let Some(sid) = self.by_req.remove(&id) {
                     if self.streams.remove(&sid).is_some() {

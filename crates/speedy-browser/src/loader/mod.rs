@@ -488,13 +488,24 @@ pub async fn load_session(
             // taking what they report (a server closing an idle connection), so the next
             // page does not send on a connection that is gone.
             let think_end = Instant::now() + think;
+            let mut next_ping = cfg.keepalive.map(|k| Instant::now() + k);
             loop {
+                let wake = next_ping.map_or(think_end, |p| p.min(think_end));
                 tokio::select! {
                     ev = ev_rx.recv() => match ev {
                         Some(ev) => e.handle_event(ev, Instant::now()),
                         None => break,
                     },
-                    _ = tokio::time::sleep_until(think_end.into()) => break,
+                    _ = tokio::time::sleep_until(wake.into()) => {
+                        if Instant::now() >= think_end {
+                            break;
+                        }
+                        // Keep-alive: a PING on every connection still open.
+                        for tx in shell.conns.values() {
+                            let _ = tx.send(ConnCmd::Ping);
+                        }
+                        next_ping = cfg.keepalive.map(|k| Instant::now() + k);
+                    }
                 }
             }
             while let Some(a) = e.poll_action() {

@@ -48,6 +48,10 @@ pub struct LoadArgs {
     /// page's start).
     #[arg(long, default_value_t = 0, value_name = "MS", requires = "then")]
     think_ms: u64,
+    /// During the think time, a SPDY PING on every open connection every MS ms (the
+    /// cellular study's keep-alive that holds the radio in its high-power state).
+    #[arg(long, value_name = "MS", requires = "then")]
+    keepalive_ms: Option<u64>,
     /// Archive directory (object types, recorded request headers, script-initiated requests).
     #[arg(long, value_name = "DIR")]
     archive: Option<PathBuf>,
@@ -159,6 +163,9 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
             .with_context(|| format!("--resolve {r}: {t:?} is not IP[:PORT]"))?;
         cfg.resolve.insert(h.trim().to_ascii_lowercase(), t);
     }
+    cfg.keepalive = a
+        .keepalive_ms
+        .map(|ms| std::time::Duration::from_millis(ms.max(1)));
     if let Some(p) = &a.proxy {
         let u: spdy::url::Url = p.parse().map_err(|e| anyhow::anyhow!("--proxy: {e}"))?;
         if u.path != "/" {
