@@ -16,6 +16,8 @@ struct Sample {
     cwnd: f64,
     ssthresh: Option<f64>,
     in_flight_kb: f64,
+    unacked: f64,
+    bytes_acked: u64,
     total_retrans: u64,
 }
 
@@ -36,6 +38,8 @@ fn read_series(path: &std::path::Path) -> Result<Vec<Sample>, String> {
             // 2^31-1: no loss seen yet, no threshold to draw.
             ssthresh: f("ssthresh").filter(|s| *s < 1e9),
             in_flight_kb: f("in_flight_bytes").unwrap_or(0.0) / 1024.0,
+            unacked: f("unacked").unwrap_or(0.0),
+            bytes_acked: v.get("bytes_acked").and_then(|x| x.as_u64()).unwrap_or(0),
             total_retrans: v.get("total_retrans").and_then(|x| x.as_u64()).unwrap_or(0),
         });
     }
@@ -86,6 +90,7 @@ fn figure(samples: &[Sample], label: &str) -> String {
                     o.is_some_and(|o| {
                         o.cwnd == x.cwnd
                             && o.ssthresh == x.ssthresh
+                            && o.unacked == x.unacked
                             && o.total_retrans == x.total_retrans
                     })
                 };
@@ -104,6 +109,8 @@ fn figure(samples: &[Sample], label: &str) -> String {
         if ss.len() > 1 {
             s.polyline(&ss, colour, 1.0, "4 3");
         }
+        let fl: Vec<(f64, f64)> = pts.iter().map(|x| at(x, x.unacked)).collect();
+        s.polyline(&fl, colour, 0.8, "1 2");
         for w in pts.windows(2) {
             if w[1].total_retrans > w[0].total_retrans {
                 let (x, y) = at(w[1], w[1].cwnd);
@@ -118,6 +125,59 @@ fn figure(samples: &[Sample], label: &str) -> String {
         }
     }
     s.set_height(y1 + 46.0);
+    s.finish()
+}
+
+/// Throughput per second of the load, Mbit/s: the bytes the client acknowledged in each
+/// second, over all connections (the study's Fig 9).
+fn throughput(samples: &[Sample]) -> String {
+    const W: f64 = 760.0;
+    const ML: f64 = 64.0;
+    const MR: f64 = 20.0;
+    let t0 = samples.first().map_or(0.0, |x| x.t_ms);
+    let mut last: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut per_sec: BTreeMap<u64, u64> = BTreeMap::new();
+    for x in samples {
+        let prev = last.insert(x.conn, x.bytes_acked).unwrap_or(x.bytes_acked);
+        let sec = ((x.t_ms - t0) / 1000.0).max(0.0) as u64;
+        *per_sec.entry(sec).or_default() += x.bytes_acked.saturating_sub(prev);
+    }
+    let n = per_sec.keys().last().map_or(1, |k| k + 1);
+    let mbit: Vec<f64> = (0..n)
+        .map(|k| per_sec.get(&k).copied().unwrap_or(0) as f64 * 8.0 / 1e6)
+        .collect();
+    let hi = mbit.iter().copied().fold(0.1, f64::max);
+    let mut s = Svg::new(W, 200.0, "throughput per second");
+    let (y0, y1) = (10.0, 140.0);
+    let xs = Scale::new(0.0, n as f64, ML, W - MR);
+    let yt = svg::ticks(0.0, hi * 1.05, 4);
+    let ys = Scale::new(0.0, *yt.last().expect("ticks"), y1, y0);
+    y_axis(&mut s, &ys, &yt, ML, W - MR, &|v| svg::num(v));
+    let xt = svg::ticks(0.0, n as f64, 8);
+    x_axis(&mut s, &xs, &xt, y0, y1, &|v| format!("{v:.0}"));
+    y_title(&mut s, 16.0, (y0 + y1) / 2.0, "Mbit/s");
+    for (k, v) in mbit.iter().enumerate() {
+        let (x0, x1) = (xs.at(k as f64), xs.at(k as f64 + 1.0));
+        let tip = format!("second {k}: {v:.2} Mbit/s acknowledged");
+        let w = (x1 - x0 - 1.0).max(0.5);
+        s.rect(
+            x0 + 0.5,
+            ys.at(*v),
+            w,
+            y1 - ys.at(*v),
+            "#4C78A8",
+            Some(&tip),
+        );
+    }
+    s.text(
+        (ML + W - MR) / 2.0,
+        y1 + 32.0,
+        "seconds into the load: bytes the client acknowledged per second, all connections",
+        Anchor::Middle,
+        12.0,
+        r##"fill="#222""##,
+    );
+    s.set_height(y1 + 44.0);
     s.finish()
 }
 
@@ -148,8 +208,9 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
     }
     let mut out = html::p(
         "The proxy's side of the radio link, as the cellular study plots it: its congestion \
-         window (solid), slow-start threshold (dashed, once there is one) and retransmissions \
-         (red crosses) over time, sampled every 10 ms from TCP_INFO on the proxy's \
+         window (solid), slow-start threshold (dashed, once there is one), segments in flight \
+         (dotted) and retransmissions (red crosses) over time, with the throughput per second \
+         under each, sampled every 10 ms from TCP_INFO on the proxy's \
          connections to the client, one colour per connection. The link drops nothing \
          beyond the network's stated loss; a retransmission right after the think time is \
          the radio's promotion delay outlasting the proxy's retransmission timeout.",
@@ -219,6 +280,11 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
         match read_series(&path) {
             Ok(s) if !s.is_empty() => {
                 out.push_str(&html::figure(&figure(&s, &caption), &caption));
+                let caption = format!(
+                    "{} · {} · {} run {}: throughput per second",
+                    r.network, r.variant, r.page, r.run
+                );
+                out.push_str(&html::figure(&throughput(&s), &caption));
             }
             Ok(_) => cx.notes.push(format!("{}: no samples", path.display())),
             Err(e) => cx.notes.push(e),
