@@ -63,6 +63,22 @@ pub struct ServedOrigin {
 }
 
 impl ServeStartup {
+    /// The start-up of a server listening on `listening`, with TLS or not. Plain TCP is
+    /// always accepted (the first byte tells a ClientHello from anything else); the
+    /// protocols are the server's ALPN list. `root`, `archive` and `origins` are the
+    /// caller's to fill.
+    pub fn new(listening: SocketAddr, tls: bool) -> ServeStartup {
+        ServeStartup {
+            listening,
+            tls,
+            plain: true,
+            protocols: speedy_net::tls::SERVER_ALPN.map(String::from).to_vec(),
+            root: None,
+            archive: None,
+            origins: Vec::new(),
+        }
+    }
+
     /// The line as `speedy serve` prints it (no newline).
     pub fn to_line(&self) -> String {
         serde_json::to_string(self).expect("ServeStartup serializes")

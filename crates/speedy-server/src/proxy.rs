@@ -21,6 +21,7 @@ use speedy_net::Body;
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -195,25 +196,20 @@ impl Inner {
             first_byte,
             t0,
         };
-        let origin_done = Arc::new(Mutex::new(None::<(Duration, u64)>));
+        let origin_done = Arc::new(OriginProgress::default());
         let done = origin_done.clone();
         tokio::spawn(async move {
             // The last chunk's arrival so far: a client that stops at content-length may
             // drop its side before this task sees the origin's end.
-            let mut n = 0u64;
             while let Some(c) = upstream.body.chunk().await {
                 if let Ok(b) = &c {
-                    n += b.len() as u64;
-                    *done.lock().expect("not poisoned") = Some((t0.elapsed(), n));
+                    done.chunk(b.len(), t0.elapsed());
                 }
                 if tx.send(c).await.is_err() {
                     break;
                 }
             }
-            let mut d = done.lock().expect("not poisoned");
-            if d.is_none() {
-                *d = Some((t0.elapsed(), 0));
-            }
+            done.chunk(0, t0.elapsed());
         });
         // The line is written when the client's side is done with the body: at its end,
         // or when the server drops it (HTTP/1.1 stops at content-length).
@@ -244,13 +240,41 @@ impl Inner {
 /// Writes a request's log line when the response body is finished with.
 struct LogOnDrop {
     record: Record,
-    origin: Arc<Mutex<Option<(Duration, u64)>>>,
+    origin: Arc<OriginProgress>,
     proxy: Arc<Inner>,
+}
+
+/// How far the origin's body has come: bytes so far and when the last of them (or its
+/// end) arrived, µs after the request; written by the task reading the origin, read
+/// when the log line is written (no lock on the body's path).
+#[derive(Default)]
+struct OriginProgress {
+    bytes: AtomicU64,
+    /// 0 until something arrived; then the time + 1 µs.
+    at_us: AtomicU64,
+}
+
+impl OriginProgress {
+    fn chunk(&self, n: usize, at: Duration) {
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        self.at_us
+            .store(at.as_micros() as u64 + 1, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Option<(Duration, u64)> {
+        match self.at_us.load(Ordering::Relaxed) {
+            0 => None,
+            t => Some((
+                Duration::from_micros(t - 1),
+                self.bytes.load(Ordering::Relaxed),
+            )),
+        }
+    }
 }
 
 impl Drop for LogOnDrop {
     fn drop(&mut self) {
-        let origin = *self.origin.lock().expect("not poisoned");
+        let origin = self.origin.get();
         let r = &self.record;
         self.proxy.log(r.line(origin, r.t0.elapsed()));
     }

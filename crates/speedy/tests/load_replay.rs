@@ -40,14 +40,21 @@ fn tmp(tag: &str) -> PathBuf {
 
 /// Starts `speedy serve --archive DIR` on loopback; returns the address.
 fn serve(dir: &Path, extra: &[&str], guard: &mut Guard) -> String {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--archive"])
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--archive"])
         .arg(dir)
-        .args(extra)
+        .args(extra);
+    listening(cmd, guard)
+}
+
+/// Starts `cmd` (a server printing `listening on ADDR ...` first), leaves it to
+/// `guard`, and returns ADDR; the rest of its output is drained in the background.
+fn listening(mut cmd: Command, guard: &mut Guard) -> String {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("start speedy serve");
+        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
     let mut out = BufReader::new(child.stdout.take().unwrap());
     guard.0 = Some(child);
     let mut line = String::new();
@@ -331,21 +338,9 @@ fn a_missing_object_is_a_recorded_failure_and_the_load_completes() {
 
 /// Starts `speedy proxy` with `args`; returns its address.
 fn proxy(args: &[String], guard: &mut Guard) -> String {
-    let mut child = Command::new(BIN)
-        .args(["proxy", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start speedy proxy");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    guard.0 = Some(child);
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    line.strip_prefix("listening on ")
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("bad first line {line:?}"))
-        .to_string()
+    let mut cmd = Command::new(BIN);
+    cmd.args(["proxy", "--listen", "127.0.0.1:0"]).args(args);
+    listening(cmd, guard)
 }
 
 /// A synthesized corpus of `pages` pages served by `speedy serve --archive`, and

@@ -325,14 +325,19 @@ impl PeerFlow {
         self.ignores = false;
     }
 
-    /// A stream WINDOW_UPDATE (or INITIAL_WINDOW_SIZE) arrived. Returns true when it
+    /// The peer announced SETTINGS_INITIAL_WINDOW_SIZE: it does flow control.
+    pub fn on_window_setting(&mut self) {
+        self.heard = true;
+        self.ignores = false;
+    }
+
+    /// A stream WINDOW_UPDATE arrived. Returns true when it
     /// settles an undecided session as SPDY/3: half of the 64 KiB session window came
     /// back as stream credit and no session credit came with it (a 3.1 peer returning
     /// credit at half a window, as spdylay, Netty and speedy do, would have sent its
     /// session WINDOW_UPDATE by then).
     pub fn on_stream_update(&mut self, delta: u32) -> bool {
-        self.heard = true;
-        self.ignores = false;
+        self.on_window_setting();
         if !self.undecided {
             return false;
         }

@@ -605,7 +605,7 @@ impl Session {
             match e.id {
                 SettingId::MAX_CONCURRENT_STREAMS => self.peer_max_streams = e.value,
                 SettingId::INITIAL_WINDOW_SIZE if self.version.has_stream_flow_control() => {
-                    self.peer_flow.on_stream_update(0);
+                    self.peer_flow.on_window_setting();
                     // Values ≥ 2^31 are ignored, as spdylay does (§5.1).
                     let Some(delta) = flow::initial_window_delta(self.peer_initial_window, e.value)
                     else {

@@ -149,15 +149,7 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
     // Human line, then the JSON start-up line of `speedy serve` (origins empty).
     let addr = listener.local_addr()?;
     let protocols = speedy_net::tls::SERVER_ALPN;
-    let startup = speedy_lab::testbed::ServeStartup {
-        listening: addr,
-        tls: cfg.tls.is_some(),
-        plain: true,
-        protocols: protocols.map(String::from).to_vec(),
-        root: None,
-        archive: None,
-        origins: Vec::new(),
-    };
+    let startup = speedy_lab::testbed::ServeStartup::new(addr, cfg.tls.is_some());
     let mode = if cfg.tls.is_some() {
         "tls and plain"
     } else {

@@ -321,13 +321,8 @@ pub async fn run(a: ServeArgs) -> Result<()> {
     // Human line, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let startup = speedy_lab::testbed::ServeStartup {
-        listening: addr,
-        tls: cfg.tls.is_some(),
-        plain: cfg.tls.is_none(),
-        protocols: protocols.map(String::from).to_vec(),
         root: Some(root.display().to_string()),
-        archive: None,
-        origins: Vec::new(),
+        ..speedy_lab::testbed::ServeStartup::new(addr, cfg.tls.is_some())
     };
     let human = format!(
         "listening on {addr} ({mode}; {}; root {})\n",
@@ -440,13 +435,9 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         human.push_str(&format!("origin {} {}\n", o.host, o.addr));
     }
     let startup = speedy_lab::testbed::ServeStartup {
-        listening: addrs[0],
-        tls: cfg.tls.is_some(),
-        plain: true,
-        protocols: protocols.map(String::from).to_vec(),
-        root: None,
         archive: Some(dir.display().to_string()),
         origins,
+        ..speedy_lab::testbed::ServeStartup::new(addrs[0], cfg.tls.is_some())
     };
     startup.announce(&human, std::io::stdout().lock())?;
     serve_until_signal(listeners, cfg, handler, a.drain_timeout).await
