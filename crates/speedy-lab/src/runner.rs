@@ -254,13 +254,32 @@ impl Corpora {
     }
 }
 
-/// The congestion control each variant uses: the first of its preference the host lets
-/// namespaces use (`None`: the namespaces' default). Says so when it had to fall back,
-/// and refuses, with the command that allows one, when none is allowed.
-fn resolve_cc(exp: &Experiment, allowed: &str) -> Result<Vec<Option<String>>, String> {
+/// The congestion control a variant runs, and how it is set.
+#[derive(Clone, Debug, PartialEq)]
+struct Cc {
+    /// The algorithm (`reno`, `cubic`, `bbr`).
+    name: String,
+    /// Set on the namespaces' routes (`ip route ... congctl NAME`) rather than as their
+    /// default: Linux lets a namespace other than the host's make only the algorithms in
+    /// `net.ipv4.tcp_allowed_congestion_control` its default, but a route's `congctl`
+    /// may name any algorithm the kernel has (`tcp_available_congestion_control`), and
+    /// every connection over that route runs it.
+    per_route: bool,
+}
+
+/// The congestion control each variant uses: the first of its preference the kernel has
+/// (`None`: the namespaces' default). An algorithm the host does not allow namespaces to
+/// make their default is set per route, and said once; an algorithm the kernel lacks
+/// falls back along the preference, said too; none at all is refused.
+fn resolve_cc(exp: &Experiment, allowed: &str, available: &str) -> Result<Vec<Option<Cc>>, String> {
     let allowed_list: Vec<&str> = allowed.split_whitespace().collect();
+    let available_list: Vec<&str> = available.split_whitespace().collect();
     let mut out = Vec::new();
-    let mut fallbacks: Vec<(String, Vec<String>)> = Vec::new();
+    let mut notes: Vec<(String, Vec<String>)> = Vec::new();
+    let mut note = |what: String, variant: &str| match notes.iter_mut().find(|(k, _)| *k == what) {
+        Some((_, vs)) => vs.push(variant.to_string()),
+        None => notes.push((what, vec![variant.to_string()])),
+    };
     for v in &exp.variants {
         if v.cc_preference.is_empty() {
             out.push(None);
@@ -270,30 +289,38 @@ fn resolve_cc(exp: &Experiment, allowed: &str) -> Result<Vec<Option<String>>, St
         let Some(pick) = v
             .cc_preference
             .iter()
-            .find(|c| allowed_list.contains(&c.as_str()))
+            .find(|c| allowed_list.contains(&c.as_str()) || available_list.contains(&c.as_str()))
         else {
             return Err(format!(
-                "variant {}: none of cc = {:?} may be used in namespaces here                  (net.ipv4.tcp_allowed_congestion_control = {allowed:?}); allow {first} on the                  host with: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{allowed} {first}\"",
+                "variant {}: this kernel has none of cc = {:?} \
+                 (net.ipv4.tcp_available_congestion_control = {available:?}); load the \
+                 module (modprobe tcp_{first}) on the host",
                 v.name, v.cc_preference
             ));
         };
         if pick != first {
-            let names = format!("{first} → {pick}");
-            match fallbacks.iter_mut().find(|(k, _)| *k == names) {
-                Some((_, vs)) => vs.push(v.name.clone()),
-                None => fallbacks.push((names, vec![v.name.clone()])),
-            }
+            note(
+                format!("congestion control {first} → {pick} (the kernel has no {first})"),
+                &v.name,
+            );
         }
-        out.push(Some(pick.clone()));
+        let per_route = !allowed_list.contains(&pick.as_str());
+        if per_route {
+            note(
+                format!(
+                    "congestion control {pick} set per route (congctl): namespaces here may \
+                     only make {allowed:?} their default"
+                ),
+                &v.name,
+            );
+        }
+        out.push(Some(Cc {
+            name: pick.clone(),
+            per_route,
+        }));
     }
-    for (change, variants) in fallbacks {
-        let first = change.split(' ').next().unwrap_or_default();
-        eprintln!(
-            "speedy lab: congestion control {change} for {}: namespaces here may only use \
-             net.ipv4.tcp_allowed_congestion_control = {allowed:?} (recorded in each row). \
-             To run {first}: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{allowed} {first}\"",
-            variants.join(", ")
-        );
+    for (what, variants) in notes {
+        eprintln!("speedy lab: {what}, for {}", variants.join(", "));
     }
     Ok(out)
 }
@@ -328,9 +355,14 @@ fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
 pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
     let corpora = Corpora::prepare(exp, &opts.out)?;
-    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-        .unwrap_or_default();
-    let ccs = resolve_cc(exp, allowed.trim())?;
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).unwrap_or_default()
+    };
+    let ccs = resolve_cc(
+        exp,
+        &sysctl("tcp_allowed_congestion_control"),
+        &sysctl("tcp_available_congestion_control"),
+    )?;
     let pages = &corpora.list[0].1;
     let results = opts.out.join(if opts.shard.1 > 1 {
         format!("results-shard{}of{}.jsonl", opts.shard.0, opts.shard.1)
@@ -535,7 +567,7 @@ fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Result<String, 
 fn apply_tcp_knobs(
     topo: &Topology,
     v: &Variant,
-    cc: Option<&str>,
+    cc: Option<&Cc>,
     default_cc: &str,
 ) -> Result<(), String> {
     for side in [Side::Client, Side::Server] {
@@ -551,15 +583,26 @@ fn apply_tcp_knobs(
         }
         // Always set: a variant without `cc` gets the namespaces' default back, not the
         // previous variant's choice (the value is recorded in each row).
-        {
-            let cc = cc.unwrap_or(default_cc);
-            sh(
-                topo,
-                side,
-                "sysctl",
-                &["-q", "-w", &format!("net.ipv4.tcp_congestion_control={cc}")],
-            )?;
-        }
+        let default = match cc {
+            Some(c) if !c.per_route => &c.name,
+            _ => default_cc,
+        };
+        sh(
+            topo,
+            side,
+            "sysctl",
+            &[
+                "-q",
+                "-w",
+                &format!("net.ipv4.tcp_congestion_control={default}"),
+            ],
+        )?;
+        set_route_option(
+            topo,
+            side,
+            "congctl",
+            cc.filter(|c| c.per_route).map(|c| c.name.clone()),
+        )?;
     }
     set_route_option(
         topo,
@@ -615,7 +658,7 @@ fn run_lane(
     net: &Network,
     lane: usize,
     corpora: &Corpora,
-    ccs: &[Option<String>],
+    ccs: &[Option<Cc>],
     ca_dir: &Path,
     results: &Path,
     queue: &Mutex<std::collections::VecDeque<Job>>,
@@ -642,7 +685,7 @@ fn run_lane(
         };
         let (page, archive) = corpora.page(job.variant, job.page);
         let variant = &exp.variants[job.variant];
-        let cc = ccs[job.variant].as_deref();
+        let cc = ccs[job.variant].as_ref();
         apply_tcp_knobs(&topo, variant, cc, &default_cc)?;
         // A fresh link per load, seeded by (experiment seed, page, run): every variant of a
         // run meets the same random loss sequence, and which lane runs a load changes
@@ -668,10 +711,23 @@ fn run_lane(
         let server_before = server_tcp_counters(&topo)?;
         let t0 = Instant::now();
         let mut conns: Vec<ConnSample> = Vec::new();
+        let ss = || sh(&topo, Side::Server, "ss", &["-tinH", "state", "connected"]);
+        // Connections of the previous load still closing are not this load's.
+        let earlier: HashSet<(String, String)> = ss()
+            .map(|t| {
+                parse_ss(&t)
+                    .into_iter()
+                    .map(|c| (c.local, c.peer))
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut sample = || {
             // A failed sample (ss missing) loses only the per-connection figures.
-            if let Ok(t) = sh(&topo, Side::Server, "ss", &["-tinH", "state", "connected"]) {
-                for c in parse_ss(&t) {
+            if let Ok(t) = ss() {
+                for c in parse_ss(&t)
+                    .into_iter()
+                    .filter(|c| !earlier.contains(&(c.local.clone(), c.peer.clone())))
+                {
                     match conns
                         .iter_mut()
                         .find(|x| x.local == c.local && x.peer == c.peer)
@@ -703,7 +759,7 @@ fn run_lane(
         // measure of this load's timing.
         topo.stop_link();
         let fwd = topo.forward_stats();
-        let cc = cc.unwrap_or(&default_cc);
+        let cc = cc.map_or(default_cc.as_str(), |c| c.name.as_str());
         let mut row = row_from_har(
             exp,
             net,
@@ -1102,7 +1158,7 @@ mod tests {
     }
 
     #[test]
-    fn falls_back_along_the_cc_preference_and_refuses_when_none_is_allowed() {
+    fn sets_the_cc_by_sysctl_or_per_route_and_falls_back_where_the_kernel_lacks_it() {
         let mut exp = crate::experiment::parse(
             crate::experiment::built_in("quick").unwrap().toml,
             "q",
@@ -1111,17 +1167,22 @@ mod tests {
         .unwrap();
         exp.variants[0].cc_preference = vec![];
         exp.variants[1].cc_preference = vec!["cubic".into(), "reno".into()];
-        let ccs = resolve_cc(&exp, "reno bbr").unwrap();
-        assert_eq!(ccs, vec![None, Some("reno".to_string())]);
-        assert_eq!(
-            resolve_cc(&exp, "reno cubic").unwrap()[1].as_deref(),
-            Some("cubic")
-        );
-        let e = resolve_cc(&exp, "bbr").unwrap_err();
-        assert!(
-            e.contains("sysctl -w net.ipv4.tcp_allowed_congestion_control=\"bbr cubic\""),
-            "{e}"
-        );
+        let cc = |name: &str, per_route| {
+            Some(Cc {
+                name: name.into(),
+                per_route,
+            })
+        };
+        // Allowed as a namespace default: the sysctl; only available: per route.
+        let ccs = resolve_cc(&exp, "reno cubic", "reno cubic bbr").unwrap();
+        assert_eq!(ccs, vec![None, cc("cubic", false)]);
+        let ccs = resolve_cc(&exp, "reno bbr", "reno bbr cubic").unwrap();
+        assert_eq!(ccs, vec![None, cc("cubic", true)]);
+        // The kernel lacks cubic: the next preference.
+        let ccs = resolve_cc(&exp, "reno bbr", "reno bbr").unwrap();
+        assert_eq!(ccs, vec![None, cc("reno", false)]);
+        let e = resolve_cc(&exp, "bbr", "bbr").unwrap_err();
+        assert!(e.contains("modprobe tcp_cubic"), "{e}");
     }
 
     #[test]

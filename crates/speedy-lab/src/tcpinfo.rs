@@ -57,6 +57,9 @@ pub struct ConnSample {
     pub bytes_acked: u64,
     /// Segments retransmitted over the connection's life.
     pub retrans: u64,
+    /// The congestion control the kernel runs on it (`ss` prints its name first).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cc: String,
 }
 
 /// Parses `ss -tinH` output: a line with the addresses, then an indented line of
@@ -93,6 +96,9 @@ pub fn parse_ss(text: &str) -> Vec<ConnSample> {
         let Some(c) = current.as_mut() else { continue };
         for w in line.split_whitespace() {
             let Some((k, v)) = w.split_once(':') else {
+                if c.cc.is_empty() && matches!(w, "reno" | "cubic" | "bbr" | "bbr2" | "dctcp") {
+                    c.cc = w.to_string();
+                }
                 continue;
             };
             match k {
@@ -162,8 +168,12 @@ LISTEN 0 128 0.0.0.0:8443 0.0.0.0:*\n";
                 rtt_ms: 104.5,
                 bytes_acked: 87315,
                 retrans: 2,
+                cc: "cubic".into(),
             }
         );
-        assert_eq!((s[1].cwnd, s[1].ssthresh, s[1].rtt_ms), (12, None, 101.0));
+        assert_eq!(
+            (s[1].cwnd, s[1].ssthresh, s[1].rtt_ms, s[1].cc.as_str()),
+            (12, None, 101.0, "bbr")
+        );
     }
 }

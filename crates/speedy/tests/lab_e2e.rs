@@ -290,7 +290,8 @@ fn refuses_a_bad_experiment_before_running_anything() {
 }
 
 /// The whitepaper's conditions and a two-step factor chain, for real: an era pair
-/// (web-2010 pages, CUBIC or the next allowed algorithm, initcwnd 3, zlib headers) and a
+/// (web-2010 pages, CUBIC (per route where the host allows namespaces only reno and bbr as
+/// their default) or the next algorithm the kernel has, initcwnd 3, zlib headers) and a
 /// today pair (web-2025 pages, BBR, initcwnd 10, CRIME-safe headers) whose SPDY is against
 /// its own HTTP/1.1, on the whitepaper's DSL line. Every row must say what it ran under,
 /// the server's own retransmissions must be counted, and the report must carry the
@@ -324,13 +325,21 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "speedy lab failed: {stderr}");
-    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-        .unwrap_or_default();
-    let era_cc = if allowed.split_whitespace().any(|a| a == "cubic") {
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).unwrap_or_default()
+    };
+    let has = |list: &str| sysctl(list).split_whitespace().any(|a| a == "cubic");
+    let era_cc = if has("tcp_allowed_congestion_control") {
+        "cubic"
+    } else if has("tcp_available_congestion_control") {
+        assert!(
+            stderr.contains("congestion control cubic set per route"),
+            "the route is said before any load: {stderr}"
+        );
         "cubic"
     } else {
         assert!(
-            stderr.contains("congestion control cubic → reno") && stderr.contains("sysctl -w"),
+            stderr.contains("congestion control cubic → reno"),
             "the fall-back is said before any load: {stderr}"
         );
         "reno"
@@ -377,6 +386,11 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
                 .iter()
                 .any(|c| c["cwnd"].as_u64().unwrap() > 0 && c["rtt_ms"].as_f64().unwrap() >= 90.0),
             "a sampled server connection with its cwnd and the line's 100 ms RTT: {r}"
+        );
+        assert!(
+            conns.iter().all(|c| c["cc"] == want.1),
+            "every sampled server connection ran the row's {}: {r}",
+            want.1
         );
         let objects = r["objects"].as_u64().unwrap();
         assert!(
