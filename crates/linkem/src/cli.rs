@@ -32,6 +32,10 @@ pub struct LinkArgs {
     /// Downlink Mahimahi trace file.
     #[arg(long, value_name = "FILE")]
     pub down_trace: Option<PathBuf>,
+    /// Both directions from a trace pair: a built-in one (tmobile-umts, verizon-lte) or a
+    /// path prefix P with Mahimahi's P.down and P.up.
+    #[arg(long, value_name = "NAME|PREFIX", conflicts_with_all = ["down", "up", "down_trace", "up_trace"])]
+    pub trace: Option<String>,
     /// Uplink rate (client → server), e.g. 375kbit.
     #[arg(long, value_name = "RATE", conflicts_with = "up_trace")]
     pub up: Option<String>,
@@ -141,6 +145,12 @@ pub fn link_config(a: &LinkArgs) -> Result<LinkConfig, String> {
         if let Some(r) = p.radio {
             cfg.radio = Some(RadioSpec::parse(r)?);
         }
+    }
+    if let Some(t) = &a.trace {
+        let (d, u) = crate::stage::trace::trace_pair(t, std::path::Path::new("."))
+            .map_err(|e| format!("--trace: {e}"))?;
+        cfg.down.server = Server::Trace(Arc::new(d));
+        cfg.up.server = Server::Trace(Arc::new(u));
     }
     if let Some(s) = rate_or_trace(&a.down, &a.down_trace, "down")? {
         cfg.down.server = s;

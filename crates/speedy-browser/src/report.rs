@@ -179,7 +179,12 @@ pub fn totals(res: &LoadResult) -> Totals {
         requests: res.reqs.len() as u64,
         failed: res.reqs.iter().filter(|r| r.failed()).count() as u64,
         pushed: res.reqs.iter().filter(|r| r.pushed).count() as u64,
-        connections: res.conns.iter().filter(|c| c.times.is_some()).count() as u64,
+        // Opened during this page (a browsing session's later pages inherit the rest).
+        connections: res
+            .conns
+            .iter()
+            .filter(|c| c.times.is_some() && c.opened >= res.start)
+            .count() as u64,
         body_bytes: res.reqs.iter().map(|r| r.body_bytes).sum(),
         event_loop_lag_max_us: res.event_loop_lag_max.as_micros() as u64,
         ..Default::default()

@@ -8,6 +8,10 @@
 //! # revisit_after_ms = 20000  # each load visits its page twice on the same connections,
 //! #                           # this long apart, and measures the second visit (the
 //! #                           # cellular study's think time, the radio idling meanwhile)
+//! # session_think_ms = 20000  # each load is a browsing session: every page once, in one
+//! #                           # fixed random order, this long apart, on the same
+//! #                           # connections; a row per visit (the cellular study's 20
+//! #                           # sites; not with revisit_after_ms)
 //!
 //! [pages]
 //! synth = 3                 # synthesized pages, or
@@ -19,6 +23,8 @@
 //! profile = "whitepaper-dsl"   # any `speedy link --profiles` name, or:
 //! # name = "slow"; down = "2mbit"; up = "375kbit"; rtt_ms = 100; loss = 0.01
 //! # radio = "3g"; queue = "droptail:100"
+//! # trace = "tmobile-umts"   # capacity over time from a Mahimahi trace pair: built-in
+//! #                          # tmobile-umts or verizon-lte, or P for files P.down and P.up
 //! # variants = ["http1", "spdy"]   # only these variants run on this network
 //!
 //! [[sweep]]                 # expands into one network per value
@@ -42,7 +48,8 @@
 //! # cc = "bbr"; initcwnd = 10; slow_start_after_idle = false; no_metrics_save = true
 //! # cc = ["cubic", "reno"]  # the first the host allows (recorded per row)
 //! # rto_min_ms = 3000        # the server namespace's minimum RTO (per route)
-//! # keepalive_ms = 4000      # with revisit_after_ms: SPDY PINGs during the pause
+//! # keepalive_ms = 4000      # with revisit_after_ms or session_think_ms: SPDY PINGs
+//! #                          # during the pauses
 //! # proxy = "spdy"          # through `speedy proxy` across the link: "spdy" (one SPDY
 //! #                         # session to it, protocol spdy) or "http" (protocol http1)
 //! # initrwnd = 10           # the client's initial receive window (segments)
@@ -80,6 +87,9 @@ pub struct Experiment {
     /// Visit each page twice on the same connections, this long apart, and measure the
     /// second visit.
     pub revisit_after: Option<Duration>,
+    /// Make each load a browsing session over every page (in [`Experiment::session_order`]),
+    /// this long apart, each visit measured.
+    pub session_think: Option<Duration>,
     /// Where the pages come from.
     pub pages: Pages,
     /// Networks, sweeps expanded.
@@ -172,6 +182,7 @@ struct FileSpec {
     seed: Option<u64>,
     think_time_ms: Option<u64>,
     revisit_after_ms: Option<u64>,
+    session_think_ms: Option<u64>,
     timeout_s: Option<Spanned<f64>>,
     pages: Spanned<PagesSpec>,
     #[serde(default)]
@@ -204,6 +215,7 @@ struct NetSpec {
     loss_up: Option<f64>,
     radio: Option<String>,
     queue: Option<String>,
+    trace: Option<String>,
     variants: Option<Vec<String>>,
 }
 
@@ -329,7 +341,13 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
             ))
         }
     };
-    let networks = networks_of(&spec, origin, &at)?;
+    if spec.revisit_after_ms.is_some() && spec.session_think_ms.is_some() {
+        return Err(format!(
+            "{origin}: revisit_after_ms and session_think_ms: a load either revisits its page \
+             or browses every page; choose one"
+        ));
+    }
+    let networks = networks_of(&spec, origin, base_dir, &at)?;
     let mut variants = Vec::new();
     for v in &spec.variant {
         let var = variant(v.get_ref()).map_err(|e| at(v.span(), e))?;
@@ -400,6 +418,7 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
         seed: spec.seed.unwrap_or(1),
         think_time: Duration::from_millis(spec.think_time_ms.unwrap_or(0)),
         revisit_after: spec.revisit_after_ms.map(Duration::from_millis),
+        session_think: spec.session_think_ms.map(Duration::from_millis),
         timeout,
         pages,
         networks,
@@ -412,11 +431,12 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
 fn networks_of(
     spec: &FileSpec,
     origin: &str,
+    base_dir: &Path,
     at: &dyn Fn(Range<usize>, String) -> String,
 ) -> Result<Vec<Network>, String> {
     let mut networks = Vec::new();
     for n in &spec.network {
-        networks.push(network(n.get_ref(), None).map_err(|e| at(n.span(), e))?);
+        networks.push(network(n.get_ref(), None, base_dir).map_err(|e| at(n.span(), e))?);
     }
     for s in &spec.sweep {
         let sw = s.get_ref();
@@ -459,8 +479,12 @@ fn networks_of(
             };
             spec.name = Some(format!("{} {label}", sw.base));
             networks.push(
-                network(&spec, Some((sweep_name.clone(), param.to_string(), v)))
-                    .map_err(|e| at(s.span(), e))?,
+                network(
+                    &spec,
+                    Some((sweep_name.clone(), param.to_string(), v)),
+                    base_dir,
+                )
+                .map_err(|e| at(s.span(), e))?,
             );
         }
     }
@@ -477,13 +501,17 @@ fn networks_of(
 
 fn fmt_rate(bps: u64) -> String {
     if bps >= 1_000_000 {
-        format!("{} Mbit/s", bps as f64 / 1e6)
+        format!("{} Mbit/s", (bps as f64 / 1e4).round() / 100.0)
     } else {
-        format!("{} kbit/s", bps as f64 / 1e3)
+        format!("{} kbit/s", (bps as f64 / 1e3).round())
     }
 }
 
-fn network(n: &NetSpec, sweep: Option<(String, String, f64)>) -> Result<Network, String> {
+fn network(
+    n: &NetSpec,
+    sweep: Option<(String, String, f64)>,
+    base_dir: &Path,
+) -> Result<Network, String> {
     let mut link = LinkConfig::default();
     let mut rtt = None;
     let mut loss = (0.0, 0.0);
@@ -534,11 +562,26 @@ fn network(n: &NetSpec, sweep: Option<(String, String, f64)>) -> Result<Network,
     if let Some(r) = &n.radio {
         radio = Some(r.clone());
     }
+    let trace = match &n.trace {
+        Some(_) if n.down.is_some() || n.up.is_some() => {
+            return Err("trace gives both directions' capacity: drop down and up".into())
+        }
+        Some(t) => Some(linkem::stage::trace::trace_pair(t, base_dir)?),
+        None => None,
+    };
+    if let Some((d, u)) = &trace {
+        down = Some(d.mean_rate_bps() as u64);
+        up = Some(u.mean_rate_bps() as u64);
+    }
     if down.is_none() || up.is_none() {
-        return Err("a network needs a profile or both down and up rates".into());
+        return Err("a network needs a profile, a trace, or both down and up rates".into());
     }
     link.down.server = Server::Rate(down.unwrap_or(0));
     link.up.server = Server::Rate(up.unwrap_or(0));
+    if let Some((d, u)) = trace {
+        link.down.server = Server::Trace(std::sync::Arc::new(d));
+        link.up.server = Server::Trace(std::sync::Arc::new(u));
+    }
     if let Some(r) = rtt {
         let half = Duration::from_secs_f64(r / 2000.0);
         link.down.delay = half;
@@ -561,11 +604,18 @@ fn network(n: &NetSpec, sweep: Option<(String, String, f64)>) -> Result<Network,
     if let Some(r) = &radio {
         link.radio = Some(linkem::RadioSpec::parse(r).map_err(|e| format!("radio: {e}"))?);
     }
-    let mut desc = format!(
-        "{} down, {} up",
-        fmt_rate(down.unwrap_or(0)),
-        fmt_rate(up.unwrap_or(0))
-    );
+    let mut desc = match &n.trace {
+        Some(t) => format!(
+            "trace {t} ({} down, {} up on average)",
+            fmt_rate(down.unwrap_or(0)),
+            fmt_rate(up.unwrap_or(0))
+        ),
+        None => format!(
+            "{} down, {} up",
+            fmt_rate(down.unwrap_or(0)),
+            fmt_rate(up.unwrap_or(0))
+        ),
+    };
     desc.push_str(&match rtt {
         Some(r) => format!(", {r} ms RTT"),
         None => ", no added RTT".into(),
@@ -719,7 +769,7 @@ pub const BUILT_INS: &[BuiltIn] = &[
     BuiltIn { name: "quick", about: "the default: 3 web-2010 pages, whitepaper DSL, HTTP/1.1 against SPDY under the whitepaper's conditions, 3 runs", toml: include_str!("../experiments/quick.toml") },
     BuiltIn {
         name: "cellular",
-        about: "the cellular study's mechanism: HTTP/1.1 proxy against SPDY proxy across 3G and LTE radios, each page visited twice 20 s apart on the same connections (the second measured), 20 cellular-2013 pages, 3 runs; mitigations: no slow start after idle, Reno, a 3 s minimum RTO (the paper's recommendation, per route), TCP metrics caching, a keep-alive ping; the proxy's cwnd over time",
+        about: "the cellular study: HTTP/1.1 proxy against SPDY proxy across 3G and LTE radios (constant rate and real traces), browsing sessions of 20 cellular-2013 pages in one fixed random order 20 s apart on the same connections, 3 runs; mitigations: no slow start after idle, Reno vs CUBIC, a 3 s minimum RTO (the paper's recommendation, per route), TCP metrics caching, a keep-alive ping, 20 SPDY connections; the proxy's cwnd over time",
         toml: include_str!("../experiments/cellular.toml"),
     },
     BuiltIn {
@@ -776,9 +826,10 @@ impl Experiment {
                     (Pages::Archive(..), None) => 1024.0,
                 };
                 let visit = kb * 1024.0 * 8.0 / bps + 6.0 * rtt + 0.3;
-                let per_load = match self.revisit_after {
-                    Some(after) => 2.0 * visit + after.as_secs_f64(),
-                    None => visit,
+                let per_load = match (self.revisit_after, self.session_think) {
+                    (Some(after), _) => 2.0 * visit + after.as_secs_f64(),
+                    (None, Some(think)) => visit + think.as_secs_f64(),
+                    (None, None) => visit,
                 };
                 secs += per_load * (pages * self.runs as usize) as f64;
             }
@@ -786,7 +837,24 @@ impl Experiment {
         Duration::from_secs_f64(secs / lanes.max(1) as f64)
     }
 
-    /// Number of loads the experiment runs.
+    /// The order a browsing session visits `pages` pages in: one random order from the
+    /// experiment's seed, the same for every run, network and variant (the study's "fixed
+    /// random order").
+    pub fn session_order(&self, pages: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..pages).collect();
+        let mut x = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+        for i in (1..pages).rev() {
+            // xorshift64*: enough for a shuffle that only needs to be fixed.
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            order.swap(i, (r % (i as u64 + 1)) as usize);
+        }
+        order
+    }
+
+    /// Number of loads the experiment runs (with `session_think_ms`, page visits).
     pub fn loads(&self, pages: usize) -> usize {
         let cells: usize = (0..self.networks.len())
             .map(|n| {
@@ -881,7 +949,56 @@ mod tests {
             assert!(err.contains(want), "{variant}: {err}");
         }
         let c = parse(built_in("cellular").unwrap().toml, "c", Path::new(".")).unwrap();
-        assert!(c.revisit_after.is_some() && c.variants.iter().all(|v| v.proxy.is_some()));
+        assert!(c.session_think.is_some() && c.variants.iter().all(|v| v.proxy.is_some()));
+        assert!(
+            c.networks
+                .iter()
+                .any(|n| n.desc.starts_with("trace tmobile-umts")),
+            "the real 3G trace is one of the networks"
+        );
+    }
+
+    #[test]
+    fn sessions_visit_every_page_once_in_one_fixed_order() {
+        let base = "[pages]\nsynth = 5\n[[network]]\nprofile = \"wpt-3g\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n";
+        let e = p(&format!("session_think_ms = 1000\n{base}")).unwrap();
+        assert_eq!(e.session_think, Some(Duration::from_secs(1)));
+        let order = e.session_order(20);
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..20).collect::<Vec<_>>(), "every page once");
+        assert_ne!(order, sorted, "shuffled");
+        assert_eq!(order, e.session_order(20), "fixed");
+        let err = p(&format!(
+            "session_think_ms = 1000\nrevisit_after_ms = 1000\n{base}"
+        ))
+        .unwrap_err();
+        assert!(err.contains("choose one"), "{err}");
+    }
+
+    #[test]
+    fn takes_a_trace_pair_as_a_network() {
+        let e = p("[pages]\nsynth = 1\n[[network]]\nname = \"u\"\nprofile = \"wpt-3g\"\ntrace = \"tmobile-umts\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n").unwrap();
+        let n = &e.networks[0];
+        assert!(
+            matches!(n.link.down.server, Server::Trace(_)),
+            "{:?}",
+            n.desc
+        );
+        assert!(
+            n.desc
+                .starts_with("trace tmobile-umts (2.02 Mbit/s down, 943 kbit/s up")
+                && n.desc.contains("300 ms RTT"),
+            "{}",
+            n.desc
+        );
+        let err = p("[pages]\nsynth = 1\n[[network]]\ntrace = \"nope\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n").unwrap_err();
+        assert!(
+            err.starts_with("x.toml:3:") && err.contains("verizon-lte"),
+            "{err}"
+        );
+        let err = p("[pages]\nsynth = 1\n[[network]]\ntrace = \"verizon-lte\"\ndown = \"1mbit\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n").unwrap_err();
+        assert!(err.contains("drop down and up"), "{err}");
     }
 
     #[test]

@@ -141,6 +141,16 @@ pub struct Row {
     /// row measures the second visit (link and server counters cover both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revisit_after_ms: Option<u64>,
+    /// The load was a browsing session over every page, this many ms of think time
+    /// apart, and the row is one visit (link and server counters from its start to the
+    /// next visit's; `server_connections` and `tcp_series` are the whole session's; the
+    /// loader's per-connection counters, such as header bytes, count on the visit in
+    /// which the connection closed, usually the last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_think_ms: Option<u64>,
+    /// The visit's place in its session (0: the first, on fresh connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_visit: Option<u32>,
     /// The proxy's sender-side TCP series during this load (JSON lines), relative to the
     /// results file's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]

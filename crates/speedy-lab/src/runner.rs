@@ -113,7 +113,8 @@ pub struct PageInfo {
 struct Job {
     index: usize,
     network: usize,
-    page: usize,
+    /// The pages the load visits, in order: one page, or a session's every page.
+    visits: Vec<usize>,
     variant: usize,
     run: u32,
 }
@@ -328,9 +329,15 @@ fn resolve_cc(exp: &Experiment, allowed: &str, available: &str) -> Result<Vec<Op
 fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
     let nv = exp.variants.len();
     let mut out = Vec::new();
+    // A browsing session is one load over every page; otherwise a load per page.
+    let loads: Vec<Vec<usize>> = if exp.session_think.is_some() {
+        vec![exp.session_order(pages)]
+    } else {
+        (0..pages).map(|p| vec![p]).collect()
+    };
     for network in 0..exp.networks.len() {
         for run in 0..exp.runs {
-            for page in 0..pages {
+            for visits in &loads {
                 // Alternate the order of variants run by run.
                 for k in 0..nv {
                     let variant = (k + run as usize) % nv;
@@ -340,7 +347,7 @@ fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
                     out.push(Job {
                         index: out.len(),
                         network,
-                        page,
+                        visits: visits.clone(),
                         variant,
                         run,
                     });
@@ -382,15 +389,22 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         .into_iter()
         .filter(|j| j.index % opts.shard.1 == opts.shard.0)
         .filter(|j| {
-            !done.contains(&key(
-                &corpora.page(j.variant, j.page).0.name,
-                &exp.networks[j.network].name,
-                &exp.variants[j.variant].name,
-                j.run,
-            ))
+            j.visits.iter().any(|&p| {
+                !done.contains(&key(
+                    &corpora.page(j.variant, p).0.name,
+                    &exp.networks[j.network].name,
+                    &exp.variants[j.variant].name,
+                    j.run,
+                ))
+            })
         })
         .collect();
-    let total = todo.len();
+    // Rows to write (a session's visits each make one), for the progress line.
+    let total = if exp.session_think.is_some() {
+        todo.len() * pages.len()
+    } else {
+        todo.len()
+    };
     eprintln!(
         "speedy lab {}: {} pages × {} networks × {} variants × {} runs; {} loads to run{}",
         exp.name,
@@ -418,11 +432,12 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         std::thread::scope(|s| {
             for lane in 0..lanes {
                 let (queue, errors, progress) = (queue.clone(), errors.clone(), progress.clone());
-                let (corpora, ccs, results, ca_dir) = (&corpora, &ccs, &results, &ca_dir);
+                let (corpora, ccs, results, ca_dir, done) =
+                    (&corpora, &ccs, &results, &ca_dir, &done);
                 s.spawn(move || {
                     let r = run_lane(
-                        exp, opts, net, lane, corpora, ccs, ca_dir, results, &queue, &progress,
-                        total,
+                        exp, opts, net, lane, corpora, ccs, ca_dir, results, done, &queue,
+                        &progress, total,
                     );
                     if let Err(e) = r {
                         errors
@@ -661,6 +676,7 @@ fn run_lane(
     ccs: &[Option<Cc>],
     ca_dir: &Path,
     results: &Path,
+    done: &HashSet<String>,
     queue: &Mutex<std::collections::VecDeque<Job>>,
     progress: &Mutex<(usize, Instant)>,
     total: usize,
@@ -683,7 +699,19 @@ fn run_lane(
         let Some(job) = queue.lock().expect("lock").pop_front() else {
             break;
         };
-        let (page, archive) = corpora.page(job.variant, job.page);
+        let visits: Vec<&PageInfo> = job
+            .visits
+            .iter()
+            .map(|&i| corpora.page(job.variant, i).0)
+            .collect();
+        let archive = corpora.page(job.variant, job.visits[0]).1;
+        let session = exp.session_think.is_some();
+        // A session's file names and link seed say "session"; a load's, its page.
+        let stem = if session {
+            "session".to_string()
+        } else {
+            visits[0].name.clone()
+        };
         let variant = &exp.variants[job.variant];
         let cc = ccs[job.variant].as_ref();
         apply_tcp_knobs(&topo, variant, cc, &default_cc)?;
@@ -691,14 +719,14 @@ fn run_lane(
         // run meets the same random loss sequence, and which lane runs a load changes
         // nothing.
         topo.stop_link();
-        link.seed = load_seed(exp.seed, &page.name, job.run);
+        link.seed = load_seed(exp.seed, &stem, job.run);
         topo.start_link(&link)
             .map_err(|e| format!("restarting the link: {e}"))?;
         let rel = format!(
             "hars/{}/{}/{}-run{}.har",
             sanitize(&net.name),
             variant.name,
-            page.name,
+            stem,
             job.run
         );
         let har = opts.out.join(&rel);
@@ -707,8 +735,6 @@ fn run_lane(
         let resolve = servers[&skey].resolve();
         let proxy = variant.proxy.as_ref().map(|_| &proxies[&skey]);
         let series_from = proxy.map(|p| file_len(&p.series));
-        let before = topo.counters();
-        let server_before = server_tcp_counters(&topo)?;
         let t0 = Instant::now();
         let mut conns: Vec<ConnSample> = Vec::new();
         let ss = || sh(&topo, Side::Server, "ss", &["-tinH", "state", "connected"]);
@@ -721,6 +747,8 @@ fn run_lane(
                     .collect()
             })
             .unwrap_or_default();
+        // Link and server counters over time: a session's visits are cut from them.
+        let mut snaps: Vec<Snapshot> = vec![Snapshot::take(&topo)?];
         let mut sample = || {
             // A failed sample (ss missing) loses only the per-connection figures.
             if let Ok(t) = ss() {
@@ -737,92 +765,123 @@ fn run_lane(
                     }
                 }
             }
+            if session {
+                if let Ok(s) = Snapshot::take(&topo) {
+                    snaps.push(s);
+                }
+            }
         };
         let status = load(
             &topo,
             opts,
             exp,
-            page,
+            &visits,
             variant,
             archive,
             ca_dir,
             &resolve,
             proxy.map(|p| p.addr),
             &har,
-            last_har.get(&page.name),
+            last_har.get(&visits[0].name),
             &mut sample,
         )?;
         sample();
-        let after = topo.counters();
-        let server_after = server_tcp_counters(&topo)?;
+        snaps.push(Snapshot::take(&topo)?);
         // Stopped here (restarted before the next load) for the forwarding thread's own
         // measure of this load's timing.
         topo.stop_link();
         let fwd = topo.forward_stats();
         let cc = cc.map_or(default_cc.as_str(), |c| c.name.as_str());
-        let mut row = row_from_har(
-            exp,
-            net,
-            variant,
-            page,
-            job.run,
-            &har,
-            &rel,
-            &before,
-            &after,
-            cc.trim(),
-        )
-        .map_err(|e| format!("{e} (loader exit {status})"))?;
-        row.calibration = match (&exp.pages, variant.calibration) {
-            (_, Some(c)) => c.name.to_string(),
-            (Pages::Synth(_, c), None) => c.name.to_string(),
-            (Pages::Archive(..), None) => "archive".into(),
+        let h = Har::read(&har).map_err(|e| format!("{e} (loader exit {status})"))?;
+        // Which of the HAR's pages are measured: a session's every visit, a revisit's
+        // second, a load's one.
+        let measured: Vec<(usize, &PageInfo)> = if session {
+            visits.iter().copied().enumerate().collect()
+        } else {
+            vec![(h.log.pages.len().saturating_sub(1), visits[0])]
         };
-        row.server_retransmissions = server_after.retrans_segs - server_before.retrans_segs;
-        row.server_rto_timeouts = server_after.timeouts - server_before.timeouts;
-        row.server_segments_out = server_after.out_segs - server_before.out_segs;
-        row.server_connections = conns;
-        row.link_late_mean_us = (fwd.late_sum.as_micros() as u64)
-            .checked_div(fwd.written)
-            .unwrap_or(0);
-        row.link_late_max_us = fwd.late_max.as_micros() as u64;
-        row.headroom = HEADROOM.check(&row);
-        if let (Some(p), Some(from)) = (proxy, series_from) {
-            let rel = format!(
-                "series/{}/{}/{}-run{}.jsonl",
-                sanitize(&net.name),
-                variant.name,
+        let series = match (proxy, series_from) {
+            (Some(p), Some(from)) => {
+                let rel = format!(
+                    "series/{}/{}/{}-run{}.jsonl",
+                    sanitize(&net.name),
+                    variant.name,
+                    stem,
+                    job.run
+                );
+                copy_tail(&p.series, from, &opts.out.join(&rel))?;
+                Some(rel)
+            }
+            _ => None,
+        };
+        for (visit, page) in measured {
+            if done.contains(&key(&page.name, &net.name, &variant.name, job.run)) {
+                continue;
+            }
+            // A session's visit counts the link and the server from its start to the next
+            // visit's (the think time between is idle but for keep-alives); a load counts
+            // all of it.
+            let (before, after) = if session {
+                visit_window(&h, visit, &snaps).map_err(|e| format!("{}: {e}", har.display()))?
+            } else {
+                (&snaps[0], snaps.last().expect("two snapshots"))
+            };
+            let mut row = row_from_har(
+                exp,
+                net,
+                variant,
+                page,
+                job.run,
+                &h,
+                visit,
+                &rel,
+                &before.link,
+                &after.link,
+                cc.trim(),
+            )
+            .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
+            row.calibration = match (&exp.pages, variant.calibration) {
+                (_, Some(c)) => c.name.to_string(),
+                (Pages::Synth(_, c), None) => c.name.to_string(),
+                (Pages::Archive(..), None) => "archive".into(),
+            };
+            row.server_retransmissions = after.server.retrans_segs - before.server.retrans_segs;
+            row.server_rto_timeouts = after.server.timeouts - before.server.timeouts;
+            row.server_segments_out = after.server.out_segs - before.server.out_segs;
+            row.server_connections = conns.clone();
+            row.link_late_mean_us = (fwd.late_sum.as_micros() as u64)
+                .checked_div(fwd.written)
+                .unwrap_or(0);
+            row.link_late_max_us = fwd.late_max.as_micros() as u64;
+            row.headroom = HEADROOM.check(&row);
+            row.tcp_series = series.clone();
+            append_row(results, &row)?;
+            if !session {
+                last_har.insert(page.name.clone(), har.clone());
+            }
+            let mut p = progress.lock().expect("lock");
+            p.0 += 1;
+            let elapsed = p.1.elapsed().as_secs_f64();
+            let eta = elapsed / p.0 as f64 * (total - p.0) as f64;
+            eprintln!(
+                "[{}/{}] {} | {} | {} | run {}: onLoad {:.0} ms ({:.1} s){} ETA {}",
+                p.0,
+                total,
+                net.name,
                 page.name,
-                job.run
+                variant.name,
+                job.run,
+                row.on_load_ms,
+                t0.elapsed().as_secs_f64(),
+                match (row.failed_objects, &row.headroom) {
+                    (0, None) => String::new(),
+                    (n, None) => format!(", {n} failed objects"),
+                    (0, Some(h)) => format!(", short of CPU: {h}"),
+                    (n, Some(h)) => format!(", {n} failed objects, short of CPU: {h}"),
+                },
+                fmt_eta(eta)
             );
-            copy_tail(&p.series, from, &opts.out.join(&rel))?;
-            row.tcp_series = Some(rel);
         }
-        append_row(results, &row)?;
-        last_har.insert(page.name.clone(), har.clone());
-        let mut p = progress.lock().expect("lock");
-        p.0 += 1;
-        let elapsed = p.1.elapsed().as_secs_f64();
-        let eta = elapsed / p.0 as f64 * (total - p.0) as f64;
-        eprintln!(
-            "[{}/{}] {} | {} | {} | run {}: onLoad {:.0} ms ({:.1} s){} ETA {}",
-            p.0,
-            total,
-            net.name,
-            page.name,
-            variant.name,
-            job.run,
-            row.on_load_ms,
-            t0.elapsed().as_secs_f64(),
-            match (row.failed_objects, &row.headroom) {
-                (0, None) => String::new(),
-                (n, None) => format!(", {n} failed objects"),
-                (0, Some(h)) => format!(", short of CPU: {h}"),
-                (n, Some(h)) => format!(", {n} failed objects, short of CPU: {h}"),
-            },
-            fmt_eta(eta)
-        );
-        drop(p);
         if !exp.think_time.is_zero() {
             std::thread::sleep(exp.think_time);
         }
@@ -868,7 +927,7 @@ fn load(
     topo: &Topology,
     opts: &RunOptions,
     exp: &Experiment,
-    page: &PageInfo,
+    visits: &[&PageInfo],
     v: &Variant,
     archive: &Path,
     ca_dir: &Path,
@@ -878,14 +937,22 @@ fn load(
     earlier: Option<&PathBuf>,
     sample: &mut dyn FnMut(),
 ) -> Result<String, String> {
+    let page = visits[0];
     let mut cmd = topo.command(Side::Client, &opts.speedy);
     cmd.arg("load").arg(&page.url).arg("--archive").arg(archive);
     if let Some(p) = proxy {
         cmd.arg("--proxy").arg(format!("http://{p}"));
     }
-    if let Some(after) = exp.revisit_after {
-        cmd.arg("--then").arg(&page.url);
-        cmd.args(["--think-ms", &after.as_millis().to_string()]);
+    // The pages after the first, and the pause before each.
+    let (then, pause): (Vec<&PageInfo>, Option<Duration>) = match exp.revisit_after {
+        Some(after) => (vec![page], Some(after)),
+        None => (visits[1..].to_vec(), exp.session_think),
+    };
+    if let (false, Some(pause)) = (then.is_empty(), pause) {
+        for p in &then {
+            cmd.arg("--then").arg(&p.url);
+        }
+        cmd.args(["--think-ms", &pause.as_millis().to_string()]);
         if let Some(k) = v.keepalive_ms {
             cmd.args(["--keepalive-ms", &k.to_string()]);
         }
@@ -920,10 +987,9 @@ fn load(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting the loader: {e}"))?;
-    let visits = if exp.revisit_after.is_some() { 2 } else { 1 };
     let deadline = Instant::now()
-        + exp.timeout * visits
-        + exp.revisit_after.unwrap_or_default()
+        + exp.timeout * (then.len() as u32 + 1)
+        + pause.unwrap_or_default() * then.len() as u32
         + Duration::from_secs(15);
     let mut next_sample = Instant::now() + SS_EVERY;
     loop {
@@ -960,18 +1026,16 @@ fn row_from_har(
     v: &Variant,
     page: &PageInfo,
     run: u32,
-    har: &Path,
+    h: &Har,
+    visit: usize,
     rel: &str,
     before: &linkem::Counters,
     after: &linkem::Counters,
     cc: &str,
 ) -> Result<Row, String> {
     // The loader's HAR through the one model: a missing field (a `_totals` counter, the
-    // page timings, `_protocol`) is an error naming the file, never a 0.
-    let h = Har::read(har).map_err(|e| e.to_string())?;
-    let lp = h
-        .loaded_page()
-        .map_err(|e| format!("{}: {e}", har.display()))?;
+    // page timings, `_protocol`) is an error, never a 0.
+    let lp = h.loaded_page_at(visit)?;
     let (p, t) = (lp.page, lp.totals);
     let drops =
         |c: &linkem::Counters| c.up.drops.iter().sum::<u64>() + c.down.drops.iter().sum::<u64>();
@@ -1033,8 +1097,65 @@ fn row_from_har(
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
         revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
+        session_think_ms: exp.session_think.map(|d| d.as_millis() as u64),
+        session_visit: exp.session_think.map(|_| visit as u32),
         tcp_series: None,
     })
+}
+
+/// The link's and the server namespace's counters at one moment.
+struct Snapshot {
+    at_ms: f64,
+    link: linkem::Counters,
+    server: ServerTcp,
+}
+
+impl Snapshot {
+    fn take(topo: &Topology) -> Result<Snapshot, String> {
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+        Ok(Snapshot {
+            at_ms,
+            link: topo.counters(),
+            server: server_tcp_counters(topo)?,
+        })
+    }
+}
+
+/// The snapshots around visit `i` of a session's HAR: the last taken before the visit
+/// started (the first snapshot for the first visit) and the last taken before the next
+/// visit started (the final snapshot for the last visit). Snapshots come every
+/// [`SS_EVERY`], and visits are a think time apart, so a window's edges fall in the idle
+/// time between visits.
+fn visit_window<'a>(
+    h: &Har,
+    i: usize,
+    snaps: &'a [Snapshot],
+) -> Result<(&'a Snapshot, &'a Snapshot), String> {
+    let start = |i: usize| {
+        let p = &h.log.pages[i];
+        speedy_archive::date::parse_ms(&p.started_date_time).ok_or_else(|| {
+            format!(
+                "log.pages[{i}].startedDateTime {:?}: not a date",
+                p.started_date_time
+            )
+        })
+    };
+    let before = |t: f64| {
+        snaps
+            .iter()
+            .rev()
+            .find(|s| s.at_ms <= t)
+            .unwrap_or(&snaps[0])
+    };
+    let from = if i == 0 { &snaps[0] } else { before(start(i)?) };
+    let to = if i + 1 < h.log.pages.len() {
+        before(start(i + 1)?)
+    } else {
+        snaps.last().expect("at least one snapshot")
+    };
+    Ok((from, to))
 }
 
 fn server_tcp_counters(topo: &Topology) -> Result<ServerTcp, String> {
@@ -1197,7 +1318,7 @@ mod tests {
         assert_eq!(js.len(), exp.loads(2));
         let first: Vec<usize> = js
             .iter()
-            .filter(|j| j.page == 0)
+            .filter(|j| j.visits == [0])
             .map(|j| j.variant)
             .collect();
         assert_eq!(

@@ -162,11 +162,12 @@ protocol = "spdy"
     );
 }
 
-/// The cellular study's set-up, tiny: loads through `speedy proxy` across a 3G radio whose
-/// tails are scaled down, each page visited twice 1.5 s apart (past the DCH tail), the
-/// proxy's TCP series kept per load and drawn in the report.
+/// The cellular study's set-up, tiny: browsing sessions of 3 pages through `speedy
+/// proxy` across a real LTE trace with a 3G radio whose tails are scaled down (the pages
+/// 1.5 s apart, past the DCH tail), the proxy's TCP series kept per session and drawn in
+/// the report.
 #[test]
-fn runs_loads_through_the_proxy_across_a_radio_and_keeps_its_tcp_series() {
+fn runs_sessions_through_the_proxy_across_a_traced_radio_and_keeps_its_tcp_series() {
     let dir = TempDir::new("lab-cellular");
     let exp = dir.0.join("cell.toml");
     std::fs::write(
@@ -175,14 +176,13 @@ fn runs_loads_through_the_proxy_across_a_radio_and_keeps_its_tcp_series() {
 runs = 2
 seed = 4
 timeout_s = 60
-revisit_after_ms = 1500
+session_think_ms = 1500
 [pages]
-synth = 1
+synth = 3
 calibration = "cellular-2013"
 [[network]]
-name = "3g-scaled"
-down = "8mbit"
-up = "2mbit"
+name = "lte-trace"
+trace = "verizon-lte"
 rtt_ms = 60
 radio = "3g:dch_tail=300ms,fach_tail=60s"
 [[variant]]
@@ -213,28 +213,61 @@ rto_min_ms = 3000
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // Two runs: the lane sets rto_min for one variant and clears it for the other.
-    assert_eq!(rows.len(), 4);
+    // 3 pages × 2 variants × 2 runs: a row per visit. Two runs: the lane sets rto_min for
+    // one variant and clears it for the other.
+    assert_eq!(rows.len(), 12);
+    let mut order: Vec<Option<String>> = vec![None; 3];
+    let mut sessions: std::collections::BTreeMap<String, Vec<&serde_json::Value>> =
+        Default::default();
     for r in &rows {
         assert_eq!(r["failed_objects"], 0, "{r}");
-        assert_eq!(r["revisit_after_ms"], 1500, "{r}");
-        let series = out.join(r["tcp_series"].as_str().expect("a series per proxied load"));
-        let samples: Vec<serde_json::Value> = std::fs::read_to_string(&series)
+        assert_eq!(r["session_think_ms"], 1500, "{r}");
+        assert!(
+            r["network_desc"]
+                .as_str()
+                .unwrap()
+                .starts_with("trace verizon-lte"),
+            "{r}"
+        );
+        assert!(r["bytes_down"].as_u64().unwrap() > 10_000, "{r}");
+        // One fixed order: a visit's place always holds the same page.
+        let visit = r["session_visit"].as_u64().unwrap() as usize;
+        let page = r["page"].as_str().unwrap().to_string();
+        let slot = order[visit].get_or_insert(page.clone());
+        assert_eq!(*slot, page, "visit {visit}");
+        sessions
+            .entry(r["har"].as_str().unwrap().to_string())
+            .or_default()
+            .push(r);
+    }
+    assert_eq!(sessions.len(), 4, "one HAR per session");
+    for (har, visits) in &sessions {
+        assert_eq!(visits.len(), 3, "{har}");
+        let h: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join(har)).unwrap()).unwrap();
+        assert_eq!(h["log"]["pages"].as_array().unwrap().len(), 3, "{har}");
+        // Each visit's link counters cover that visit: at least the bodies the loader
+        // received in it, and not its neighbours' too (each page is hundreds of KB).
+        for v in visits {
+            let i = v["session_visit"].as_u64().unwrap() as usize;
+            let read = h["log"]["pages"][i]["_totals"]["body_bytes"]
+                .as_u64()
+                .unwrap();
+            let link = v["bytes_down"].as_u64().unwrap();
+            assert!(
+                read <= link && link <= read * 13 / 10 + 100_000,
+                "{har} visit {i}: the page's bodies are {read} B, the link carried {link} B"
+            );
+        }
+        let rel = visits[0]["tcp_series"]
+            .as_str()
+            .expect("a series per proxied session");
+        assert!(visits.iter().all(|v| v["tcp_series"] == rel), "{har}");
+        let samples = std::fs::read_to_string(out.join(rel))
             .unwrap()
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert!(
-            samples.len() > 10,
-            "{}: {} samples",
-            series.display(),
-            samples.len()
-        );
-        // The measured visit is the second: its HAR page comes after the first.
-        let har: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join(r["har"].as_str().unwrap())).unwrap())
-                .unwrap();
-        assert_eq!(har["log"]["pages"].as_array().unwrap().len(), 2, "{r}");
+            .count();
+        assert!(samples > 10, "{rel}: {samples} samples");
     }
     let spdy = rows.iter().find(|r| r["variant"] == "spdy-proxy").unwrap();
     assert_eq!(spdy["proxy"], "spdy");

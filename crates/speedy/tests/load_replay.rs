@@ -524,12 +524,30 @@ fn a_browsing_session_of_three_pages_keeps_one_spdy_session_to_the_proxy() {
     let log = &h["log"];
     let pages = log["pages"].as_array().unwrap();
     assert_eq!(pages.len(), 3);
-    // One connection, the same one, for the whole session.
-    for p in pages {
+    // One connection, the same one, for the whole session; opened by the first visit,
+    // carrying each visit's own requests.
+    for (k, p) in pages.iter().enumerate() {
         let conns = p["_connections"].as_array().unwrap();
         assert_eq!(conns.len(), 1, "{}", p["id"]);
         assert_eq!(conns[0]["id"], 0);
+        assert_eq!(
+            conns[0]["requests"],
+            archive.pages[k].objects.len(),
+            "{}",
+            p["id"]
+        );
+        assert_eq!(p["_totals"]["connections"], (k == 0) as u64, "{}", p["id"]);
     }
+    // The connection's counters arrive when it closes, at the session's end: counted
+    // once, on the last visit.
+    let bytes_in: Vec<u64> = pages
+        .iter()
+        .map(|p| p["_totals"]["bytes_in"].as_u64().unwrap())
+        .collect();
+    assert!(
+        bytes_in[0] == 0 && bytes_in[1] == 0 && bytes_in[2] > 0,
+        "{bytes_in:?}"
+    );
     // Each visit's entries refer to it, and carry exactly its page's objects.
     for (k, page) in archive.pages.iter().enumerate() {
         let id = format!("page_{}", k + 1);

@@ -79,6 +79,62 @@ impl Trace {
     }
 }
 
+/// A pair of traces built into the program (`crates/linkem/traces/README.md`: recorded
+/// with Saturator, Winstein et al., NSDI 2013, as distributed with Mahimahi).
+pub struct BuiltInTrace {
+    /// The name `--trace` and an experiment's `trace` key take.
+    pub name: &'static str,
+    /// What was recorded.
+    pub about: &'static str,
+    /// The downlink trace's text.
+    pub down: &'static str,
+    /// The uplink trace's text.
+    pub up: &'static str,
+}
+
+/// The built-in cellular traces.
+pub const BUILT_IN: &[BuiltInTrace] = &[
+    BuiltInTrace {
+        name: "tmobile-umts",
+        about: "T-Mobile UMTS (3G), driving",
+        down: include_str!("../../traces/TMobile-UMTS-driving.down"),
+        up: include_str!("../../traces/TMobile-UMTS-driving.up"),
+    },
+    BuiltInTrace {
+        name: "verizon-lte",
+        about: "Verizon LTE, stationary",
+        down: include_str!("../../traces/Verizon-LTE-short.down"),
+        up: include_str!("../../traces/Verizon-LTE-short.up"),
+    },
+];
+
+/// The downlink and uplink traces `spec` names: a built-in pair ([`BUILT_IN`]), or a
+/// path prefix `P` (relative to `base`) with Mahimahi's `P.down` and `P.up` files.
+pub fn trace_pair(spec: &str, base: &std::path::Path) -> Result<(Trace, Trace), String> {
+    if let Some(b) = BUILT_IN.iter().find(|b| b.name == spec) {
+        let parse =
+            |text, dir| Trace::parse(text).map_err(|e| format!("built-in trace {spec}.{dir}: {e}"));
+        return Ok((parse(b.down, "down")?, parse(b.up, "up")?));
+    }
+    let prefix = base.join(spec);
+    let file = |dir: &str| {
+        let mut p = prefix.clone().into_os_string();
+        p.push(format!(".{dir}"));
+        std::path::PathBuf::from(p)
+    };
+    let (down, up) = (file("down"), file("up"));
+    if !down.exists() && !up.exists() {
+        let names: Vec<&str> = BUILT_IN.iter().map(|b| b.name).collect();
+        return Err(format!(
+            "trace {spec:?}: neither a built-in trace ({}) nor a pair of files {} and {}",
+            names.join(", "),
+            down.display(),
+            up.display()
+        ));
+    }
+    Ok((Trace::load(&down)?, Trace::load(&up)?))
+}
+
 /// A position in the endless repetition of a trace.
 #[derive(Clone, Debug)]
 pub struct TraceCursor {
@@ -154,6 +210,23 @@ mod tests {
     use crate::stage::rate::{Bottleneck, Server};
     use crate::stage::testutil::{drain, pkt};
     use crate::stage::Stage;
+
+    #[test]
+    fn built_in_traces_parse_and_have_their_documented_means() {
+        // The means in traces/README.md, to 0.01 Mbit/s.
+        let want = [("tmobile-umts", 2.02, 0.94), ("verizon-lte", 5.03, 5.95)];
+        for (name, down, up) in want {
+            let (d, u) = trace_pair(name, std::path::Path::new("/nonexistent")).unwrap();
+            let mbit = |t: &Trace| (t.mean_rate_bps() / 1e4).round() / 100.0;
+            println!("{name}: {} / {} Mbit/s", mbit(&d), mbit(&u));
+            assert_eq!((mbit(&d), mbit(&u)), (down, up), "{name}");
+        }
+        let e = trace_pair("nope", std::path::Path::new("/tmp")).unwrap_err();
+        assert!(
+            e.contains("tmobile-umts") && e.contains("/tmp/nope.down"),
+            "{e}"
+        );
+    }
 
     fn link(text: &str) -> Bottleneck {
         Bottleneck::new(

@@ -557,19 +557,26 @@ impl Har {
     /// names the first of them that is missing (`log.pages[0]._totals: missing`).
     pub fn loaded_page(&self) -> Result<LoadedPage<'_>, String> {
         // A browsing session's HAR has a page per visit: the last is the measured one.
-        let page = self
-            .log
-            .pages
-            .last()
-            .ok_or("log.pages: no page (a loader's HAR has one)")?;
+        self.loaded_page_at(self.log.pages.len().saturating_sub(1))
+    }
+
+    /// Visit `i` of a loader's HAR (a browsing session has a page per visit), with its
+    /// `_protocol` and `_totals`; an error names what is missing.
+    pub fn loaded_page_at(&self, i: usize) -> Result<LoadedPage<'_>, String> {
+        let page = self.log.pages.get(i).ok_or_else(|| {
+            format!(
+                "log.pages[{i}]: no such page (the HAR has {})",
+                self.log.pages.len()
+            )
+        })?;
         let protocol = page
             .protocol
             .as_deref()
-            .ok_or("log.pages[0]._protocol: missing")?;
+            .ok_or_else(|| format!("log.pages[{i}]._protocol: missing"))?;
         let totals = page
             .totals
             .as_ref()
-            .ok_or("log.pages[0]._totals: missing")?;
+            .ok_or_else(|| format!("log.pages[{i}]._totals: missing"))?;
         Ok(LoadedPage {
             page,
             protocol,

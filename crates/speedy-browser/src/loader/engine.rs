@@ -1338,8 +1338,22 @@ impl<'a> Engine<'a> {
         for p in self.pools.values_mut() {
             p.queue.clear();
         }
+        // The next page starts its own account of the connections it inherits: what a
+        // connection already closed reported, and the requests each carried, stay with
+        // this page (a connection still open reports its counters when it closes, to the
+        // page it closes in).
         let carry = Carry {
-            conns: self.conns.clone(),
+            conns: self
+                .conns
+                .iter()
+                .cloned()
+                .map(|mut c| {
+                    c.counters = ConnCounters::default();
+                    c.tcp_info = None;
+                    c.requests = 0;
+                    c
+                })
+                .collect(),
             pools: std::mem::take(&mut self.pools),
             pool_order: std::mem::take(&mut self.pool_order),
         };

@@ -222,6 +222,18 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
             after as f64 / 1000.0
         )));
     }
+    if let Some(think) = rows.iter().find_map(|r| r.session_think_ms) {
+        out.push_str(&html::p(&format!(
+            "Each load was a browsing session, as the study's: every page once, in one fixed \
+             random order, {:.0} s of think time apart, on the same connections to the proxy; \
+             each row is one visit, its link and server counters running from its start to \
+             the next visit's. The figures below show one whole session per variant and \
+             network. A think time shorter than the study's 60 s stands for it only while it \
+             outlasts the radio's tails (unscaled: 3G 5 s DCH + 12 s FACH, LTE 11.5 s), so \
+             that each visit after the first starts from an idle radio.",
+            think as f64 / 1000.0
+        )));
+    }
     // What the proxy's TCP did per variant and network (the study's Table 2 in kind).
     let mut cells: BTreeMap<(String, u32, String), Vec<&Row>> = BTreeMap::new();
     for r in &rows {
