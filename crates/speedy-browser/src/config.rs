@@ -203,6 +203,10 @@ pub struct LoadConfig {
     pub max_connections: usize,
     /// HTTP/1.1 pipelining depth (1 = none).
     pub pipeline: usize,
+    /// SPDY and h2 sessions per pool (1, as Chrome): with more, a pool opens up to this
+    /// many as requests wait and gives each request to the ready session with the fewest
+    /// in flight (the cellular study's 20 SPDY connections to the proxy).
+    pub sessions_per_pool: usize,
     /// Priorities by type, for every request; `None`: Chromium's per request with the
     /// browser model, else [`Priorities::default`].
     pub priorities: Option<Priorities>,
@@ -252,6 +256,7 @@ impl LoadConfig {
             verify: Verify::System,
             per_host: 6,
             max_connections: 32,
+            sessions_per_pool: 1,
             pipeline: 1,
             priorities: None,
             hint: false,

@@ -56,6 +56,7 @@
 //! # header_compression = "zlib"   # SPDY headers: crime-safe (default), zlib, none
 //! # connections_per_host = 6      # HTTP/1.1 connections per host (the loader's default 6)
 //! # max_connections = 32          # HTTP/1.1 connections in all (the loader's default 32)
+//! # sessions = 20           # SPDY/h2 sessions per origin, or to the proxy (default 1)
 //! # calibration = "web-2025"      # this variant's own synthesized pages
 //! # against = "http1-2025"        # the variant its speedup is computed against
 //! ```
@@ -169,9 +170,12 @@ pub struct Variant {
     /// radio's promotion delay. Linux applies it to every RTO of those routes, not only
     /// after idle periods.
     pub rto_min_ms: Option<u32>,
-    /// With `revisit_after_ms`: a SPDY PING on every open connection this often during
-    /// the pause (the study's keep-alive).
+    /// With `revisit_after_ms` or `session_think_ms`: a SPDY PING on every open
+    /// connection this often during the pauses (the study's keep-alive).
     pub keepalive_ms: Option<u32>,
+    /// SPDY or h2 sessions per pool (to the proxy: all of them), the loader's
+    /// `--sessions` (the study's 20 SPDY connections).
+    pub sessions: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -260,6 +264,7 @@ struct VariantSpec {
     proxy: Option<String>,
     rto_min_ms: Option<u32>,
     keepalive_ms: Option<u32>,
+    sessions: Option<u32>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -698,8 +703,13 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         None => HeaderCompression::CrimeSafe,
         Some(h) => HeaderCompression::parse(h).map_err(|e| format!("header_compression = {e}"))?,
     };
-    if v.connections_per_host == Some(0) || v.max_connections == Some(0) {
-        return Err("connections_per_host and max_connections: at least 1".into());
+    if v.connections_per_host == Some(0) || v.max_connections == Some(0) || v.sessions == Some(0) {
+        return Err("connections_per_host, max_connections and sessions: at least 1".into());
+    }
+    if v.sessions.is_some() && protocol == "http1" {
+        return Err(
+            "sessions = N is for SPDY and h2 sessions; HTTP/1.1 has connections_per_host".into(),
+        );
     }
     let calibration = match &v.calibration {
         None => None,
@@ -751,6 +761,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         proxy: v.proxy.clone(),
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
+        sessions: v.sessions,
     })
 }
 

@@ -134,6 +134,9 @@ pub struct Row {
     /// SPDY keep-alive PINGs during the revisit pause, every this many ms, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keepalive_ms: Option<u32>,
+    /// SPDY or h2 sessions per pool the loader was allowed, when not 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u32>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

@@ -978,6 +978,9 @@ fn load(
     if let Some(n) = v.connections_per_host {
         cmd.args(["--connections-per-host", &n.to_string()]);
     }
+    if let Some(n) = v.sessions {
+        cmd.args(["--sessions", &n.to_string()]);
+    }
     if let Some(n) = v.max_connections {
         cmd.args(["--max-connections", &n.to_string()]);
     }
@@ -1096,6 +1099,7 @@ fn row_from_har(
         proxy: v.proxy.clone(),
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
+        sessions: v.sessions,
         revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
         session_think_ms: exp.session_think.map(|d| d.as_millis() as u64),
         session_visit: exp.session_think.map(|_| visit as u32),

@@ -402,14 +402,16 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
     let (dir, archive, addr) = (&pc.dir, &pc.archive, &pc.proxy);
     let root = archive.objects[archive.pages[0].root].url.clone();
     let n = archive.pages[0].objects.len();
-    // (protocol, proxy URL): Chrome's SPDY proxy (TLS), an HTTP/1.1 proxy, SPDY in clear.
-    for (proto, url) in [
-        ("spdy", format!("https://{addr}")),
-        ("http1", format!("http://{addr}")),
-        ("spdy", format!("http://{addr}")),
+    // (protocol, proxy URL, SPDY sessions): Chrome's SPDY proxy (TLS), an HTTP/1.1 proxy,
+    // SPDY in clear, and the cellular study's variant with several SPDY sessions.
+    for (proto, url, sessions) in [
+        ("spdy", format!("https://{addr}"), 1),
+        ("http1", format!("http://{addr}"), 1),
+        ("spdy", format!("http://{addr}"), 1),
+        ("spdy", format!("https://{addr}"), 4),
     ] {
-        let what = format!("{proto} via {url}");
-        let har = dir.join(format!("{proto}-{}.har", url.len()));
+        let what = format!("{proto} via {url}, {sessions} sessions");
+        let har = dir.join(format!("{proto}-{}-{sessions}.har", url.len()));
         let before = std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
         let (code, summary, err) = load(&[
             root.clone(),
@@ -423,14 +425,16 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
             "--har".into(),
             har.to_string_lossy().into(),
             "--har-bodies".into(),
+            "--sessions".into(),
+            sessions.to_string(),
         ]);
         assert!(code == 0, "{what}: {err}");
         check(&what, archive, 0, code, &summary, &har);
         let conns = summary["totals"]["connections"].as_u64().unwrap();
         if proto == "spdy" {
             assert_eq!(
-                conns, 1,
-                "{what}: one SPDY session to the proxy for every origin"
+                conns, sessions,
+                "{what}: that many SPDY sessions to the proxy, for every origin"
             );
         }
         // One log line per object, with the study's times in order.

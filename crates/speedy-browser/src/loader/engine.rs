@@ -642,33 +642,60 @@ impl<'a> Engine<'a> {
     }
 
     fn schedule_multiplexed(&mut self, key: &str) {
-        let live = self.pools[key]
+        let live: Vec<ConnId> = self.pools[key]
             .conns
             .iter()
             .copied()
-            .find(|c| self.conns[*c as usize].live());
-        match live {
-            None => {
-                self.open_conn(key);
-            }
-            Some(c) if self.conns[c as usize].times.is_some() => {
-                let queue = std::mem::take(&mut self.pools.get_mut(key).expect("pool").queue);
-                // On a new connection the set-up phases go to the request that caused it
-                // (the earliest queued), though requests leave in priority order.
-                let first_use = !self.conns[c as usize].used;
-                let opener = queue
-                    .iter()
-                    .copied()
-                    .min_by_key(|id| (self.reqs[id].queued, *id));
-                for id in queue {
-                    self.assign(id, c);
-                    if first_use {
-                        self.reqs.get_mut(&id).expect("req").fresh = Some(id) == opener;
-                    }
-                }
-            }
-            Some(_) => {} // connecting
+            .filter(|c| self.conns[*c as usize].live())
+            .collect();
+        // Up to `sessions_per_pool` sessions, one more per waiting request.
+        let want = self
+            .cfg
+            .sessions_per_pool
+            .max(1)
+            .min(live.len() + self.pools[key].queue.len());
+        for _ in live.len()..want {
+            self.open_conn(key);
         }
+        let ready: Vec<ConnId> = live
+            .into_iter()
+            .filter(|c| self.conns[*c as usize].times.is_some())
+            .collect();
+        if ready.is_empty() {
+            return; // connecting
+        }
+        let queue = std::mem::take(&mut self.pools.get_mut(key).expect("pool").queue);
+        // With several sessions, each ready one takes no more than its share of what is
+        // in flight and waiting; the rest wait for the sessions still connecting.
+        let in_flight: usize = ready.iter().map(|c| self.conns[*c as usize].inflight).sum();
+        let share = (in_flight + queue.len()).div_ceil(want.max(ready.len()));
+        // On a new connection the set-up phases go to the request that caused it (the
+        // earliest queued), though requests leave in priority order.
+        let opener = queue
+            .iter()
+            .copied()
+            .min_by_key(|id| (self.reqs[id].queued, *id));
+        let unused: Vec<ConnId> = ready
+            .iter()
+            .copied()
+            .filter(|c| !self.conns[*c as usize].used)
+            .collect();
+        let mut left = Vec::new();
+        for id in queue {
+            let c = *ready
+                .iter()
+                .min_by_key(|c| (self.conns[**c as usize].inflight, **c))
+                .expect("non-empty");
+            if self.conns[c as usize].inflight >= share {
+                left.push(id);
+                continue;
+            }
+            self.assign(id, c);
+            if unused.contains(&c) {
+                self.reqs.get_mut(&id).expect("req").fresh = Some(id) == opener;
+            }
+        }
+        self.pools.get_mut(key).expect("pool").queue = left;
     }
 
     fn schedule_http1(&mut self, key: &str) {

@@ -533,3 +533,38 @@ fn a_page_without_a_body_tag_still_gets_its_style_sheet_images() {
     assert_eq!(r.queued("/bg.gif"), 250);
     assert_eq!(r.end("/bg.gif"), 350);
 }
+
+#[test]
+fn more_sessions_per_pool_spread_requests_over_them() {
+    let mut html = String::from("<html><head>");
+    let mut objs = Vec::new();
+    for i in 0..12 {
+        html.push_str(&format!(r#"<link rel="stylesheet" href="/c{i}.css">"#));
+        objs.push(format!("/c{i}.css"));
+    }
+    html.push_str("</head><body></body></html>");
+    let sheets: Vec<(String, ObjectType)> = objs
+        .iter()
+        .map(|p| (p.clone(), ObjectType::Stylesheet))
+        .collect();
+    let site = flat_site(&html, &sheets, "p{}");
+    for (sessions, want) in [(1, 1), (4, 4)] {
+        let mut c = cfg(Proto::H2);
+        c.sessions_per_pool = sessions;
+        let mut r = Run::new(&c, &site.archive, h2());
+        r.run();
+        assert_eq!(r.dials.len(), want, "{sessions} per pool");
+        let mut per_conn: HashMap<ConnId, usize> = HashMap::new();
+        for p in &objs {
+            *per_conn.entry(r.req(p).conn.unwrap()).or_default() += 1;
+        }
+        assert_eq!(per_conn.len(), want, "{sessions} per pool: {per_conn:?}");
+        // Each ready session takes its share of what waits, the rest wait for the sessions
+        // still connecting: a near-even spread (12 over 4: 2 to 4 each).
+        let even = 12 / want;
+        assert!(
+            per_conn.values().all(|&n| n + 1 >= even && n <= even + 1),
+            "{sessions} per pool: {per_conn:?}"
+        );
+    }
+}

@@ -100,6 +100,10 @@ pub struct LoadArgs {
     /// HTTP/1.1 pipelining depth (1 = none).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pipeline: usize,
+    /// SPDY and h2 sessions per origin (or to the proxy): up to N, opened as requests
+    /// wait, each request on the ready one with the fewest in flight.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    sessions: usize,
     /// Priorities by type, e.g. `image=2,other=5`, instead of Chromium's per request
     /// (without the browser model the defaults are document=0, stylesheet=1, script=1,
     /// font=2, xhr=2, image=3, other=4).
@@ -191,9 +195,13 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     } else {
         speedy_net::tls::Verify::System
     };
-    if a.connections_per_host == 0 || a.max_connections == 0 || a.pipeline == 0 {
-        bail!("--connections-per-host, --max-connections and --pipeline must be at least 1");
+    if a.connections_per_host == 0 || a.max_connections == 0 || a.pipeline == 0 || a.sessions == 0 {
+        bail!(
+            "--connections-per-host, --max-connections, --pipeline and --sessions must be at \
+             least 1"
+        );
     }
+    cfg.sessions_per_pool = a.sessions;
     cfg.per_host = a.connections_per_host;
     cfg.max_connections = a.max_connections;
     cfg.pipeline = a.pipeline;
