@@ -51,7 +51,9 @@
 //! # keepalive_ms = 4000      # with revisit_after_ms or session_think_ms: SPDY PINGs
 //! #                          # during the pauses
 //! # proxy = "spdy"          # through `speedy proxy` across the link: "spdy" (one SPDY
-//! #                         # session to it, protocol spdy) or "http" (protocol http1)
+//! #                         # session to it, protocol spdy) or "http" (protocol http1);
+//! #                         # with proxy = "spdy", tls = true is TLS to the proxy (as
+//! #                         # Chrome's SPDY proxy), the proxy's origins plain
 //! # initrwnd = 10           # the client's initial receive window (segments)
 //! # header_compression = "zlib"   # SPDY headers: crime-safe (default), zlib, none
 //! # connections_per_host = 6      # HTTP/1.1 connections per host (the loader's default 6)
@@ -725,8 +727,15 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         }
         (Some(p), _) => return Err(format!("proxy = {p:?}: spdy or http")),
     }
-    if v.proxy.is_some() && (single_domain || push != "none" || v.tls == Some(true)) {
-        return Err("proxy: without spdy_domains, push or tls (the proxy decides those)".into());
+    if v.proxy.is_some() && (single_domain || push != "none") {
+        return Err("proxy: without spdy_domains or push (the proxy decides those)".into());
+    }
+    if v.proxy.as_deref() == Some("http") && v.tls == Some(true) {
+        return Err(
+            "proxy = \"http\" with tls: Chrome's HTTP proxy is plain; tls = true is TLS to the \
+             SPDY proxy"
+                .into(),
+        );
     }
     if let Some(ms) = v.rto_min_ms {
         if !(1..=120_000).contains(&ms) {
@@ -954,7 +963,8 @@ mod tests {
         for (variant, want) in [
             ("protocol=\"http1\"\nproxy=\"spdy\"", "needs protocol"),
             ("protocol=\"spdy\"\nproxy=\"socks\"", "spdy or http"),
-            ("protocol=\"spdy\"\nproxy=\"spdy\"\ntls=true", "without"),
+            ("protocol=\"spdy\"\nproxy=\"spdy\"\npush=\"all\"", "without"),
+            ("protocol=\"http1\"\nproxy=\"http\"\ntls=true", "is plain"),
         ] {
             let err = p(&format!("{base}[[variant]]\nname=\"a\"\n{variant}\n")).unwrap_err();
             assert!(err.contains(want), "{variant}: {err}");

@@ -941,7 +941,10 @@ fn load(
     let mut cmd = topo.command(Side::Client, &opts.speedy);
     cmd.arg("load").arg(&page.url).arg("--archive").arg(archive);
     if let Some(p) = proxy {
-        cmd.arg("--proxy").arg(format!("http://{p}"));
+        // tls = true with a proxy: TLS to the proxy; its origins stay as the variant's
+        // `--plain` below says.
+        let scheme = if v.tls { "https" } else { "http" };
+        cmd.arg("--proxy").arg(format!("{scheme}://{p}"));
     }
     // The pages after the first, and the pause before each.
     let (then, pause): (Vec<&PageInfo>, Option<Duration>) = match exp.revisit_after {
@@ -958,7 +961,11 @@ fn load(
         }
     }
     cmd.args(["--protocol", &v.protocol]);
-    cmd.arg(if v.tls { "--tls" } else { "--plain" });
+    cmd.arg(if v.tls && proxy.is_none() {
+        "--tls"
+    } else {
+        "--plain"
+    });
     if v.single_domain {
         cmd.args(["--spdy-domains", "single"]);
     }

@@ -277,7 +277,11 @@ impl ProxyServer {
             .copied()
             .ok_or("the topology has no server address")?;
         let mut cmd = topo.command(Side::Server, speedy);
+        // TLS (a certificate from the lab CA) and plain TCP on the one port: a variant
+        // picks by the proxy URL's scheme.
         cmd.args(["proxy", "--listen", &format!("{ip}:{port}")])
+            .arg("--tls-ca-dir")
+            .arg(ca_dir)
             .arg("--cacert")
             .arg(ca_dir.join("ca.pem"))
             .arg("--tcp-series")

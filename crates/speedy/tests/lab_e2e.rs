@@ -194,6 +194,7 @@ baseline = true
 name = "spdy-proxy"
 protocol = "spdy"
 proxy = "spdy"
+tls = true
 rto_min_ms = 3000
 "#,
     )
@@ -271,6 +272,13 @@ rto_min_ms = 3000
     }
     let spdy = rows.iter().find(|r| r["variant"] == "spdy-proxy").unwrap();
     assert_eq!(spdy["proxy"], "spdy");
+    // TLS to the SPDY proxy, its certificate from the lab CA: the handshake is timed.
+    assert_eq!(spdy["tls"], true);
+    let h: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join(spdy["har"].as_str().unwrap())).unwrap())
+            .unwrap();
+    let conn = &h["log"]["pages"][0]["_connections"][0];
+    assert!(conn["ssl_ms"].as_f64().unwrap() > 0.0, "{conn}");
     // rto_min reached the proxy's sockets (per route in the server namespace) for that
     // variant only: its smallest RTO is 3 s, the other variant's is below.
     for r in &rows {

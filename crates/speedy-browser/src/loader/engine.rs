@@ -467,8 +467,10 @@ impl<'a> Engine<'a> {
         } else {
             (url.host.clone(), url.port, url.scheme.clone())
         };
-        // In single-domain mode the page's scheme decides TLS for the one connection.
+        // In single-domain mode the page's scheme decides TLS for the one connection; to a
+        // proxy, the proxy URL's scheme (`--tls`/`--plain` are about the origins).
         let tls = match self.cfg.transport {
+            _ if self.cfg.proxy.is_some() => scheme == "https",
             Transport::Tls => true,
             Transport::Plain => false,
             Transport::Auto => scheme == "https",

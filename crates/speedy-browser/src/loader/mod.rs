@@ -415,9 +415,10 @@ pub async fn load_session(
         }
         Proto::H2 => Arc::new(conn::h2::H2::default()),
     };
+    // `--plain` is about the origins: TLS to a proxy is still set up.
     let tls = match cfg.transport {
-        Transport::Plain => None,
-        Transport::Tls | Transport::Auto => Some(
+        Transport::Plain if !cfg.proxy.as_ref().is_some_and(|p| p.tls) => None,
+        _ => Some(
             speedy_net::tls::client_config(&cfg.verify, &[driver.alpn()])
                 .map_err(LoadError::Tls)?,
         ),

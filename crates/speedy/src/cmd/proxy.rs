@@ -45,6 +45,10 @@ pub struct ProxyArgs {
     /// Serve TLS with a fresh self-signed certificate.
     #[arg(long, conflicts_with = "tls_cert")]
     tls_self_signed: bool,
+    /// Serve TLS with a certificate for the --listen address issued by the lab CA in DIR
+    /// (created if missing; loaders trust DIR/ca.pem, as `speedy serve --archive` does).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_self_signed"])]
+    tls_ca_dir: Option<PathBuf>,
     /// Reach HOST at IP (and PORT, default the request's); `*` for every other host
     /// (repeatable).
     #[arg(long, value_name = "HOST=IP[:PORT]")]
@@ -143,6 +147,21 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
         a.tls_cert.as_deref(),
         a.tls_key.as_deref(),
     )?;
+    if let Some(dir) = &a.tls_ca_dir {
+        // The certificate names the host part of --listen (an IP or a name).
+        let host = a
+            .listen
+            .rsplit_once(':')
+            .map_or(a.listen.as_str(), |(h, _)| h)
+            .trim_matches(['[', ']']);
+        let (c, k) = speedy_server::ca::issue(dir, &[host.to_string()])
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("--tls-ca-dir {}", dir.display()))?;
+        cfg.tls = Some(
+            speedy_net::tls::server_config(c, k, &speedy_net::tls::SERVER_ALPN)
+                .map_err(anyhow::Error::msg)?,
+        );
+    }
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("--listen {}", a.listen))?;
