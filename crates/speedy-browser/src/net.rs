@@ -149,6 +149,9 @@ pub struct DialSpec<'a> {
     pub url_port: Option<u16>,
     /// TLS config when TLS is used.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// `host` is an HTTP proxy: ask it to CONNECT to this `host:port`, then speak TLS
+    /// (SNI and certificate: this host) inside the tunnel.
+    pub tunnel: Option<(&'a str, u16)>,
 }
 
 /// Resolves and connects, timing each phase.
@@ -161,11 +164,22 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
         .or(spec.url_port)
         .unwrap_or(if spec.tls.is_some() { 443 } else { 80 });
     let peer = SocketAddr::new(target.ip, port);
-    let tcp = TcpStream::connect(peer)
+    let mut tcp = TcpStream::connect(peer)
         .await
         .map_err(|e| format!("connecting to {peer} for {}: {e}", spec.host))?;
     let _ = tcp.set_nodelay(true);
     let fd = tcp.as_fd().try_clone_to_owned().ok();
+    // Through a tunnel, its set-up is part of the connect phase (as a browser's HAR
+    // shows it) and TLS names the target.
+    let host = match spec.tunnel {
+        Some((h, p)) => {
+            connect_tunnel(&mut tcp, h, p)
+                .await
+                .map_err(|e| format!("proxy {} ({peer}): CONNECT {h}:{p}: {e}", spec.host))?;
+            h
+        }
+        None => spec.host,
+    };
     let tcp_end = Instant::now();
     let Some(tls) = spec.tls else {
         return Ok(Dialed {
@@ -182,9 +196,9 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
             alpn: None,
         });
     };
-    let bare = spec.host.trim_start_matches('[').trim_end_matches(']');
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
     let name = rustls::pki_types::ServerName::try_from(bare.to_string())
-        .map_err(|e| format!("{}: {e}", spec.host))?;
+        .map_err(|e| format!("{host}: {e}"))?;
     let s = tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)
         .await
@@ -210,6 +224,41 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
         peer,
         alpn,
     })
+}
+
+/// Asks the HTTP proxy on `tcp` for a tunnel to `host:port` and reads its answer's head:
+/// a 2xx opens the tunnel, anything else is an error quoting the status line.
+async fn connect_tunnel(tcp: &mut TcpStream, host: &str, port: u16) -> Result<(), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let req = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
+    tcp.write_all(req.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    // Byte by byte up to the blank line: nothing of the tunnel is read ahead.
+    let mut head = Vec::with_capacity(256);
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > 16 * 1024 {
+            return Err("the proxy's answer has no end of head in 16 KiB".into());
+        }
+        let b = tcp.read_u8().await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "the proxy closed the connection".to_string(),
+            _ => e.to_string(),
+        })?;
+        head.push(b);
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut resp = httparse::Response::new(&mut headers);
+    resp.parse(&head).map_err(|e| format!("bad answer: {e}"))?;
+    match resp.code {
+        Some(200..=299) => Ok(()),
+        _ => {
+            let line = String::from_utf8_lossy(&head);
+            Err(format!(
+                "refused: {}",
+                line.lines().next().unwrap_or_default().trim()
+            ))
+        }
+    }
 }
 
 pub use speedy_net::sockinfo::{tcp_info, TcpInfo};

@@ -6,6 +6,7 @@
 //! head must arrive within `header_read_timeout`. On shutdown the response in flight is
 //! finished and the connection closed (`Connection: close` on responses not yet begun).
 //! A request with `Upgrade: SPDY/3.1` switches the connection to SPDY ([`crate::upgrade`]).
+//! A CONNECT request becomes a tunnel when the handler answers 2xx ([`tunnel`]).
 
 use crate::body::Body;
 use crate::handler::{Handler, Request, ServerConfig};
@@ -29,6 +30,9 @@ pub(crate) async fn serve(
         let handler = handler.clone();
         let upgrade_cfg = crate::upgrade::requested(req.headers()).then(|| upgrade_cfg.clone());
         async move {
+            if req.method() == hyper::Method::CONNECT {
+                return Ok(tunnel(req, scheme, handler).await);
+            }
             if let Some(cfg) = upgrade_cfg {
                 return Ok(crate::upgrade::accept(req, scheme, cfg, handler));
             }
@@ -63,21 +67,7 @@ pub(crate) async fn serve(
                 return Ok(resp);
             }
             let resp = handler.handle(r).await;
-            let mut b = hyper::Response::builder().status(resp.status);
-            for (n, v) in &resp.headers {
-                if spdy::http::HOP_BY_HOP.contains(&n.as_str()) || n == "content-length" {
-                    continue;
-                }
-                b = b.header(n.as_str(), v.as_str());
-            }
-            if resp.reset.is_some() {
-                b = b.header("connection", "close");
-            }
-            Ok::<_, hyper::Error>(b.body(resp.body).unwrap_or_else(|_| {
-                let mut r = hyper::Response::new(Body::from("bad response headers\n"));
-                *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-                r
-            }))
+            Ok::<_, hyper::Error>(to_hyper(resp))
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -96,4 +86,79 @@ pub(crate) async fn serve(
     // Finish the response in flight, then close (no further requests are read).
     conn.as_mut().graceful_shutdown();
     conn.await.map_err(std::io::Error::other)
+}
+
+/// A handler's response as hyper sends it (hop-by-hop headers and `content-length`
+/// dropped: hyper frames the body; a reset closes the connection after it).
+fn to_hyper(resp: crate::handler::Response) -> hyper::Response<Body> {
+    let mut b = hyper::Response::builder().status(resp.status);
+    for (n, v) in &resp.headers {
+        if spdy::http::HOP_BY_HOP.contains(&n.as_str()) || n == "content-length" {
+            continue;
+        }
+        b = b.header(n.as_str(), v.as_str());
+    }
+    if resp.reset.is_some() {
+        b = b.header("connection", "close");
+    }
+    b.body(resp.body).unwrap_or_else(|_| {
+        let mut r = hyper::Response::new(Body::from("bad response headers\n"));
+        *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+        r
+    })
+}
+
+/// A CONNECT request (RFC 9110 §9.3.6): the handler gets a request for the target
+/// `host:port` whose body is whatever the client sends once the tunnel is up, and answers
+/// with the body to send back. A 2xx answer is sent as a head alone, after which hyper
+/// hands the connection over and both directions are copied until each ends; any other
+/// answer is an ordinary response. The copying is bounded: a few chunks each way, read
+/// only as the other side takes them.
+async fn tunnel(
+    mut req: hyper::Request<hyper::body::Incoming>,
+    scheme: &'static str,
+    handler: Arc<dyn Handler>,
+) -> hyper::Response<Body> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let (parts, _) = req.into_parts();
+    let target = parts
+        .uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .unwrap_or_default();
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(4);
+    let up =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    let r = Request::from_parts(&parts, target, scheme, "http/1.1", |_| {
+        Body::stream(up, None)
+    });
+    let mut resp = handler.handle(r).await;
+    if !(200..300).contains(&resp.status) {
+        return to_hyper(resp);
+    }
+    let mut down = std::mem::take(&mut resp.body);
+    tokio::spawn(async move {
+        let Ok(io) = on_upgrade.await else { return };
+        let (mut rd, mut wr) = tokio::io::split(TokioIo::new(io));
+        let to_target = async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            while let Ok(n @ 1..) = rd.read(&mut buf).await {
+                let chunk = bytes::Bytes::copy_from_slice(&buf[..n]);
+                if tx.send(Ok(chunk)).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let to_client = async move {
+            while let Some(Ok(c)) = down.chunk().await {
+                if wr.write_all(&c).await.is_err() {
+                    break;
+                }
+            }
+            let _ = wr.shutdown().await;
+        };
+        tokio::join!(to_target, to_client);
+    });
+    to_hyper(resp)
 }

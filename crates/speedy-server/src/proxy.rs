@@ -12,7 +12,12 @@
 //! by a task that reads the origin as fast as it sends, so the origin-side times are
 //! the origin's and a slow client holds the origin back by flow control. Request bodies
 //! are read whole before forwarding (bounded by `max_body`; page loads upload little).
-//! Not supported yet: CONNECT tunnels (answered 501).
+//!
+//! CONNECT (HTTP/1.1; how a browser reaches an https origin through an HTTP proxy)
+//! opens a TCP connection to the target, found through `resolve` as any origin, and
+//! copies bytes both ways through the same bounded buffer until either side ends. A
+//! tunnel's log line has method `CONNECT`, the target as `url`, origin protocol `tcp`,
+//! and the time the target accepted the connection as its first byte from the origin.
 
 use bytes::Bytes;
 use speedy_net::client::{Client, ClientConfig, ClientError, ClientRequest, Protocol};
@@ -127,7 +132,7 @@ impl Inner {
     async fn forward(self: Arc<Self>, mut req: Request) -> Response {
         let t0 = Instant::now();
         if req.method == "CONNECT" {
-            return error(501, "CONNECT tunnels are not supported by this proxy yet");
+            return self.tunnel(req).await;
         }
         let scheme = req.scheme.clone();
         let default_port = if scheme == "https" { 443 } else { 80 };
@@ -218,23 +223,112 @@ impl Inner {
             origin: origin_done,
             proxy: self.clone(),
         };
-        let stream =
-            futures_util::stream::unfold((rx, Some(guard)), |(mut rx, mut guard)| async move {
-                match rx.recv().await {
-                    Some(c) => Some((c, (rx, guard))),
-                    None => {
-                        drop(guard.take());
-                        None
-                    }
-                }
-            });
         Response {
             status,
             headers,
-            body: Body::stream(stream, len),
+            body: Body::stream(logged(rx, guard), len),
             ..Default::default()
         }
     }
+
+    /// A CONNECT tunnel; see the module doc.
+    async fn tunnel(self: Arc<Self>, mut req: Request) -> Response {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let t0 = Instant::now();
+        let (host, port) = split_host(&req.host, 0);
+        if host.is_empty() || port == 0 {
+            return error(400, "CONNECT needs a host:port target");
+        }
+        let Some(addr) = self.address(&host, port) else {
+            return error(
+                502,
+                &format!("bad gateway: no address for {host} (give --resolve {host}=IP:PORT)"),
+            );
+        };
+        let connect = tokio::net::TcpStream::connect(addr);
+        let sock = match tokio::time::timeout(self.opts.timeout, connect).await {
+            Err(_) => {
+                return error(
+                    504,
+                    &format!(
+                        "gateway timeout: {host}:{port} ({addr}) did not accept in {:?}",
+                        self.opts.timeout
+                    ),
+                )
+            }
+            Ok(Err(e)) => return error(502, &format!("bad gateway: {host}:{port} ({addr}): {e}")),
+            Ok(Ok(s)) => s,
+        };
+        let _ = sock.set_nodelay(true);
+        let connected = t0.elapsed();
+        let (mut rd, mut wr) = sock.into_split();
+        let mut up = std::mem::take(&mut req.body);
+        tokio::spawn(async move {
+            while let Some(Ok(c)) = up.chunk().await {
+                if wr.write_all(&c).await.is_err() {
+                    return;
+                }
+            }
+            let _ = wr.shutdown().await;
+        });
+        let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(BUFFER_CHUNKS);
+        let origin = Arc::new(OriginProgress::default());
+        let done = origin.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                let c = match rd.read(&mut buf).await {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        done.chunk(n, t0.elapsed());
+                        Ok(Bytes::copy_from_slice(&buf[..n]))
+                    }
+                    Err(e) => Err(e),
+                };
+                let failed = c.is_err();
+                if tx.send(c).await.is_err() || failed {
+                    break;
+                }
+            }
+            done.chunk(0, t0.elapsed());
+        });
+        let guard = LogOnDrop {
+            record: Record {
+                url: format!("{host}:{port}"),
+                method: req.method.clone(),
+                status: 200,
+                client_protocol: req.protocol,
+                origin_protocol: "tcp",
+                first_byte: connected,
+                t0,
+            },
+            origin,
+            proxy: self.clone(),
+        };
+        Response {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::stream(logged(rx, guard), None),
+            ..Default::default()
+        }
+    }
+}
+
+/// The chunks of `rx` as a body stream whose log line is written when it ends or is
+/// dropped.
+fn logged(
+    rx: mpsc::Receiver<std::io::Result<Bytes>>,
+    guard: LogOnDrop,
+) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send + 'static {
+    futures_util::stream::unfold((rx, Some(guard)), |(mut rx, mut guard)| async move {
+        match rx.recv().await {
+            Some(c) => Some((c, (rx, guard))),
+            None => {
+                drop(guard.take());
+                None
+            }
+        }
+    })
 }
 
 /// Writes a request's log line when the response body is finished with.

@@ -402,16 +402,19 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
     let (dir, archive, addr) = (&pc.dir, &pc.archive, &pc.proxy);
     let root = archive.objects[archive.pages[0].root].url.clone();
     let n = archive.pages[0].objects.len();
-    // (protocol, proxy URL, SPDY sessions): Chrome's SPDY proxy (TLS), an HTTP/1.1 proxy,
-    // SPDY in clear, and the cellular study's variant with several SPDY sessions.
-    for (proto, url, sessions) in [
-        ("spdy", format!("https://{addr}"), 1),
-        ("http1", format!("http://{addr}"), 1),
-        ("spdy", format!("http://{addr}"), 1),
-        ("spdy", format!("https://{addr}"), 4),
+    // (protocol, proxy URL, SPDY sessions, origins): Chrome's SPDY proxy (TLS), an HTTP/1.1
+    // proxy tunnelling to the https origins (CONNECT) or asked for plain-http ones in
+    // absolute form, SPDY in clear, and the cellular study's variant with several SPDY
+    // sessions.
+    for (proto, url, sessions, origins) in [
+        ("spdy", format!("https://{addr}"), 1, "--tls"),
+        ("http1", format!("http://{addr}"), 1, "--tls"),
+        ("http1", format!("http://{addr}"), 1, "--plain"),
+        ("spdy", format!("http://{addr}"), 1, "--tls"),
+        ("spdy", format!("https://{addr}"), 4, "--tls"),
     ] {
-        let what = format!("{proto} via {url}, {sessions} sessions");
-        let har = dir.join(format!("{proto}-{}-{sessions}.har", url.len()));
+        let what = format!("{proto} via {url}, {sessions} sessions, origins {origins}");
+        let har = dir.join(format!("{proto}-{}-{sessions}{origins}.har", url.len()));
         let before = std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
         let (code, summary, err) = load(&[
             root.clone(),
@@ -427,6 +430,7 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
             "--har-bodies".into(),
             "--sessions".into(),
             sessions.to_string(),
+            origins.into(),
         ]);
         assert!(code == 0, "{what}: {err}");
         check(&what, archive, 0, code, &summary, &har);
@@ -437,14 +441,24 @@ fn loads_a_page_through_the_proxy_over_spdy_and_http1() {
                 "{what}: that many SPDY sessions to the proxy, for every origin"
             );
         }
-        // One log line per object, with the study's times in order.
+        // One log line per object, with the study's times in order; through tunnels, one
+        // per tunnel (a connection), its bytes the TLS records.
         let text = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<Value> = text
             .lines()
             .skip(before)
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), n, "{what}: log lines");
+        let tunnelled = proto == "http1" && origins == "--tls";
+        if tunnelled {
+            assert_eq!(lines.len() as u64, conns, "{what}: a log line per tunnel");
+            for l in &lines {
+                assert_eq!(l["method"], "CONNECT", "{what}: {l}");
+                assert!(l["url"].as_str().unwrap().ends_with(":443"), "{what}: {l}");
+            }
+        } else {
+            assert_eq!(lines.len(), n, "{what}: log lines");
+        }
         for l in &lines {
             let first = l["first_byte_from_origin_ms"].as_f64().unwrap();
             let origin_last = l["last_byte_from_origin_ms"].as_f64().unwrap();
@@ -618,6 +632,70 @@ fn the_proxy_answers_502_and_504_with_a_reason() {
     assert!(t.starts_with("HTTP/1.1 504"), "{t}");
     assert!(t.contains("no response from silent.example"), "{t}");
     drop(hold);
+}
+
+#[test]
+fn the_proxy_tunnels_connect_both_ways_and_refuses_what_it_cannot_reach() {
+    use std::io::Write;
+    // The target: answers each line it reads with the line reversed, then closes when the
+    // client does.
+    let target = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target_addr = target.local_addr().unwrap();
+    let echo = std::thread::spawn(move || {
+        let (c, _) = target.accept().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut w = c.try_clone().unwrap();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(c)).take(2) {
+            let l: String = line.unwrap().chars().rev().collect();
+            writeln!(w, "{l}").unwrap();
+        }
+    });
+    let mut guard = Guard(None, tmp("proxy-connect"));
+    let addr = proxy(
+        &["--resolve".into(), format!("echo.example={target_addr}")],
+        &mut guard,
+    );
+    let head = |c: &mut std::net::TcpStream| {
+        let mut h = Vec::new();
+        let mut b = [0u8; 1];
+        while !h.ends_with(b"\r\n\r\n") && c.read(&mut b).unwrap() == 1 {
+            h.push(b[0]);
+        }
+        String::from_utf8(h).unwrap()
+    };
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        c,
+        "CONNECT echo.example:7 HTTP/1.1\r\nHost: echo.example:7\r\n\r\n"
+    )
+    .unwrap();
+    let h = head(&mut c);
+    assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+    // Bytes both ways, several exchanges on the one tunnel.
+    let mut r = std::io::BufReader::new(c.try_clone().unwrap());
+    for word in ["tunnel", "speedy"] {
+        writeln!(c, "{word}").unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut r, &mut line).unwrap();
+        assert_eq!(line.trim_end(), word.chars().rev().collect::<String>());
+    }
+    echo.join().unwrap();
+    // The target closed: so does the tunnel.
+    let mut rest = Vec::new();
+    assert_eq!(r.read_to_end(&mut rest).unwrap(), 0, "{rest:?}");
+    // No address for the target, and a target without a port.
+    for (req, want) in [
+        ("CONNECT nowhere.example:443", "HTTP/1.1 502"),
+        ("CONNECT echo.example", "HTTP/1.1 400"),
+    ] {
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(c, "{req} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let h = head(&mut c);
+        assert!(h.starts_with(want), "{req}: {h}");
+        assert!(h.contains("x-speedy-proxy-error"), "{req}: {h}");
+    }
 }
 
 #[test]

@@ -36,6 +36,8 @@ pub enum Action {
         port: Option<u16>,
         /// Over TLS.
         tls: bool,
+        /// CONNECT to this `host:port` through the proxy first (TLS then goes to it).
+        tunnel: Option<(String, u16)>,
     },
     /// Send a request on a connection.
     Send {
@@ -458,8 +460,28 @@ impl<'a> Engine<'a> {
         if self.pools.contains_key(pool) {
             return;
         }
+        // An https origin through a plain HTTP proxy over HTTP/1.1 is tunnelled, as a
+        // browser does: CONNECT, then TLS to the origin inside.
+        let tunnel = match &self.cfg.proxy {
+            Some(p)
+                if !p.tls
+                    && self.cfg.proto == Proto::Http1
+                    && match self.cfg.transport {
+                        Transport::Tls => true,
+                        Transport::Plain => false,
+                        Transport::Auto => url.scheme == "https",
+                    } =>
+            {
+                Some((url.host.clone(), url.port.unwrap_or(443)))
+            }
+            _ => None,
+        };
         let (host, port, scheme) = if let Some(p) = &self.cfg.proxy {
-            let scheme = if p.tls { "https" } else { "http" };
+            let scheme = if p.tls || tunnel.is_some() {
+                "https"
+            } else {
+                "http"
+            };
             (p.host.clone(), Some(p.port), scheme.to_string())
         } else if pool == "*" {
             let root = Url::parse(&self.cfg.url).expect("checked");
@@ -481,6 +503,7 @@ impl<'a> Engine<'a> {
                 host,
                 port,
                 tls,
+                tunnel,
                 queue: Vec::new(),
                 conns: Vec::new(),
                 error: None,
@@ -784,7 +807,7 @@ impl<'a> Engine<'a> {
         let id = self.conns.len() as ConnId;
         let p = self.pools.get_mut(key).expect("pool");
         p.conns.push(id);
-        let (host, port, tls) = (p.host.clone(), p.port, p.tls);
+        let (host, port, tls, tunnel) = (p.host.clone(), p.port, p.tls, p.tunnel.clone());
         self.conns.push(ConnRecord {
             id,
             pool: key.to_string(),
@@ -806,6 +829,7 @@ impl<'a> Engine<'a> {
             host,
             port,
             tls,
+            tunnel,
         });
         id
     }
@@ -830,7 +854,10 @@ impl<'a> Engine<'a> {
             path: r.url.path.clone(),
             headers: r.req_headers.clone(),
             priority: r.priority,
-            absolute_form: self.cfg.proxy.is_some() && self.cfg.proto == Proto::Http1,
+            // Through a tunnel the origin is spoken to directly.
+            absolute_form: self.cfg.proxy.is_some()
+                && self.cfg.proto == Proto::Http1
+                && self.pools[&self.conns[conn as usize].pool].tunnel.is_none(),
         };
         self.actions.push_back(Action::Send { conn, req });
     }

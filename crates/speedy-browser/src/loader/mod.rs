@@ -288,6 +288,9 @@ struct Pool {
     host: String,
     port: Option<u16>,
     tls: bool,
+    /// Through an HTTP proxy to an https origin: CONNECT to this `host:port` first, then
+    /// TLS to it inside the tunnel.
+    tunnel: Option<(String, u16)>,
     queue: Vec<ReqId>,
     conns: Vec<ConnId>,
     /// The last dial error (fails the queue when no connection is left).
@@ -582,10 +585,11 @@ impl Shell {
                 host,
                 port,
                 tls,
+                tunnel,
             } => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 self.conns.insert(conn, tx);
-                self.dial(conn, host, port, tls, rx);
+                self.dial(conn, host, port, tls, tunnel, rx);
                 return;
             }
             Action::Send { conn, req } => (conn, ConnCmd::Send(req)),
@@ -604,6 +608,7 @@ impl Shell {
         host: String,
         port: Option<u16>,
         use_tls: bool,
+        tunnel: Option<(String, u16)>,
         rx: mpsc::UnboundedReceiver<ConnCmd>,
     ) {
         let tls = if use_tls { self.tls.clone() } else { None };
@@ -625,6 +630,7 @@ impl Shell {
                     host: &host,
                     url_port: port,
                     tls,
+                    tunnel: tunnel.as_ref().map(|(h, p)| (h.as_str(), *p)),
                 },
             )
             .await;

@@ -19,7 +19,8 @@ use std::time::Duration;
     after_help = "Clients: SPDY/3.1, SPDY/3, SPDY/2 and h2 requests name their origin \
 in :host/:authority and :scheme; HTTP/1.1 requests use absolute form \
 (GET http://host/path HTTP/1.1). Over TLS (--tls-self-signed or --tls-cert/--tls-key), ALPN \
-picks the protocol, as Chrome's SPDY proxy. CONNECT is answered 501.\n\n\
+picks the protocol, as Chrome's SPDY proxy. HTTP/1.1 CONNECT host:port opens a tunnel to \
+the target (found through --resolve).\n\n\
 Origins: reached at the addresses of --resolve (the lab has no DNS), over one pooled \
 connection per origin: HTTP/1.1 for http:// (--upstream spdy for SPDY/3.1), ALPN for https://. \
 An origin that cannot be reached gives 502, one that does not answer in --timeout 504, each \
