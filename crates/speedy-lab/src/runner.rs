@@ -363,7 +363,10 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
     let corpora = Corpora::prepare(exp, &opts.out)?;
     let sysctl = |name: &str| {
-        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).unwrap_or_default()
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
     };
     let ccs = resolve_cc(
         exp,
@@ -406,13 +409,20 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         todo.len()
     };
     eprintln!(
-        "speedy lab {}: {} pages × {} networks × {} variants × {} runs; {} loads to run{}",
+        "speedy lab {}: {} pages × {} networks × {} variants × {} runs; {}{}",
         exp.name,
         pages.len(),
         exp.networks.len(),
         exp.variants.len(),
         exp.runs,
-        total,
+        match exp.session_think {
+            Some(t) => format!(
+                "{} browsing sessions ({total} visits, {:.0} s apart) to run",
+                todo.len(),
+                t.as_secs_f64()
+            ),
+            None => format!("{total} loads to run"),
+        },
         if done.is_empty() {
             String::new()
         } else {

@@ -10,7 +10,7 @@
 
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -36,6 +36,16 @@ pub struct Body {
     inner: Inner,
     /// Length, when known ahead (sent as `content-length`).
     len: Option<u64>,
+    /// How long a reader may wait for the peer's next bytes ([`Body::with_read_timeout`]).
+    idle: Option<Box<IdleTimer>>,
+}
+
+/// The read timeout of a body the peer sends: armed while a reader waits, reset by every
+/// chunk.
+struct IdleTimer {
+    limit: std::time::Duration,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    fired: bool,
 }
 
 enum Inner {
@@ -116,6 +126,7 @@ impl Body {
         Body {
             len: Some(b.len() as u64),
             inner: Inner::Full(b),
+            idle: None,
         }
     }
 
@@ -128,6 +139,7 @@ impl Body {
         Body {
             inner: Inner::Stream(Box::pin(s)),
             len,
+            idle: None,
         }
     }
 
@@ -177,6 +189,7 @@ impl Body {
                 done: false,
             },
             len,
+            idle: None,
         }
     }
 
@@ -188,6 +201,7 @@ impl Body {
                 left: max as u64,
             },
             len,
+            idle: None,
         }
     }
 
@@ -199,6 +213,7 @@ impl Body {
                 left: max as u64,
             },
             len,
+            idle: None,
         }
     }
 
@@ -220,8 +235,49 @@ impl Body {
         }
     }
 
+    /// Limits how long a reader waits for the peer's next bytes: after `limit` with
+    /// nothing, the read fails with `TimedOut` (once; the body then ends). For bodies the
+    /// peer sends (request bodies on a server, response bodies on a client): a peer that
+    /// trickles a body, or stops, cannot hold the reader longer than this per chunk.
+    pub fn with_read_timeout(mut self, limit: std::time::Duration) -> Body {
+        self.idle = Some(Box::new(IdleTimer {
+            limit,
+            sleep: None,
+            fired: false,
+        }));
+        self
+    }
+
     /// The next chunk; `None` at the end. Empty chunks are skipped.
     pub fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
+        if self.idle.as_ref().is_some_and(|t| t.fired) {
+            return Poll::Ready(None);
+        }
+        let r = self.poll_inner(cx);
+        let Some(t) = self.idle.as_mut() else {
+            return r;
+        };
+        if r.is_ready() {
+            t.sleep = None;
+            return r;
+        }
+        let limit = t.limit;
+        let sleep = t
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                t.fired = true;
+                Poll::Ready(Some(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("body: nothing from the peer for {limit:?}"),
+                ))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
         loop {
             let r = match &mut self.inner {
                 Inner::Full(b) => {

@@ -22,6 +22,7 @@ pub(crate) async fn serve(
 ) -> std::io::Result<()> {
     let limits = cfg.limits;
     let max_body = cfg.max_body;
+    let body_read_timeout = cfg.limits.body_read_timeout;
     let handshake = h2::server::Builder::new()
         .max_concurrent_streams(100)
         .initial_window_size(1 << 20)
@@ -76,7 +77,8 @@ pub(crate) async fn serve(
         let handler = handler.clone();
         let guard = Active::new(&active);
         tokio::spawn(async move {
-            if let Err(e) = answer(req, respond, scheme, max_body, handler).await {
+            if let Err(e) = answer(req, respond, scheme, max_body, body_read_timeout, handler).await
+            {
                 tracing::debug!("h2 stream: {e}");
             }
             drop(guard);
@@ -114,6 +116,7 @@ async fn answer(
     mut respond: h2::server::SendResponse<Bytes>,
     scheme: &'static str,
     max_body: usize,
+    body_read_timeout: std::time::Duration,
     handler: Arc<dyn Handler>,
 ) -> Result<(), h2::Error> {
     let (parts, body) = req.into_parts();
@@ -123,7 +126,7 @@ async fn answer(
         .map(|a| a.as_str().to_string())
         .unwrap_or_default();
     let r = Request::from_parts(&parts, host.clone(), scheme, "h2", |len| {
-        Body::h2(body, len, max_body)
+        Body::h2(body, len, max_body).with_read_timeout(body_read_timeout)
     });
     if r.body.len().is_some_and(|n| n > max_body as u64) {
         // Refused unread: h2 follows the 413 with RST_STREAM NO_ERROR once the request

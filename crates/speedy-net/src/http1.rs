@@ -25,6 +25,7 @@ pub(crate) async fn serve(
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
     let max_body = cfg.max_body;
+    let body_read_timeout = cfg.limits.body_read_timeout;
     let upgrade_cfg = cfg.clone();
     let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
@@ -52,7 +53,7 @@ pub(crate) async fn serve(
                 .unwrap_or("")
                 .to_string();
             let r = Request::from_parts(&parts, host, scheme, "http/1.1", |len| {
-                Body::http1(body, len, max_body)
+                Body::http1(body, len, max_body).with_read_timeout(body_read_timeout)
             });
             if r.body.len().is_some_and(|n| n > max_body as u64) {
                 // Refused unread: the connection closes after the 413.

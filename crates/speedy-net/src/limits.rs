@@ -12,6 +12,7 @@
 //! | `sniff_timeout` | `server.rs`: the first bytes of a plain connection | close |
 //! | `tls_handshake_timeout` | `server.rs` | close |
 //! | `header_read_timeout` | `http1.rs` (hyper): a request head, and the wait for the next one on a keep-alive connection | close |
+//! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1.rs`, `h2_server.rs`, `spdy_server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
 //! | `idle_timeout` | `spdy_server.rs`, `h2_server.rs`: no open stream for this long | GOAWAY, then close |
 //! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest) | a delayed accept |
 
@@ -29,6 +30,8 @@ pub struct Limits {
     pub tls_handshake_timeout: Duration,
     /// Time for an HTTP/1.1 request head (and between keep-alive requests).
     pub header_read_timeout: Duration,
+    /// Time a handler waits for the next bytes of a request body.
+    pub body_read_timeout: Duration,
     /// SPDY and h2 sessions with no open stream for this long get GOAWAY and are closed.
     pub idle_timeout: Duration,
     /// Connections served at once; accepting waits for a slot.
@@ -42,6 +45,7 @@ impl Default for Limits {
             sniff_timeout: Duration::from_secs(10),
             tls_handshake_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
             max_connections: 4096,
         }

@@ -60,6 +60,7 @@ pub(crate) async fn run(
         max_buffered: cfg.limits.max_buffered,
         buffered: 0,
         idle_timeout: cfg.limits.idle_timeout,
+        body_read_timeout: cfg.limits.body_read_timeout,
         idle_at: Instant::now() + cfg.limits.idle_timeout,
         shutdown: cfg.shutdown.clone(),
         draining: false,
@@ -108,6 +109,7 @@ struct ServerOwner {
     /// Request-body bytes handed to handlers' channels and not yet read.
     buffered: usize,
     idle_timeout: Duration,
+    body_read_timeout: Duration,
     /// When the session is looked at for idleness next; pushed back by every event.
     idle_at: Instant,
     shutdown: Shutdown,
@@ -176,7 +178,8 @@ impl ServerOwner {
         let credit = ctx.clone();
         let (tx, rx) = mpsc::unbounded_channel();
         self.uploads.insert(id, Upload { tx, received: 0 });
-        self.dispatch(session, id, w, Body::spdy(rx, id, credit, false, len));
+        let body = Body::spdy(rx, id, credit, false, len).with_read_timeout(self.body_read_timeout);
+        self.dispatch(session, id, w, body);
     }
 
     fn on_data(&mut self, session: &mut Session, id: StreamId, data: Bytes, fin: bool) {

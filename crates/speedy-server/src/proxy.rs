@@ -144,6 +144,9 @@ impl Inner {
         let body = std::mem::take(&mut req.body);
         let body = match body.collect(self.opts.max_body).await {
             Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                return error(408, &format!("request body: {e}"))
+            }
             Err(e) => return error(413, &format!("request body: {e}")),
         };
         let creq = ClientRequest {

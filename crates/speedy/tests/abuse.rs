@@ -447,3 +447,88 @@ fn the_connection_cap_bounds_open_connections() {
     }
     survived(&mut srv, "connection cap");
 }
+
+#[test]
+fn stalled_request_bodies_time_out() {
+    let site = site();
+    // The echo reads the request body as it answers: a body that stops arriving makes
+    // its read fail after --body-read-timeout, and the answer ends there.
+    let mut srv = start(&site, &["--echo-upload", "--body-read-timeout", "0.5"]);
+
+    // HTTP/1.1: 10 of 1,000 declared bytes, then nothing: the connection closes.
+    let mut s = connect(&srv.addr);
+    write!(
+        s,
+        "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n0123456789"
+    )
+    .unwrap();
+    let head = read_head(&mut s, T);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let t = Instant::now();
+    assert!(
+        closed_within(&mut s, Duration::from_secs(5)),
+        "HTTP/1.1: a stalled body still holds the connection"
+    );
+    eprintln!("HTTP/1.1 stalled body: closed after {:?}", t.elapsed());
+
+    // SPDY/3.1: the stream is reset; the session carries on.
+    let mut c = SpdyClient::connect(&srv.addr, Version::V3_1);
+    let h = c.request("POST", "/echo", &[("content-length", "1000")]);
+    let id = c.s.open(h, 0, false).unwrap();
+    c.s.send_data(id, Bytes::from_static(b"0123456789"), false)
+        .unwrap();
+    let t = Instant::now();
+    let (ev, hit) = c.pump_until(
+        Duration::from_secs(5),
+        |e| matches!(e, Event::Reset { id: i, .. } if *i == id),
+    );
+    assert!(hit, "SPDY/3.1: the stalled stream was not reset: {ev:?}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(c.get_ok("/index.html", T), 13, "the session still serves");
+    survived(&mut srv, "stalled bodies");
+}
+
+#[test]
+fn memory_goes_back_after_a_burst_of_sessions() {
+    let site = site();
+    let srv = start(&site, &["--idle-timeout", "60"]);
+    // 2,000 SPDY sessions, one request each, held 2 s, then closed (bench/soak.sh is the
+    // 10,000-session version with churning load).
+    let out = support::run_bounded(
+        std::process::Command::new(support::BIN).args([
+            "bench",
+            &format!("http://{}/index.html", srv.addr),
+            "--idle",
+            "2000",
+            "--hold",
+            "2s",
+        ]),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let peak = proc_status_kib(srv.pid(), "VmHWM");
+    // The sessions took tens of MB; once their closes are over the heap goes back.
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut rss = proc_status_kib(srv.pid(), "VmRSS");
+    while rss > 32 * 1024 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(250));
+        rss = proc_status_kib(srv.pid(), "VmRSS");
+    }
+    eprintln!("2,000 sessions: peak {peak} KiB, {rss} KiB after they closed");
+    assert!(
+        peak > 48 * 1024,
+        "the burst did not grow the heap: {peak} KiB"
+    );
+    assert!(
+        rss <= 32 * 1024,
+        "{rss} KiB resident 10 s after the sessions closed"
+    );
+}

@@ -70,7 +70,7 @@ fn figure(samples: &[Sample], label: &str) -> String {
     s.text(
         (ML + W - MR) / 2.0,
         y1 + 34.0,
-        "seconds into the load (both visits; the think time between them is the flat stretch)",
+        "seconds into the load (its visits; the think time between them is the flat stretches)",
         Anchor::Middle,
         12.0,
         r##"fill="#222""##,
@@ -285,16 +285,21 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
     ));
     for r in chosen(cx.rows) {
         let path = cx.har_dir.join(r.tcp_series.as_deref().expect("filtered"));
+        // A session's series covers all its visits: it is named by the session.
+        let load = match r.session_think_ms {
+            Some(_) => format!("session run {}", r.run),
+            None => format!("{} run {}", r.page, r.run),
+        };
         let caption = format!(
-            "{} · {} · {} run {}: the proxy's cwnd and ssthresh over the load",
-            r.network, r.variant, r.page, r.run
+            "{} · {} · {load}: the proxy's cwnd and ssthresh over the load",
+            r.network, r.variant
         );
         match read_series(&path) {
             Ok(s) if !s.is_empty() => {
                 out.push_str(&html::figure(&figure(&s, &caption), &caption));
                 let caption = format!(
-                    "{} · {} · {} run {}: throughput per second",
-                    r.network, r.variant, r.page, r.run
+                    "{} · {} · {load}: throughput per second",
+                    r.network, r.variant
                 );
                 out.push_str(&html::figure(&throughput(&s), &caption));
             }

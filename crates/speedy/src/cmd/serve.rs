@@ -136,6 +136,10 @@ pub struct ServeArgs {
     /// connection.
     #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
     header_read_timeout: Duration,
+    /// Seconds a handler waits for the next bytes of a request body before its read
+    /// fails (a peer trickling or stalling a body).
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
+    body_read_timeout: Duration,
     /// Seconds a SPDY or h2 session may have no open stream before it gets GOAWAY and
     /// is closed.
     #[arg(long, default_value = "120", value_name = "SECS", value_parser = parse_secs)]
@@ -184,6 +188,7 @@ impl ServeArgs {
         cfg.limits.sniff_timeout = self.sniff_timeout;
         cfg.limits.tls_handshake_timeout = self.tls_handshake_timeout;
         cfg.limits.header_read_timeout = self.header_read_timeout;
+        cfg.limits.body_read_timeout = self.body_read_timeout;
         cfg.limits.idle_timeout = self.idle_timeout;
     }
 
