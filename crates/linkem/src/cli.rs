@@ -461,3 +461,41 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
     drop(topo);
     Ok(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{FromArgMatches, Parser};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        link: LinkArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<LinkArgs, String> {
+        let m = <Cli as clap::CommandFactory>::command()
+            .try_get_matches_from(std::iter::once("link").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Ok(Cli::from_arg_matches(&m).map_err(|e| e.to_string())?.link)
+    }
+
+    #[test]
+    fn a_built_in_trace_sets_both_directions() {
+        let cfg = link_config(&parse(&["--trace", "verizon-lte", "--rtt", "60"]).unwrap()).unwrap();
+        for (server, mbit) in [(&cfg.down.server, 5.03), (&cfg.up.server, 5.95)] {
+            match server {
+                Server::Trace(t) => {
+                    assert_eq!((t.mean_rate_bps() / 1e4).round() / 100.0, mbit)
+                }
+                _ => panic!("not a trace"),
+            }
+        }
+        assert!(parse(&["--trace", "verizon-lte", "--down", "1mbit"]).is_err());
+        let e = link_config(&parse(&["--trace", "no-such"]).unwrap()).unwrap_err();
+        assert!(
+            e.starts_with("--trace: ") && e.contains("tmobile-umts"),
+            "{e}"
+        );
+    }
+}
