@@ -75,6 +75,19 @@ pub struct ValidateRun {
     pub loader_objects: Option<u32>,
     /// The loader's HAR, relative to the output directory.
     pub har: String,
+    /// Bytes the link carried up (client → server) during Chromium's load: its TLS
+    /// handshakes, request headers and ACKs, to set beside the loader's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chromium_bytes_up: Option<u64>,
+    /// Bytes the link carried down during Chromium's load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chromium_bytes_down: Option<u64>,
+    /// Bytes the link carried up during the loader's load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_bytes_up: Option<u64>,
+    /// Bytes the link carried down during the loader's load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_bytes_down: Option<u64>,
     /// Chromium's resource timings at onLoad (what it fetched and when), to set beside
     /// the loader's HAR request by request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -250,6 +263,7 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
                     for step in 0..2 {
                         let chromium_turn = (step + run as usize).is_multiple_of(2);
                         let t0 = Instant::now();
+                        let before = lab.topo.counters();
                         let (what, res) = if chromium_turn {
                             let res = lab.chromium_load(opts, exp, page, flags, proto);
                             if let Ok(t) = &res {
@@ -269,6 +283,14 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
                             }
                             ("loader", res.map(|t| t.on_load_ms))
                         };
+                        let after = lab.topo.counters();
+                        let up = after.up.bytes_out - before.up.bytes_out;
+                        let down = after.down.bytes_out - before.down.bytes_out;
+                        if chromium_turn {
+                            (r.chromium_bytes_up, r.chromium_bytes_down) = (Some(up), Some(down));
+                        } else {
+                            (r.loader_bytes_up, r.loader_bytes_down) = (Some(up), Some(down));
+                        }
                         done += 1;
                         let elapsed = started.elapsed().as_secs_f64();
                         let eta = elapsed / done as f64 * (total - done) as f64;

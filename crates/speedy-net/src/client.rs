@@ -37,6 +37,9 @@ pub struct ClientConfig {
     /// Connect to this address instead of resolving the host (the host still names the
     /// origin: TLS server name, `:host`).
     pub connect_to: Option<SocketAddr>,
+    /// How long to wait for a response head, and then for each next piece of its body:
+    /// a server that stalls cannot hold a request longer than this at a time.
+    pub read_timeout: std::time::Duration,
 }
 
 impl Default for ClientConfig {
@@ -52,6 +55,7 @@ impl Default for ClientConfig {
             log: None,
             connect_to: None,
             upgrade: None,
+            read_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -91,6 +95,7 @@ pub struct Client {
     inner: Inner,
     pushes: Option<mpsc::UnboundedReceiver<ResponseStream>>,
     stream_protocol: Option<String>,
+    read_timeout: std::time::Duration,
 }
 
 enum Inner {
@@ -150,8 +155,25 @@ fn no_h2() -> ClientError {
 }
 
 impl Client {
-    /// Connects to `scheme://host:port`.
+    /// Connects to `scheme://host:port` (TCP, TLS, any Upgrade), giving up after the
+    /// config's `read_timeout`.
     pub async fn connect(
+        scheme: &str,
+        host: &str,
+        port: u16,
+        cfg: &ClientConfig,
+    ) -> Result<Client, ClientError> {
+        let limit = cfg.read_timeout;
+        tokio::time::timeout(limit, Client::connect_now(scheme, host, port, cfg))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ClientError::Connect(format!(
+                    "{scheme}://{host}:{port}: not connected within {limit:?}"
+                )))
+            })
+    }
+
+    async fn connect_now(
         scheme: &str,
         host: &str,
         port: u16,
@@ -226,6 +248,7 @@ impl Client {
                     inner: Inner::Spdy(h),
                     pushes: Some(pushes),
                     stream_protocol,
+                    read_timeout: cfg.read_timeout,
                 })
             }
             Protocol::H2 => Err(no_h2()),
@@ -262,6 +285,7 @@ impl Client {
                     inner: Inner::Http1(Arc::new(pool)),
                     pushes: None,
                     stream_protocol,
+                    read_timeout: cfg.read_timeout,
                 })
             }
         }
@@ -298,6 +322,15 @@ impl Client {
 
     /// Sends a request; resolves when the response headers arrive.
     pub async fn request(&self, req: ClientRequest) -> Result<ResponseStream, ClientError> {
+        let limit = self.read_timeout;
+        let mut resp = tokio::time::timeout(limit, self.send(req))
+            .await
+            .map_err(|_| ClientError::Timeout(limit))??;
+        resp.body = std::mem::take(&mut resp.body).with_read_timeout(limit);
+        Ok(resp)
+    }
+
+    async fn send(&self, req: ClientRequest) -> Result<ResponseStream, ClientError> {
         match &self.inner {
             Inner::Spdy(h) => {
                 let mut extra = Headers::new();

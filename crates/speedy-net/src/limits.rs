@@ -15,6 +15,13 @@
 //! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1.rs`, `h2_server.rs`, `spdy_server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
 //! | `idle_timeout` | `spdy_server.rs`, `h2_server.rs`: no open stream for this long | GOAWAY, then close |
 //! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest) | a delayed accept |
+//!
+//! Clients facing a hostile server: `ClientConfig::read_timeout` (`client.rs`; `speedy
+//! fetch --read-timeout`, default 30 s) bounds connecting, the wait for a response head
+//! and each wait for more body; `speedy fetch --max-time` the whole command. The loader
+//! gives up on an HTTP/1.1 response head over 64 KiB (`speedy-browser/src/conn/http1.rs`)
+//! and stops holding a style sheet past 16 MiB (`loader/engine.rs`); its `--timeout`
+//! bounds a load. `tests/hostile.rs` runs each against a misbehaving server.
 
 use std::time::Duration;
 use tokio::sync::watch;

@@ -23,6 +23,8 @@ pub enum ClientError {
     Protocol(String),
     /// HTTP/1.1 failure.
     Http(String),
+    /// No response head within the client's read timeout.
+    Timeout(std::time::Duration),
 }
 
 impl std::fmt::Display for ClientError {
@@ -36,6 +38,7 @@ impl std::fmt::Display for ClientError {
             ClientError::Closed => write!(f, "connection closed"),
             ClientError::Protocol(e) => write!(f, "protocol error: {e}"),
             ClientError::Http(e) => write!(f, "http: {e}"),
+            ClientError::Timeout(d) => write!(f, "no response within {d:?}"),
         }
     }
 }

@@ -14,6 +14,10 @@ use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+/// The largest response head read before giving up on it (a server that never ends its
+/// head cannot make the loader buffer more).
+const MAX_HEAD: usize = 64 << 10;
+
 /// HTTP/1.1 with a pipelining depth (1 = no pipelining, the browsers' default).
 pub struct Http1 {
     /// Requests written ahead of their responses, at least 1.
@@ -234,6 +238,12 @@ async fn read_response(
                         header_bytes: n as i64,
                     });
                     break (status, headers, version);
+                }
+                Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+                    return Err((
+                        format!("response head over {} KiB without its end", MAX_HEAD >> 10),
+                        false,
+                    ))
                 }
                 Ok(httparse::Status::Partial) => {}
                 Err(e) => return Err((format!("bad response head: {e}"), false)),

@@ -141,6 +141,10 @@ fn normalize(url: &str) -> Option<String> {
     Url::parse(url).map(|u| u.to_string())
 }
 
+/// A style sheet is parsed for its references only up to this size (decoded): a server
+/// sending an endless one cannot make the loader hold it.
+const MAX_CSS_BYTES: usize = 16 << 20;
+
 /// The connections a browsing session carries from one page to the next: they stay open
 /// during the think time and the next page's requests use them (one SPDY session for a
 /// whole visit sequence, as a browser keeps its sockets).
@@ -1171,6 +1175,11 @@ impl<'a> Engine<'a> {
                     None => buf.extend_from_slice(&data),
                 }
                 r.decoded_bytes = buf.len() as u64;
+                if buf.len() > MAX_CSS_BYTES {
+                    // Past any real style sheet: stop holding it (its references are
+                    // not looked for), keep counting it.
+                    r.parse = Parse::None;
+                }
             }
             Parse::Offsets(list, next) => {
                 r.decoded_bytes += data.len() as u64;

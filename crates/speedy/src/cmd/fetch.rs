@@ -22,9 +22,11 @@ use tokio::sync::Semaphore;
 elapsed_ms (or url and error).\n\n\
 Exit status (as curl's):\n  \
 0   every request got a whole response, whatever its HTTP status\n  \
-1   some request got none (connection refused, TLS, stream reset, body cut short)\n  \
+1   some request got none (connection refused, TLS, stream reset, body cut short, no \
+progress within --read-timeout)\n  \
 2   bad arguments or files\n  \
-22  with -f/--fail: some response's status was not 2xx\n\n\
+22  with -f/--fail: some response's status was not 2xx\n  \
+28  --max-time ran out\n\n\
 Examples (against the servers of `speedy serve --help`'s examples):\n  \
 speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
@@ -36,6 +38,13 @@ pub struct FetchArgs {
     /// URLs to fetch (http:// or https://); those of one origin share one session.
     #[arg(required = true, value_name = "URL")]
     urls: Vec<String>,
+    /// Seconds to wait for a connection, a response head, or the next piece of a body
+    /// before that request fails.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    read_timeout: f64,
+    /// Seconds the whole command may take (exit status 28 when it runs out, as curl's).
+    #[arg(long, value_name = "SECS")]
+    max_time: Option<f64>,
     /// spdy (= spdy/3.1), spdy/3, spdy/2 or http1 (= http/1.1); h2 is not in this client
     /// yet. Default: ALPN over TLS, spdy/3.1 on plain TCP.
     #[arg(long, value_name = "PROTOCOL")]
@@ -182,10 +191,21 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
             None => origins.push((t.scheme.clone(), t.host.clone(), t.port, vec![t])),
         }
     }
+    let secs = |v: f64, flag: &str| {
+        if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+            Ok(std::time::Duration::from_secs_f64(v))
+        } else {
+            Err(anyhow::anyhow!(
+                "{flag} {v}: seconds, above 0 and at most 86400"
+            ))
+        }
+    };
     let mut cfg = ClientConfig {
         protocol,
+        read_timeout: secs(a.read_timeout, "--read-timeout")?,
         ..Default::default()
     };
+    let max_time = a.max_time.map(|t| secs(t, "--max-time")).transpose()?;
     cfg.verify = if a.insecure {
         Verify::Insecure
     } else if let Some(c) = &a.cacert {
@@ -210,6 +230,35 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
         post: a.data.is_some(),
         not_2xx: std::sync::atomic::AtomicBool::new(false),
     });
+    let all = fetch_all(origins, &resolve, &cfg, &a, &ctx);
+    let ok = match max_time {
+        None => all.await?,
+        Some(t) => match tokio::time::timeout(t, all).await {
+            Ok(r) => r?,
+            Err(_) => {
+                eprintln!("speedy fetch: --max-time {t:?} ran out");
+                return Ok(28);
+            }
+        },
+    };
+    let not_2xx = ctx.not_2xx.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(if !ok {
+        1
+    } else if a.fail && not_2xx {
+        22
+    } else {
+        0
+    })
+}
+
+/// Fetches every origin's URLs in turn; whether all got whole responses.
+async fn fetch_all(
+    origins: Vec<(String, String, u16, Vec<Target>)>,
+    resolve: &std::collections::HashMap<String, (std::net::IpAddr, Option<u16>)>,
+    cfg: &ClientConfig,
+    a: &FetchArgs,
+    ctx: &Arc<Ctx>,
+) -> Result<bool> {
     let mut ok = true;
     for (scheme, host, port, list) in origins {
         let mut cfg = cfg.clone();
@@ -228,16 +277,9 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
                 stream_protocols: a.stream_protocol.clone(),
             });
         }
-        ok &= fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, &ctx).await;
+        ok &= fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, ctx).await;
     }
-    let not_2xx = ctx.not_2xx.load(std::sync::atomic::Ordering::Relaxed);
-    Ok(if !ok {
-        1
-    } else if a.fail && not_2xx {
-        22
-    } else {
-        0
-    })
+    Ok(ok)
 }
 
 struct Ctx {
