@@ -732,13 +732,16 @@ fn run_lane(
         link.seed = load_seed(exp.seed, &stem, job.run);
         topo.start_link(&link)
             .map_err(|e| format!("restarting the link: {e}"))?;
-        let rel = format!(
-            "hars/{}/{}/{}-run{}.har",
-            sanitize(&net.name),
-            variant.name,
-            stem,
-            job.run
-        );
+        // Where this load's files go under the output directory.
+        let file = |dir: &str, ext: &str| {
+            format!(
+                "{dir}/{}/{}/{stem}-run{}.{ext}",
+                sanitize(&net.name),
+                variant.name,
+                job.run
+            )
+        };
+        let rel = file("hars", "har");
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
         let skey = server_key(corpora, exp, job.variant);
@@ -812,13 +815,7 @@ fn run_lane(
         };
         let series = match (proxy, series_from) {
             (Some(p), Some(from)) => {
-                let rel = format!(
-                    "series/{}/{}/{}-run{}.jsonl",
-                    sanitize(&net.name),
-                    variant.name,
-                    stem,
-                    job.run
-                );
+                let rel = file("series", "jsonl");
                 copy_tail(&p.series, from, &opts.out.join(&rel))?;
                 Some(rel)
             }

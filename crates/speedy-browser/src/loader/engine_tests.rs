@@ -222,6 +222,22 @@ fn flat_site(html: &str, objects: &[(String, ObjectType)], body: &str) -> Site {
     Site::new(&spec)
 }
 
+/// A page whose head links `n` style sheets `/c0.css` …, and their paths.
+fn style_sheets(n: usize) -> (Site, Vec<String>) {
+    let mut html = String::from("<html><head>");
+    let mut objs = Vec::new();
+    for i in 0..n {
+        html.push_str(&format!(r#"<link rel="stylesheet" href="/c{i}.css">"#));
+        objs.push(format!("/c{i}.css"));
+    }
+    html.push_str("</head><body></body></html>");
+    let sheets: Vec<(String, ObjectType)> = objs
+        .iter()
+        .map(|p| (p.clone(), ObjectType::Stylesheet))
+        .collect();
+    (flat_site(&html, &sheets, "p{}"), objs)
+}
+
 fn parsed(offset: usize) -> Discovery {
     Discovery::Parsed { parent: 0, offset }
 }
@@ -349,18 +365,7 @@ fn low_priority_requests_wait_for_body_in_tight_mode() {
 
 #[test]
 fn http1_opens_at_most_six_connections_per_host() {
-    let mut html = String::from("<html><head>");
-    let mut objs = Vec::new();
-    for i in 0..10 {
-        html.push_str(&format!(r#"<link rel="stylesheet" href="/c{i}.css">"#));
-        objs.push(format!("/c{i}.css"));
-    }
-    html.push_str("</head><body></body></html>");
-    let sheets: Vec<(String, ObjectType)> = objs
-        .iter()
-        .map(|p| (p.clone(), ObjectType::Stylesheet))
-        .collect();
-    let site = flat_site(&html, &sheets, "p{}");
+    let (site, objs) = style_sheets(10);
     let c = cfg(Proto::Http1);
     let mut r = Run::new(&c, &site.archive, http1());
     r.run();
@@ -536,18 +541,7 @@ fn a_page_without_a_body_tag_still_gets_its_style_sheet_images() {
 
 #[test]
 fn more_sessions_per_pool_spread_requests_over_them() {
-    let mut html = String::from("<html><head>");
-    let mut objs = Vec::new();
-    for i in 0..12 {
-        html.push_str(&format!(r#"<link rel="stylesheet" href="/c{i}.css">"#));
-        objs.push(format!("/c{i}.css"));
-    }
-    html.push_str("</head><body></body></html>");
-    let sheets: Vec<(String, ObjectType)> = objs
-        .iter()
-        .map(|p| (p.clone(), ObjectType::Stylesheet))
-        .collect();
-    let site = flat_site(&html, &sheets, "p{}");
+    let (site, objs) = style_sheets(12);
     for (sessions, want) in [(1, 1), (4, 4)] {
         let mut c = cfg(Proto::H2);
         c.sessions_per_pool = sessions;
