@@ -197,6 +197,10 @@ pub struct LoadConfig {
     pub rtt: Option<Duration>,
     /// Certificate checking.
     pub verify: Verify,
+    /// The TLS ClientHello's shape: Chromium's by default (its post-quantum key share
+    /// and GREASE ECH make it ~1.7 KB larger than rustls's own, which on a slow uplink
+    /// delays every new connection; `speedy lab validate` measured it).
+    pub tls_hello: speedy_net::tls::Hello,
     /// HTTP/1.1 connections per host (6).
     pub per_host: usize,
     /// HTTP/1.1 connections in all (32).
@@ -257,6 +261,7 @@ impl LoadConfig {
             per_host: 6,
             max_connections: 32,
             sessions_per_pool: 1,
+            tls_hello: speedy_net::tls::Hello::Chromium,
             pipeline: 1,
             priorities: None,
             hint: false,

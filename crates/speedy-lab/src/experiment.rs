@@ -59,6 +59,8 @@
 //! # connections_per_host = 6      # HTTP/1.1 connections per host (the loader's default 6)
 //! # max_connections = 32          # HTTP/1.1 connections in all (the loader's default 32)
 //! # sessions = 20           # SPDY/h2 sessions per origin, or to the proxy (default 1)
+//! # tls_hello = "plain"     # the loader's TLS ClientHello: chromium (default: a
+//! #                         # post-quantum key share, GREASE ECH) or plain (before 2023)
 //! # calibration = "web-2025"      # this variant's own synthesized pages
 //! # against = "http1-2025"        # the variant its speedup is computed against
 //! ```
@@ -178,6 +180,9 @@ pub struct Variant {
     /// SPDY or h2 sessions per pool (to the proxy: all of them), the loader's
     /// `--sessions` (the study's 20 SPDY connections).
     pub sessions: Option<u32>,
+    /// The loader's TLS ClientHello (`plain` for browsers before 2023; the loader's
+    /// default is Chromium's).
+    pub tls_hello: Option<speedy_net::tls::Hello>,
 }
 
 #[derive(Deserialize)]
@@ -267,6 +272,7 @@ struct VariantSpec {
     rto_min_ms: Option<u32>,
     keepalive_ms: Option<u32>,
     sessions: Option<u32>,
+    tls_hello: Option<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -771,6 +777,12 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,
+        tls_hello: v
+            .tls_hello
+            .as_deref()
+            .map(speedy_net::tls::Hello::parse)
+            .transpose()
+            .map_err(|e| format!("tls_hello = {e}"))?,
     })
 }
 

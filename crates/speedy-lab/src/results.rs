@@ -137,6 +137,9 @@ pub struct Row {
     /// SPDY or h2 sessions per pool the loader was allowed, when not 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<u32>,
+    /// The loader's TLS ClientHello (`plain` or `chromium`) over TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_hello: Option<String>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

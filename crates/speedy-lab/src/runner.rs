@@ -995,6 +995,9 @@ fn load(
     if let Some(n) = v.sessions {
         cmd.args(["--sessions", &n.to_string()]);
     }
+    if let Some(h) = v.tls_hello {
+        cmd.args(["--tls-hello", h.name()]);
+    }
     if let Some(n) = v.max_connections {
         cmd.args(["--max-connections", &n.to_string()]);
     }
@@ -1114,6 +1117,10 @@ fn row_from_har(
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,
+        tls_hello: v.tls.then(|| {
+            let h = v.tls_hello.unwrap_or(speedy_net::tls::Hello::Chromium);
+            h.name().to_string()
+        }),
         revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
         session_think_ms: exp.session_think.map(|d| d.as_millis() as u64),
         session_visit: exp.session_think.map(|_| visit as u32),

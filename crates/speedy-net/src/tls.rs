@@ -121,15 +121,74 @@ pub fn explain_handshake_error(host: &str, port: u16, e: &std::io::Error) -> Str
     }
 }
 
+/// The ClientHello a client sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hello {
+    /// rustls's own with the ring provider: one X25519 key share (255 bytes measured).
+    #[default]
+    Plain,
+    /// Shaped as Chromium's (1,913-2,093 bytes measured from Chromium 156 in the lab): a
+    /// post-quantum X25519MLKEM768 key share (1,216 bytes) beside X25519, and a GREASE
+    /// Encrypted Client Hello extension, both as Chromium sends them. Not reproduced:
+    /// Chromium's trust_anchors extension (186 bytes) and its GREASE values.
+    Chromium,
+}
+
+impl Hello {
+    /// Parses `plain` or `chromium`.
+    pub fn parse(s: &str) -> Result<Hello, String> {
+        match s {
+            "plain" => Ok(Hello::Plain),
+            "chromium" => Ok(Hello::Chromium),
+            _ => Err(format!("{s:?}: plain or chromium")),
+        }
+    }
+
+    /// The name [`Hello::parse`] takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Hello::Plain => "plain",
+            Hello::Chromium => "chromium",
+        }
+    }
+}
+
 /// A client config offering `alpn`.
 pub fn client_config(verify: &Verify, alpn: &[&str]) -> Result<Arc<rustls::ClientConfig>, String> {
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+    client_config_with(verify, alpn, Hello::Plain)
+}
+
+/// A client config offering `alpn`, its ClientHello shaped as `hello` says.
+pub fn client_config_with(
+    verify: &Verify,
+    alpn: &[&str],
+    hello: Hello,
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let provider = match hello {
+        Hello::Plain => provider(),
+        // aws-lc-rs with `prefer-post-quantum` puts X25519MLKEM768 first, and rustls then
+        // sends its share and an X25519 one.
+        Hello::Chromium => Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone());
+    let builder = match hello {
+        Hello::Plain => builder.with_safe_default_protocol_versions(),
+        Hello::Chromium => {
+            use rustls::client::{EchGreaseConfig, EchMode};
+            use rustls::crypto::hpke::{Hpke, HpkePublicKey};
+            let suite: &'static dyn Hpke =
+                rustls::crypto::aws_lc_rs::hpke::DH_KEM_X25519_HKDF_SHA256_AES_128;
+            // A placeholder key: GREASE ECH only has to look like ECH on the wire.
+            let (placeholder, _) = suite.generate_key_pair().map_err(|e| e.to_string())?;
+            let grease = EchGreaseConfig::new(suite, HpkePublicKey(placeholder.0));
+            builder.with_ech(EchMode::Grease(grease))
+        }
+    }
+    .map_err(|e| e.to_string())?;
     let mut cfg = match verify {
         Verify::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
             .with_no_client_auth(),
         Verify::System | Verify::CaFile(_) => {
             let mut roots = rustls::RootCertStore::empty();

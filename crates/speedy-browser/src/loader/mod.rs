@@ -422,7 +422,7 @@ pub async fn load_session(
     let tls = match cfg.transport {
         Transport::Plain if !cfg.proxy.as_ref().is_some_and(|p| p.tls) => None,
         _ => Some(
-            speedy_net::tls::client_config(&cfg.verify, &[driver.alpn()])
+            speedy_net::tls::client_config_with(&cfg.verify, &[driver.alpn()], cfg.tls_hello)
                 .map_err(LoadError::Tls)?,
         ),
     };

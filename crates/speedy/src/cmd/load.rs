@@ -104,6 +104,10 @@ pub struct LoadArgs {
     /// wait, each request on the ready one with the fewest in flight.
     #[arg(long, default_value_t = 1, value_name = "N")]
     sessions: usize,
+    /// The TLS ClientHello: chromium (a post-quantum key share and GREASE ECH, ~1.7 KB,
+    /// as Chromium sends) or plain (rustls's own, ~255 bytes; browsers before 2023).
+    #[arg(long, default_value = "chromium", value_name = "SHAPE", value_parser = speedy_net::tls::Hello::parse)]
+    tls_hello: speedy_net::tls::Hello,
     /// Priorities by type, e.g. `image=2,other=5`, instead of Chromium's per request
     /// (without the browser model the defaults are document=0, stylesheet=1, script=1,
     /// font=2, xhr=2, image=3, other=4).
@@ -202,6 +206,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
         );
     }
     cfg.sessions_per_pool = a.sessions;
+    cfg.tls_hello = a.tls_hello;
     cfg.per_host = a.connections_per_host;
     cfg.max_connections = a.max_connections;
     cfg.pipeline = a.pipeline;
