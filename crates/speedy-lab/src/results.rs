@@ -171,16 +171,46 @@ pub struct Row {
     pub server_connections: Vec<crate::tcpinfo::ConnSample>,
 }
 
-/// Reads `results.jsonl`; an unreadable line is an error naming the file and line.
+/// Reads `results.jsonl`. A last line without its newline that does not parse is what a
+/// run stopped while writing leaves: it is skipped, said on stderr (its load runs again on
+/// resume, [`drop_unfinished_tail`]); any other bad line is an error naming it.
 pub fn read_rows(path: &Path) -> Result<Vec<Row>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
-        })
-        .collect()
+    let unfinished = !text.is_empty() && !text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut rows = Vec::with_capacity(lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(l) {
+            Ok(r) => rows.push(r),
+            Err(e) if unfinished && i + 1 == lines.len() => eprintln!(
+                "speedy lab: {}:{}: the last line is unfinished (a run stopped while \
+                 writing it?) and is skipped: {e}",
+                path.display(),
+                i + 1
+            ),
+            Err(e) => return Err(format!("{}:{}: {e}", path.display(), i + 1)),
+        }
+    }
+    Ok(rows)
+}
+
+/// Cuts an unfinished last line (no newline) off `results.jsonl` before rows are appended
+/// to it again, so that a resumed run's first row does not land on the same line.
+pub fn drop_unfinished_tail(path: &Path) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let bytes = std::fs::read(path).map_err(err)?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(err)?;
+    f.set_len(keep as u64).map_err(err)
 }
 
 /// Appends one row (one line) to `results.jsonl`.
@@ -203,6 +233,28 @@ pub fn append_row(path: &Path, row: &Row) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unfinished_last_line_is_skipped_and_cut_before_appending() {
+        let dir = std::env::temp_dir().join(format!("speedy-unfinished-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("results.jsonl");
+        append_row(&p, &row(0)).unwrap();
+        append_row(&p, &row(1)).unwrap();
+        let whole = std::fs::read_to_string(&p).unwrap();
+        // A crash in the middle of the third row's write.
+        let third = serde_json::to_string(&row(2)).unwrap();
+        std::fs::write(&p, format!("{whole}{}", &third[..third.len() / 2])).unwrap();
+        assert_eq!(read_rows(&p).unwrap().len(), 2);
+        drop_unfinished_tail(&p).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), whole);
+        append_row(&p, &row(2)).unwrap();
+        assert_eq!(read_rows(&p).unwrap().len(), 3);
+        // A bad line that is not the unfinished last one is still an error, by line.
+        std::fs::write(&p, format!("{{oops\n{whole}")).unwrap();
+        assert!(read_rows(&p).unwrap_err().contains("results.jsonl:1:"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn row(i: usize) -> Row {
         let mut r: Row = serde_json::from_value(serde_json::json!({

@@ -380,6 +380,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         "results.jsonl".into()
     });
     let done: HashSet<String> = if results.exists() {
+        crate::results::drop_unfinished_tail(&results)?;
         read_rows(&results)?
             .iter()
             .map(|r| key(&r.page, &r.network, &r.variant, r.run))

@@ -115,6 +115,33 @@ protocol = "spdy"
             .count(),
         8
     );
+    // A run stopped in the middle of writing its last row: the report still reads the
+    // rest and says so, and a resumed run loads that one again on a line of its own.
+    let results = out.join("results.jsonl");
+    let text = std::fs::read_to_string(&results).unwrap();
+    let cut = text.trim_end().rfind('\n').unwrap() + 1 + 40;
+    std::fs::write(&results, &text[..cut]).unwrap();
+    let o = Command::new(BIN)
+        .args(["lab", "report"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("unfinished"), "{err}");
+    let o = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .arg("--no-report")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && err.contains("1 loads to run"),
+        "{err}"
+    );
+    assert_eq!(keys(&results).len(), 8, "every row whole again");
     // The same experiment as a Slurm array of two tasks (ids 1 and 2, the shard read from
     // the environment), merged: the same loads as the unsharded run; one shard alone is
     // refused by name.
