@@ -371,6 +371,10 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
             })
         })
         .collect();
+    let cookies = match row.request_header_bytes {
+        Some(mean) => sized_cookies(mean, &nodes, &domains, rng),
+        None => cookies,
+    };
     let base = a.objects.len();
     let mut page_objects = Vec::with_capacity(nodes.len());
     let bodies = render_bodies(&nodes, rng);
@@ -414,6 +418,75 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
         root: base,
         objects: page_objects,
     }
+}
+
+/// Cookies per host sized so that the host's requests average a size drawn log-normal
+/// around `mean` bytes (kept within 200 B and 2 KB): the cookie makes up the difference
+/// between that and the host's requests without one (their request line, `Host` and
+/// the other headers, in HTTP/1.1 wire form). A host whose requests are already larger
+/// gets no cookie.
+fn sized_cookies(
+    mean: f64,
+    nodes: &[Node],
+    domains: &[String],
+    rng: &mut Rng,
+) -> Vec<Option<String>> {
+    const SIGMA: f64 = 0.4;
+    let none = vec![None; domains.len()];
+    let mut sum = vec![(0.0, 0usize); domains.len()];
+    for node in nodes {
+        // The headers without a cookie, from a copy of the generator (their draws do not
+        // count).
+        let (req, ..) = headers_of(node, nodes, &none, domains, &mut rng.clone());
+        let s = &mut sum[node.domain];
+        s.0 += request_wire_bytes(&node.url, &req) as f64;
+        s.1 += 1;
+    }
+    // log-normal with this mean: median = mean / exp(sigma^2 / 2).
+    let median = mean / (SIGMA * SIGMA / 2.0).exp();
+    sum.iter()
+        .map(|&(total, n)| {
+            let target = rng.lognormal(median, SIGMA).clamp(200.0, 2048.0);
+            let have = if n == 0 { target } else { total / n as f64 };
+            // "cookie: " and its CRLF.
+            let room = target - have - 10.0;
+            (room >= 12.0)
+                .then(|| {
+                    let mut c = String::new();
+                    while c.len() + 8 < room as usize {
+                        if !c.is_empty() {
+                            c.push_str("; ");
+                        }
+                        let (nl, vl) = (rng.range(3, 8), rng.range(16, 48));
+                        c.push_str(&format!("{}={}", rng.hex(nl), rng.hex(vl)));
+                    }
+                    c.truncate(room as usize);
+                    // A crumb cut before its `=` goes.
+                    if c.rsplit("; ")
+                        .next()
+                        .is_some_and(|last| !last.contains('='))
+                    {
+                        c.truncate(c.rfind("; ").unwrap_or(0));
+                    }
+                    c
+                })
+                .filter(|c| !c.is_empty())
+        })
+        .collect()
+}
+
+/// The size of a GET for `url` with `headers` in HTTP/1.1 wire form: request line, `Host`,
+/// each `name: value` line, the blank line.
+pub(crate) fn request_wire_bytes(url: &str, headers: &[(String, String)]) -> usize {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    format!("GET /{path} HTTP/1.1\r\n").len()
+        + format!("Host: {host}\r\n").len()
+        + headers
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum::<usize>()
+        + 2
 }
 
 /// The recorded request and response headers of one object (and whether it is dynamic:
@@ -785,6 +858,23 @@ mod tests {
             eprintln!("{}: {m:.1?}", cal.name);
             let (objects, kb, hosts) = cal.means();
             within("objects", cal.name, m[0], objects);
+            for r in cal.rows {
+                if let Some(want) = r.request_header_bytes {
+                    let sizes: Vec<usize> = a
+                        .objects
+                        .iter()
+                        .map(|o| request_wire_bytes(&o.url, &o.request_headers))
+                        .collect();
+                    let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
+                    eprintln!(
+                        "{}: request headers {mean:.0} B on average, {}-{}",
+                        cal.name,
+                        sizes.iter().min().unwrap(),
+                        sizes.iter().max().unwrap()
+                    );
+                    within("request header bytes", cal.name, mean, want);
+                }
+            }
             within("KB", cal.name, m[1], kb);
             within("hosts", cal.name, m[2], hosts);
             for r in cal.rows {
