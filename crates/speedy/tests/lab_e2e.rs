@@ -94,14 +94,17 @@ protocol = "spdy"
     }
     assert!(html.matches("<svg").count() >= 5, "charts drawn");
     // Running again resumes: nothing left to do, rows unchanged.
-    let o = Command::new(BIN)
-        .arg("lab")
-        .arg(&exp)
-        .arg("--out")
-        .arg(&out)
-        .arg("--no-report")
-        .output()
-        .unwrap();
+    let resume = || {
+        Command::new(BIN)
+            .arg("lab")
+            .arg(&exp)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-report")
+            .output()
+            .unwrap()
+    };
+    let o = resume();
     assert!(o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("0 loads to run"),
@@ -128,14 +131,7 @@ protocol = "spdy"
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success() && err.contains("unfinished"), "{err}");
-    let o = Command::new(BIN)
-        .arg("lab")
-        .arg(&exp)
-        .arg("--out")
-        .arg(&out)
-        .arg("--no-report")
-        .output()
-        .unwrap();
+    let o = resume();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success() && err.contains("1 loads to run"),
