@@ -4,7 +4,7 @@
 //! load (`Row::tcp_series`); and a table of what the proxy's TCP did per variant.
 
 use super::html::{self, Cell};
-use super::svg::{self, x_axis, y_axis, y_title, Anchor, Marker, Scale, Svg};
+use super::svg::{self, x_axis, y_axis, y_title, Marker, Scale, Svg};
 use super::Ctx;
 use crate::results::Row;
 use std::collections::BTreeMap;
@@ -67,13 +67,11 @@ fn figure(samples: &[Sample], label: &str) -> String {
     let xt = svg::ticks(0.0, tmax, 8);
     x_axis(&mut s, &xs, &xt, y0, y1, &|v| format!("{v:.0}"));
     y_title(&mut s, 16.0, (y0 + y1) / 2.0, "segments");
-    s.text(
+    svg::x_title(
+        &mut s,
         (ML + W - MR) / 2.0,
         y1 + 34.0,
         "seconds into the load (its visits; the think time between them is the flat stretches)",
-        Anchor::Middle,
-        12.0,
-        r##"fill="#222""##,
     );
     let mut by_conn: BTreeMap<u64, Vec<&Sample>> = BTreeMap::new();
     for x in samples {
@@ -169,13 +167,11 @@ fn throughput(samples: &[Sample]) -> String {
             Some(&tip),
         );
     }
-    s.text(
+    svg::x_title(
+        &mut s,
         (ML + W - MR) / 2.0,
         y1 + 32.0,
         "seconds into the load: bytes the client acknowledged per second, all connections",
-        Anchor::Middle,
-        12.0,
-        r##"fill="#222""##,
     );
     s.set_height(y1 + 44.0);
     s.finish()

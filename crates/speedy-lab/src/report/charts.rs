@@ -234,14 +234,7 @@ pub fn lines(
     }
     s.line(ML, y1, WIDTH - MR, y1, "#555", 1.0, "");
     y_title(&mut s, 16.0, (y0 + y1) / 2.0, y_title_s);
-    s.text(
-        (ML + WIDTH - MR) / 2.0,
-        y1 + 36.0,
-        x_title,
-        Anchor::Middle,
-        12.0,
-        r##"fill="#222""##,
-    );
+    svg::x_title(&mut s, (ML + WIDTH - MR) / 2.0, y1 + 36.0, x_title);
     let n = series.len() as f64;
     for (i, (se, p)) in series.iter().enumerate() {
         // Dodge the series sideways a little so error bars do not hide each other.
@@ -323,14 +316,7 @@ pub fn scatter(label: &str, series: &[ScatterSeries], x_title: &str, y_title_s: 
         ));
     }
     y_title(&mut s, 16.0, (y0 + y1) / 2.0, y_title_s);
-    s.text(
-        (x0 + x1) / 2.0,
-        y1 + 38.0,
-        x_title,
-        Anchor::Middle,
-        12.0,
-        r##"fill="#222""##,
-    );
+    svg::x_title(&mut s, (x0 + x1) / 2.0, y1 + 38.0, x_title);
     for (se, pts) in series {
         for (x, y, t) in pts {
             s.marker(
@@ -472,14 +458,7 @@ pub fn stacked_hbars(
             r##"fill="#333""##,
         );
     }
-    s.text(
-        (lw + WIDTH - MR) / 2.0,
-        y1 + 36.0,
-        x_title,
-        Anchor::Middle,
-        12.0,
-        r##"fill="#222""##,
-    );
+    svg::x_title(&mut s, (lw + WIDTH - MR) / 2.0, y1 + 36.0, x_title);
     s.set_height(y1 + 48.0);
     s.finish()
 }

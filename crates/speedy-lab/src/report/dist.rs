@@ -145,13 +145,11 @@ pub fn box_plots(label: &str, series: &[Series], groups: &[BoxGroup], x_title: &
         }
         y += gh + gap;
     }
-    s.text(
+    svg::x_title(
+        &mut s,
         (lw + WIDTH - MR) / 2.0,
         y1 + 36.0,
         &axis_title(x_title, tk[0]),
-        Anchor::Middle,
-        12.0,
-        r##"fill="#222""##,
     );
     s.set_height(y1 + 48.0);
     s.finish()
@@ -182,13 +180,11 @@ pub fn cdfs(label: &str, series: &[(Series, Vec<f64>)], x_title: &str) -> String
     svg::y_axis(&mut s, &ys, &yt, ml, WIDTH - MR, &|v| format!("{v:.0}%"));
     x_axis(&mut s, &xs, &tk, y0, y1, &|v| svg::num(v));
     svg::y_title(&mut s, 16.0, (y0 + y1) / 2.0, "loads finished by then (%)");
-    s.text(
+    svg::x_title(
+        &mut s,
         (ml + WIDTH - MR) / 2.0,
         y1 + 36.0,
         &axis_title(x_title, tk[0]),
-        Anchor::Middle,
-        12.0,
-        r##"fill="#222""##,
     );
     for (se, vals) in series {
         if vals.is_empty() {

@@ -478,6 +478,11 @@ pub fn y_title(svg: &mut Svg, x: f64, y_mid: f64, s: &str) {
     ));
 }
 
+/// An x-axis title centred on `x_mid` at `y` (the style `y_title` gives the y axis).
+pub fn x_title(svg: &mut Svg, x_mid: f64, y: f64, s: &str) {
+    svg.text(x_mid, y, s, Anchor::Middle, 12.0, r##"fill="#222""##);
+}
+
 /// Legend entries in rows from (`x`, `y`), wrapping at `max_x`; returns the y below it.
 /// Each entry is (label, style, kind) where kind draws a line+marker or a filled box.
 pub fn legend(svg: &mut Svg, x: f64, y: f64, max_x: f64, entries: &[(String, Style, bool)]) -> f64 {
