@@ -75,6 +75,17 @@ pub enum Transport {
     Plain,
 }
 
+impl Transport {
+    /// Whether a connection for a URL of `scheme` uses TLS.
+    pub fn tls_for(self, scheme: &str) -> bool {
+        match self {
+            Transport::Tls => true,
+            Transport::Plain => false,
+            Transport::Auto => scheme == "https",
+        }
+    }
+}
+
 /// The cost of resolving a new host name.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DnsCost {

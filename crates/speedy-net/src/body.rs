@@ -339,6 +339,16 @@ impl Body {
         poll_fn(|cx| self.poll_chunk(cx)).await
     }
 
+    /// Writes the body to `w` chunk by chunk as it comes, then shuts `w`'s write side
+    /// down (a tunnel's half-close); stops at the first error on either side.
+    pub async fn copy_to(mut self, w: &mut (impl tokio::io::AsyncWrite + Unpin)) -> io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        while let Some(c) = self.chunk().await {
+            w.write_all(&c?).await?;
+        }
+        w.shutdown().await
+    }
+
     /// Reads the whole body into memory, refusing more than `limit` bytes (an
     /// `InvalidData` error naming the limit) before holding them.
     pub async fn collect(mut self, limit: usize) -> io::Result<Bytes> {

@@ -120,7 +120,7 @@ async fn tunnel(
     scheme: &'static str,
     handler: Arc<dyn Handler>,
 ) -> hyper::Response<Body> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncReadExt;
     let on_upgrade = hyper::upgrade::on(&mut req);
     let (parts, _) = req.into_parts();
     let target = parts
@@ -138,7 +138,7 @@ async fn tunnel(
     if !(200..300).contains(&resp.status) {
         return to_hyper(resp);
     }
-    let mut down = std::mem::take(&mut resp.body);
+    let down = std::mem::take(&mut resp.body);
     tokio::spawn(async move {
         let Ok(io) = on_upgrade.await else { return };
         let (mut rd, mut wr) = tokio::io::split(TokioIo::new(io));
@@ -152,12 +152,7 @@ async fn tunnel(
             }
         };
         let to_client = async move {
-            while let Some(Ok(c)) = down.chunk().await {
-                if wr.write_all(&c).await.is_err() {
-                    break;
-                }
-            }
-            let _ = wr.shutdown().await;
+            let _ = down.copy_to(&mut wr).await;
         };
         tokio::join!(to_target, to_client);
     });

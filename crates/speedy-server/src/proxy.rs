@@ -236,7 +236,7 @@ impl Inner {
 
     /// A CONNECT tunnel; see the module doc.
     async fn tunnel(self: Arc<Self>, mut req: Request) -> Response {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncReadExt;
         let t0 = Instant::now();
         let (host, port) = split_host(&req.host, 0);
         if host.is_empty() || port == 0 {
@@ -265,14 +265,9 @@ impl Inner {
         let _ = sock.set_nodelay(true);
         let connected = t0.elapsed();
         let (mut rd, mut wr) = sock.into_split();
-        let mut up = std::mem::take(&mut req.body);
+        let up = std::mem::take(&mut req.body);
         tokio::spawn(async move {
-            while let Some(Ok(c)) = up.chunk().await {
-                if wr.write_all(&c).await.is_err() {
-                    return;
-                }
-            }
-            let _ = wr.shutdown().await;
+            let _ = up.copy_to(&mut wr).await;
         });
         let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(BUFFER_CHUNKS);
         let origin = Arc::new(OriginProgress::default());

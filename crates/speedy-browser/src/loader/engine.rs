@@ -470,11 +470,7 @@ impl<'a> Engine<'a> {
             Some(p)
                 if !p.tls
                     && self.cfg.proto == Proto::Http1
-                    && match self.cfg.transport {
-                        Transport::Tls => true,
-                        Transport::Plain => false,
-                        Transport::Auto => url.scheme == "https",
-                    } =>
+                    && self.cfg.transport.tls_for(&url.scheme) =>
             {
                 Some((url.host.clone(), url.port.unwrap_or(443)))
             }
@@ -495,11 +491,10 @@ impl<'a> Engine<'a> {
         };
         // In single-domain mode the page's scheme decides TLS for the one connection; to a
         // proxy, the proxy URL's scheme (`--tls`/`--plain` are about the origins).
-        let tls = match self.cfg.transport {
-            _ if self.cfg.proxy.is_some() => scheme == "https",
-            Transport::Tls => true,
-            Transport::Plain => false,
-            Transport::Auto => scheme == "https",
+        let tls = if self.cfg.proxy.is_some() {
+            scheme == "https"
+        } else {
+            self.cfg.transport.tls_for(&scheme)
         };
         self.pools.insert(
             pool.to_string(),
