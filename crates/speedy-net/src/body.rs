@@ -37,7 +37,7 @@ pub struct Body {
     /// Length, when known ahead (sent as `content-length`).
     len: Option<u64>,
     /// How long a reader may wait for the peer's next bytes ([`Body::with_read_timeout`]).
-    idle: Option<Box<IdleTimer>>,
+    idle: Option<IdleTimer>,
 }
 
 /// The read timeout of a body the peer sends: armed while a reader waits, reset by every
@@ -240,11 +240,11 @@ impl Body {
     /// peer sends (request bodies on a server, response bodies on a client): a peer that
     /// trickles a body, or stops, cannot hold the reader longer than this per chunk.
     pub fn with_read_timeout(mut self, limit: std::time::Duration) -> Body {
-        self.idle = Some(Box::new(IdleTimer {
+        self.idle = Some(IdleTimer {
             limit,
             sleep: None,
             fired: false,
-        }));
+        });
         self
     }
 

@@ -37,9 +37,10 @@ pub struct ClientConfig {
     /// Connect to this address instead of resolving the host (the host still names the
     /// origin: TLS server name, `:host`).
     pub connect_to: Option<SocketAddr>,
-    /// How long to wait for a response head, and then for each next piece of its body:
-    /// a server that stalls cannot hold a request longer than this at a time.
-    pub read_timeout: std::time::Duration,
+    /// How long to wait for a connection, a response head, and then each next piece of
+    /// its body: a server that stalls cannot hold a request longer than this at a time.
+    /// `None` (load generators, whose run has its own duration): no timer per request.
+    pub read_timeout: Option<std::time::Duration>,
 }
 
 impl Default for ClientConfig {
@@ -55,7 +56,7 @@ impl Default for ClientConfig {
             log: None,
             connect_to: None,
             upgrade: None,
-            read_timeout: std::time::Duration::from_secs(30),
+            read_timeout: Some(std::time::Duration::from_secs(30)),
         }
     }
 }
@@ -95,7 +96,7 @@ pub struct Client {
     inner: Inner,
     pushes: Option<mpsc::UnboundedReceiver<ResponseStream>>,
     stream_protocol: Option<String>,
-    read_timeout: std::time::Duration,
+    read_timeout: Option<std::time::Duration>,
 }
 
 enum Inner {
@@ -163,7 +164,9 @@ impl Client {
         port: u16,
         cfg: &ClientConfig,
     ) -> Result<Client, ClientError> {
-        let limit = cfg.read_timeout;
+        let Some(limit) = cfg.read_timeout else {
+            return Client::connect_now(scheme, host, port, cfg).await;
+        };
         tokio::time::timeout(limit, Client::connect_now(scheme, host, port, cfg))
             .await
             .unwrap_or_else(|_| {
@@ -322,7 +325,9 @@ impl Client {
 
     /// Sends a request; resolves when the response headers arrive.
     pub async fn request(&self, req: ClientRequest) -> Result<ResponseStream, ClientError> {
-        let limit = self.read_timeout;
+        let Some(limit) = self.read_timeout else {
+            return self.send(req).await;
+        };
         let mut resp = tokio::time::timeout(limit, self.send(req))
             .await
             .map_err(|_| ClientError::Timeout(limit))??;

@@ -57,6 +57,7 @@ impl LoadConn {
                     protocol: Some(Protocol::Spdy(v)),
                     verify: verify.clone(),
                     http1_connections: 1,
+                    read_timeout: None,
                     ..Default::default()
                 };
                 Inner::Spdy(Client::connect(&url.scheme, host, port, &cfg).await?)

@@ -237,6 +237,7 @@ async fn hold_idle(
         protocol: proto,
         verify,
         http1_connections: 1,
+        read_timeout: None,
         ..Default::default()
     };
     let mut clients = Vec::with_capacity(n);

@@ -202,7 +202,7 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
     };
     let mut cfg = ClientConfig {
         protocol,
-        read_timeout: secs(a.read_timeout, "--read-timeout")?,
+        read_timeout: Some(secs(a.read_timeout, "--read-timeout")?),
         ..Default::default()
     };
     let max_time = a.max_time.map(|t| secs(t, "--max-time")).transpose()?;
