@@ -51,7 +51,7 @@ taskset -c 0 node interop/server.js --plain --port 18095 --root "$W/www" > "$W/n
 sleep 2
 
 # A run with errors still prints its JSON (errors are reported in the table).
-B() { taskset -c 1 "$S" bench --threads 1 -d "$DURATION" --warmup "$WARMUP" --json "$@" || true; }
+B() { taskset -c 1 "$S" bench --threads 1 -D "$DURATION" --warmup "$WARMUP" --json "$@" || true; }
 H() { taskset -c 1 h2load -t 1 -D "${DURATION%s}" --warm-up-time="${WARMUP%s}" "$@" 2>&1 | tee -a "$W/h2load.log"; }
 # req/s of 2xx responses only: h2load counts any status as done.
 rps_h2load() { python3 -c "

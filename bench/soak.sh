@@ -53,7 +53,7 @@ runs=0
 end=$((SECONDS + SECS))
 peak=0
 while [ $SECONDS -lt $end ]; do
-    out=$("$BIN" bench "$URL" -c 50 -m 4 -d 2s --warmup 0s --json 2>>"$OUT/churn.err")
+    out=$("$BIN" bench "$URL" -c 50 -m 4 -D 2s --warmup 0s --json 2>>"$OUT/churn.err")
     runs=$((runs + 1))
     e=$(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j.get("errors", 0) + j.get("failed", 0))')
     r=$(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j.get("requests", 0))')

@@ -1,9 +1,9 @@
-//! The client: one connection to an origin, speaking SPDY (one session, all requests
-//! multiplexed) or HTTP/1.1 (a small pool of keep-alive connections).
+//! The client: one connection to an origin, speaking SPDY or HTTP/2 (one session, all
+//! requests multiplexed) or HTTP/1.1 (a small pool of keep-alive connections).
 
 use crate::body::Body;
 use crate::io::BoxIo;
-pub use crate::reply::{ClientError, FrameLog, ResponseStream};
+pub use crate::reply::{ClientError, FrameLog, LogKind, ResponseStream};
 use crate::spdy_client::{Cmd, SpdyHandle};
 use crate::tls::{client_config, Verify};
 use bytes::Bytes;
@@ -20,8 +20,8 @@ pub use crate::protocol::Protocol;
 /// Client settings.
 #[derive(Clone)]
 pub struct ClientConfig {
-    /// Force a protocol. `None`: ALPN over TLS (SPDY preferred), SPDY/3.1 on plain TCP.
-    /// [`Protocol::H2`] is refused by [`Client::connect`]: this client has no HTTP/2 yet.
+    /// Force a protocol. `None`: ALPN over TLS (SPDY preferred, then h2, then HTTP/1.1),
+    /// SPDY/3.1 on plain TCP. [`Protocol::H2`] on plain TCP is h2c with prior knowledge.
     pub protocol: Option<Protocol>,
     /// Certificate checking for TLS.
     pub verify: Verify,
@@ -29,7 +29,7 @@ pub struct ClientConfig {
     pub spdy: spdy::Config,
     /// HTTP/1.1: connections to open at most.
     pub http1_connections: usize,
-    /// Frame log (SPDY `-v`).
+    /// The `-v` log: SPDY frames, HTTP/1.1 and h2 heads, connection facts.
     pub log: Option<FrameLog>,
     /// Plain TCP: reach SPDY/3.1 through an HTTP/1.1 `Upgrade` request (as Kubernetes
     /// does) instead of prior knowledge.
@@ -97,11 +97,15 @@ pub struct Client {
     pushes: Option<mpsc::UnboundedReceiver<ResponseStream>>,
     stream_protocol: Option<String>,
     read_timeout: Option<std::time::Duration>,
+    /// The `-v` log, for HTTP/1.1 and h2 heads (SPDY logs its frames itself).
+    log: Option<FrameLog>,
 }
 
 enum Inner {
     Spdy(SpdyHandle),
     Http1(Arc<Http1Pool>),
+    /// One h2 connection (the h2 crate's handle; cloned per request).
+    H2(h2::client::SendRequest<Bytes>),
 }
 
 struct Http1Pool {
@@ -128,12 +132,19 @@ pub(crate) async fn dial(
     Ok(s)
 }
 
+/// What a TLS handshake settled: the ALPN protocol and a one-line summary (version,
+/// cipher suite, ALPN) for `-v`.
+pub(crate) struct TlsInfo {
+    pub(crate) alpn: Option<String>,
+    pub(crate) summary: String,
+}
+
 pub(crate) async fn tls_dial(
     host: &str,
     port: u16,
     via: Option<SocketAddr>,
     tls: Arc<rustls::ClientConfig>,
-) -> Result<(BoxIo, Option<String>), ClientError> {
+) -> Result<(BoxIo, TlsInfo), ClientError> {
     let tcp = dial(host, port, via).await?;
     let name = rustls::pki_types::ServerName::try_from(host.to_string())
         .map_err(|e| ClientError::Connect(e.to_string()))?;
@@ -141,18 +152,41 @@ pub(crate) async fn tls_dial(
         .connect(name, tcp)
         .await
         .map_err(|e| ClientError::Connect(crate::tls::explain_handshake_error(host, port, &e)))?;
-    let alpn = s
-        .get_ref()
-        .1
+    let conn = s.get_ref().1;
+    let alpn = conn
         .alpn_protocol()
         .map(|a| String::from_utf8_lossy(a).into_owned());
-    Ok((Box::new(s), alpn))
+    let summary = format!(
+        "TLS {} {}, ALPN {}",
+        conn.protocol_version()
+            .map_or("?".into(), |v| format!("{v:?}").replace("TLSv1_", "1.")),
+        conn.negotiated_cipher_suite()
+            .map_or("?".into(), |c| format!("{:?}", c.suite())),
+        alpn.as_deref().unwrap_or("none")
+    );
+    Ok((Box::new(s), TlsInfo { alpn, summary }))
 }
 
-fn no_h2() -> ClientError {
-    ClientError::Connect(
-        "HTTP/2 is not supported by this client (spdy/3.1, spdy/3, spdy/2, http/1.1 are)".into(),
-    )
+/// Logs an [`LogKind::Info`] line when `-v` asked for a log.
+fn info(log: &Option<FrameLog>, line: impl FnOnce() -> String) {
+    if let Some(l) = log {
+        l(LogKind::Info, &line());
+    }
+}
+
+/// Logs a request or response head (HTTP/1.1, h2) line by line.
+fn log_head<'a>(
+    log: &Option<FrameLog>,
+    kind: LogKind,
+    first: &str,
+    headers: impl Iterator<Item = (&'a str, &'a [u8])>,
+) {
+    if let Some(l) = log {
+        l(kind, first);
+        for (n, v) in headers {
+            l(kind, &format!("{n}: {}", String::from_utf8_lossy(v)));
+        }
+    }
 }
 
 impl Client {
@@ -182,9 +216,10 @@ impl Client {
         port: u16,
         cfg: &ClientConfig,
     ) -> Result<Client, ClientError> {
-        if cfg.protocol == Some(Protocol::H2) {
-            return Err(no_h2());
-        }
+        info(&cfg.log, || match cfg.connect_to {
+            Some(a) => format!("connecting to {host}:{port} at {a}"),
+            None => format!("connecting to {host}:{port}"),
+        });
         let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
             host.to_string()
         } else {
@@ -197,8 +232,9 @@ impl Client {
                 None => crate::tls::CLIENT_ALPN.to_vec(),
             };
             let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
-            let (io, alpn) = tls_dial(host, port, cfg.connect_to, tls).await?;
-            let proto = match alpn.as_deref() {
+            let (io, tls) = tls_dial(host, port, cfg.connect_to, tls).await?;
+            info(&cfg.log, || format!("{host}:{port}: {}", tls.summary));
+            let proto = match tls.alpn.as_deref() {
                 Some(a) => Protocol::from_name(a).ok_or_else(|| {
                     ClientError::Connect(format!("server chose unknown protocol {a}"))
                 })?,
@@ -230,11 +266,10 @@ impl Client {
                     stream_protocol = chosen;
                     Some(io)
                 }
-                Protocol::Spdy(_) => {
+                Protocol::Spdy(_) | Protocol::H2 => {
                     Some(Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo)
                 }
                 Protocol::Http1 => None,
-                Protocol::H2 => return Err(no_h2()),
             };
             (io, proto)
         };
@@ -252,9 +287,32 @@ impl Client {
                     pushes: Some(pushes),
                     stream_protocol,
                     read_timeout: cfg.read_timeout,
+                    log: cfg.log.clone(),
                 })
             }
-            Protocol::H2 => Err(no_h2()),
+            Protocol::H2 => {
+                let (send, conn) = h2::client::Builder::new()
+                    .enable_push(false)
+                    .initial_window_size(1 << 20)
+                    .initial_connection_window_size(8 << 20)
+                    .handshake(io.expect("dialled"))
+                    .await
+                    .map_err(|e| {
+                        ClientError::Connect(format!("h2 handshake with {authority}: {e}"))
+                    })?;
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                Ok(Client {
+                    scheme: scheme.into(),
+                    authority,
+                    inner: Inner::H2(send),
+                    pushes: None,
+                    stream_protocol,
+                    read_timeout: cfg.read_timeout,
+                    log: cfg.log.clone(),
+                })
+            }
             Protocol::Http1 => {
                 let (host2, scheme2, verify) =
                     (host.to_string(), scheme.to_string(), cfg.verify.clone());
@@ -289,6 +347,7 @@ impl Client {
                     pushes: None,
                     stream_protocol,
                     read_timeout: cfg.read_timeout,
+                    log: cfg.log.clone(),
                 })
             }
         }
@@ -299,6 +358,7 @@ impl Client {
         match &self.inner {
             Inner::Spdy(h) => h.version.alpn(),
             Inner::Http1(_) => "http/1.1",
+            Inner::H2(_) => "h2",
         }
     }
 
@@ -320,6 +380,17 @@ impl Client {
         };
         let (tx, rx) = oneshot::channel();
         h.tx.send(Cmd::Ping(tx)).ok()?;
+        rx.await.ok()
+    }
+
+    /// The SPDY session's counters (header bytes raw and compressed, frames, data);
+    /// `None` over HTTP/1.1 and h2 or once the session has ended.
+    pub async fn session_stats(&self) -> Option<spdy::session::Stats> {
+        let Inner::Spdy(h) = &self.inner else {
+            return None;
+        };
+        let (tx, rx) = oneshot::channel();
+        h.tx.send(Cmd::Stats(tx)).ok()?;
         rx.await.ok()
     }
 
@@ -365,8 +436,81 @@ impl Client {
                 .map_err(|_| ClientError::Closed)?;
                 rx.await.map_err(|_| ClientError::Closed)?
             }
-            Inner::Http1(pool) => pool.request(&self.authority, req).await,
+            Inner::Http1(pool) => pool.request(&self.authority, req, &self.log).await,
+            Inner::H2(send) => self.h2_request(send.clone(), req).await,
         }
+    }
+
+    async fn h2_request(
+        &self,
+        send: h2::client::SendRequest<Bytes>,
+        req: ClientRequest,
+    ) -> Result<ResponseStream, ClientError> {
+        let h2_err = |e: h2::Error| ClientError::Http(format!("h2: {e}"));
+        let uri = format!("{}://{}{}", self.scheme, self.authority, req.path);
+        let mut b = hyper::Request::builder()
+            .method(req.method.as_str())
+            .uri(uri.as_str())
+            .header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")))
+            .header("accept", "*/*");
+        for (n, v) in &req.headers {
+            b = b.header(n.as_str(), v.as_str());
+        }
+        let hreq = b.body(()).map_err(|e| ClientError::Http(e.to_string()))?;
+        log_head(
+            &self.log,
+            LogKind::Sent,
+            &format!("{} {uri} h2", req.method),
+            hreq.headers()
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        );
+        let mut send = send.ready().await.map_err(h2_err)?;
+        let (fut, mut body_tx) = send
+            .send_request(hreq, req.body.is_empty())
+            .map_err(h2_err)?;
+        if !req.body.is_empty() {
+            body_tx.send_data(req.body, true).map_err(h2_err)?;
+        }
+        let resp = fut.await.map_err(h2_err)?;
+        let (parts, body) = resp.into_parts();
+        Ok(response_from(&self.log, parts, "h2", |len| {
+            Body::h2(body, len, usize::MAX)
+        }))
+    }
+}
+
+/// A [`ResponseStream`] from an HTTP/1.1 or h2 response head, logged under `-v`.
+fn response_from(
+    log: &Option<FrameLog>,
+    parts: hyper::http::response::Parts,
+    protocol: &'static str,
+    body: impl FnOnce(Option<u64>) -> Body,
+) -> ResponseStream {
+    log_head(
+        log,
+        LogKind::Received,
+        &format!("{protocol} {}", parts.status),
+        parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
+    let len = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let mut headers = Headers::new();
+    for (n, v) in parts.headers.iter() {
+        headers.add(n.as_str(), v.as_bytes());
+    }
+    ResponseStream {
+        status: parts.status.as_u16(),
+        headers,
+        protocol,
+        pushed_url: None,
+        body: body(len),
     }
 }
 
@@ -375,6 +519,7 @@ impl Http1Pool {
         self: &Arc<Self>,
         authority: &str,
         req: ClientRequest,
+        log: &Option<FrameLog>,
     ) -> Result<ResponseStream, ClientError> {
         let permit = self
             .slots
@@ -412,30 +557,25 @@ impl Http1Pool {
         let hreq = b
             .body(Full::new(req.body))
             .map_err(|e| ClientError::Http(e.to_string()))?;
+        log_head(
+            log,
+            LogKind::Sent,
+            &format!("{} {} HTTP/1.1", req.method, req.path),
+            hreq.headers()
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        );
         let resp = sender
             .send_request(hreq)
             .await
             .map_err(|e| ClientError::Http(e.to_string()))?;
         let (parts, body) = resp.into_parts();
-        let len = parts
-            .headers
-            .get(hyper::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok());
-        let mut headers = Headers::new();
-        for (n, v) in parts.headers.iter() {
-            headers.add(n.as_str(), v.as_bytes());
-        }
         // The connection goes back to the pool once the body has been read: hyper
         // queues the next request on it until then.
         self.idle.lock().await.push(sender);
         drop(permit);
-        Ok(ResponseStream {
-            status: parts.status.as_u16(),
-            headers,
-            protocol: "http/1.1",
-            pushed_url: None,
-            body: Body::http1(body, len, usize::MAX),
-        })
+        Ok(response_from(log, parts, "http/1.1", |len| {
+            Body::http1(body, len, usize::MAX)
+        }))
     }
 }

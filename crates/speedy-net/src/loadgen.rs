@@ -2,7 +2,8 @@
 //! that repeats a GET of it as fast as it is asked to, over SPDY (the [`Client`]),
 //! HTTP/2 (the `h2` crate, large windows) or a lean HTTP/1.1 keep-alive connection with
 //! one request in flight, as h2load does. Timing, counting and reporting belong to the
-//! caller; each GET returns the body's length or a short error kind to count by.
+//! caller; each GET returns the status and the body's length or a short error kind to
+//! count by.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), speedy_net::ClientError> {
@@ -70,10 +71,20 @@ impl LoadConn {
         })
     }
 
-    /// GETs the URL once and reads the whole body. `Ok`: the body's length; `Err`: a
-    /// short error kind to count failures by (`http 404`, `stream reset`,
-    /// `connection closed`, `connect`, `h2: …`).
-    pub async fn get(&self) -> Result<u64, String> {
+    /// Header bytes this connection's SPDY session sent and received, raw and as sent
+    /// on the wire; `None` over HTTP/1.1 (no compression) and h2 (the h2 crate does not
+    /// report its HPACK sizes).
+    pub async fn header_bytes(&self) -> Option<spdy::session::Stats> {
+        match &self.inner {
+            Inner::Spdy(c) => c.session_stats().await,
+            _ => None,
+        }
+    }
+
+    /// GETs the URL once and reads the whole body. `Ok`: the status (below 400) and the
+    /// body's length; `Err`: a short error kind to count failures by (`http 404`,
+    /// `stream reset`, `connection closed`, `connect`, `h2: …`).
+    pub async fn get(&self) -> Result<(u16, u64), String> {
         match &self.inner {
             Inner::Spdy(cl) => {
                 let resp = cl
@@ -88,7 +99,7 @@ impl LoadConn {
                 while let Some(c) = body.chunk().await {
                     n += c.map_err(|e| kind(&e.to_string()))?.len() as u64;
                 }
-                Ok(n)
+                Ok((resp.status, n))
             }
             Inner::H1(h1) => h1.lock().await.roundtrip().await,
             Inner::H2(send) => {
@@ -98,8 +109,9 @@ impl LoadConn {
                     .map_err(|e| e.to_string())?;
                 let (resp, _) = s.send_request(req, true).map_err(|e| format!("h2: {e}"))?;
                 let resp = resp.await.map_err(|e| format!("h2: {e}"))?;
-                if resp.status().as_u16() >= 400 {
-                    return Err(format!("http {}", resp.status().as_u16()));
+                let status = resp.status().as_u16();
+                if status >= 400 {
+                    return Err(format!("http {status}"));
                 }
                 let mut body = resp.into_body();
                 let mut n = 0u64;
@@ -108,7 +120,7 @@ impl LoadConn {
                     let _ = body.flow_control().release_capacity(d.len());
                     n += d.len() as u64;
                 }
-                Ok(n)
+                Ok((status, n))
             }
         }
     }
@@ -179,8 +191,9 @@ impl H1 {
         }
     }
 
-    /// Sends the request and reads one response (Content-Length bodies only).
-    async fn roundtrip(&mut self) -> Result<u64, String> {
+    /// Sends the request and reads one response (Content-Length bodies only): its status
+    /// and body length.
+    async fn roundtrip(&mut self) -> Result<(u16, u64), String> {
         self.io
             .write_all(&self.request)
             .await
@@ -215,7 +228,7 @@ impl H1 {
         if status >= 400 {
             return Err(format!("http {status}"));
         }
-        Ok(body_len as u64)
+        Ok((status, body_len as u64))
     }
 
     /// Reads more bytes into the buffer; end of stream is an error.

@@ -5,8 +5,20 @@ use crate::body::Body;
 use spdy::{Headers, RstStatus};
 use std::sync::Arc;
 
-/// Receives every frame sent (`true`) or received, as one line.
-pub type FrameLog = Arc<dyn Fn(bool, &str) + Send + Sync>;
+/// Receives the client's `-v` lines: every SPDY frame sent or received, the request and
+/// response heads of HTTP/1.1 and h2, and what connecting did ([`LogKind::Info`]).
+pub type FrameLog = Arc<dyn Fn(LogKind, &str) + Send + Sync>;
+
+/// What a [`FrameLog`] line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogKind {
+    /// Sent to the server (a frame or a request head).
+    Sent,
+    /// Received from the server.
+    Received,
+    /// About the connection: address, TLS version and cipher, ALPN.
+    Info,
+}
 
 /// Why a request failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -20,6 +20,8 @@ pub(crate) enum Cmd {
         reply: oneshot::Sender<Result<ResponseStream, ClientError>>,
     },
     Ping(oneshot::Sender<std::time::Duration>),
+    /// The session's counters (frames, header bytes raw and compressed, data).
+    Stats(oneshot::Sender<spdy::session::Stats>),
 }
 
 struct Waiting {
@@ -229,7 +231,12 @@ impl Owner for ClientOwner {
             }
             Event::Frame { sent, summary } => {
                 if let Some(l) = &self.log {
-                    l(sent, &summary);
+                    let kind = if sent {
+                        crate::reply::LogKind::Sent
+                    } else {
+                        crate::reply::LogKind::Received
+                    };
+                    l(kind, &summary);
                 }
             }
             Event::Pong { rtt, .. } => {
@@ -308,6 +315,9 @@ impl Owner for ClientOwner {
             Cmd::Ping(tx) => {
                 self.pings.push(tx);
                 session.ping(Instant::now());
+            }
+            Cmd::Stats(tx) => {
+                let _ = tx.send(session.stats());
             }
         }
     }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 /// ALPN ids a speedy server accepts, most preferred first (rustls picks the first of
 /// these that the client offers).
 pub const SERVER_ALPN: [&str; 5] = ["spdy/3.1", "spdy/3", "spdy/2", "h2", "http/1.1"];
-/// ALPN ids the SPDY/HTTP/1.1 [`crate::Client`] offers when no protocol is forced.
-pub const CLIENT_ALPN: [&str; 4] = ["spdy/3.1", "spdy/3", "spdy/2", "http/1.1"];
+/// ALPN ids the [`crate::Client`] offers when no protocol is forced.
+pub const CLIENT_ALPN: [&str; 5] = ["spdy/3.1", "spdy/3", "spdy/2", "h2", "http/1.1"];
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())

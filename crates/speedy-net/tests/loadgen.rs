@@ -59,7 +59,7 @@ async fn exercise(scheme: &str, addr: std::net::SocketAddr) {
             .collect();
         for t in tasks {
             for r in t.await.unwrap() {
-                assert_eq!(r, Ok(BODY as u64), "{scheme} {name}");
+                assert_eq!(r, Ok((200, BODY as u64)), "{scheme} {name}");
             }
         }
         let missing: Url = format!("{scheme}://{addr}/nope").parse().unwrap();

@@ -272,6 +272,92 @@ fn https_to_a_plain_port_says_so_in_words() {
 }
 
 // ---------------------------------------------------------------------------------------
+// fetch: curl's habits (-o, -o -, -I, -X, -v) on every protocol.
+
+#[test]
+fn fetch_writes_bodies_heads_and_verbose_lines_as_curl_does() {
+    let (dir, srv) = site("fetch-curl", true);
+    let base = format!("https://{}", srv.addr);
+    let (a, b) = (format!("{base}/index.html"), format!("{base}/b.css"));
+    for p in ["spdy/3.1", "h2", "http1"] {
+        // -o FILE for the first URL, -o - (stdout) for the second: the JSON lines move to
+        // stderr, the files hold the exact bodies.
+        let out = format!("a-{}.html", p.replace('/', "_"));
+        let o = speedy(
+            &dir,
+            &[
+                "fetch",
+                "-k",
+                "--protocol",
+                p,
+                "-o",
+                &out,
+                "-o",
+                "-",
+                &a,
+                &b,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{p}: {}", stderr(&o));
+        assert_eq!(o.stdout, b"body { color: red }", "{p}");
+        assert_eq!(
+            std::fs::read(dir.join(&out)).unwrap(),
+            b"<html>index</html>",
+            "{p}"
+        );
+        let lines: Vec<Value> = stderr(&o)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{p}: {}", stderr(&o));
+        // -I: a HEAD, the status line and headers on stdout, no body.
+        let o = speedy(&dir, &["fetch", "-k", "--protocol", p, "-I", &a]);
+        assert_eq!(o.status.code(), Some(0), "{p}: {}", stderr(&o));
+        let head = String::from_utf8_lossy(&o.stdout);
+        let proto = if p == "http1" { "http/1.1" } else { p };
+        assert!(head.starts_with(&format!("{proto} 200\n")), "{p}: {head}");
+        assert!(head.contains("content-type: text/html"), "{p}: {head}");
+        assert!(stderr(&o).contains("\"bytes\":0"), "{p}: {}", stderr(&o));
+        // -X: the method goes out as given (the file server allows GET and HEAD only).
+        let o = speedy(
+            &dir,
+            &["fetch", "-k", "--protocol", p, "-X", "DELETE", "-v", &a],
+        );
+        assert_eq!(o.status.code(), Some(0), "{p}: {}", stderr(&o));
+        assert_eq!(json_lines(&o)[0]["status"], 405, "{p}");
+        let v = stderr(&o);
+        // -v: seconds since start, the connection, TLS and ALPN, what went out and came in.
+        assert!(v.contains("] * connecting to "), "{p}: {v}");
+        assert!(
+            v.contains(&format!(
+                "ALPN {}",
+                if p == "http1" { "http/1.1" } else { p }
+            )),
+            "{p}: {v}"
+        );
+        assert!(v.contains("] > ") && v.contains("] < "), "{p}: {v}");
+        assert!(v.contains("DELETE"), "{p}: {v}");
+        assert!(v.contains("405"), "{p}: {v}");
+    }
+    // Without --protocol, ALPN picks SPDY/3.1 (speedy's first choice) from the offer.
+    let o = speedy(&dir, &["fetch", "-k", &a]);
+    assert_eq!(json_lines(&o)[0]["protocol"], "spdy/3.1");
+    // Bad uses are named.
+    for (args, want) in [
+        (vec!["-o", "x", "-o", "y"], "2 -o files for 1 URLs"),
+        (vec!["-X", "GE T"], "not an HTTP method token"),
+    ] {
+        let mut all = vec!["fetch", "-k"];
+        all.extend(args);
+        all.push(&a);
+        let o = speedy(&dir, &all);
+        assert_eq!(o.status.code(), Some(2), "{all:?}");
+        assert!(stderr(&o).contains(want), "{all:?}: {}", stderr(&o));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // One vocabulary, one set of TLS options.
 
 #[test]
@@ -291,18 +377,21 @@ fn every_client_takes_the_one_protocol_vocabulary() {
             stderr(&o)
         );
     }
-    for p in ["http1", "http/1.1", "spdy", "spdy/3.1", "spdy/3", "spdy/2"] {
+    for (p, got) in [
+        ("http1", "http/1.1"),
+        ("http/1.1", "http/1.1"),
+        ("spdy", "spdy/3.1"),
+        ("spdy/3.1", "spdy/3.1"),
+        ("spdy/3", "spdy/3"),
+        ("spdy/2", "spdy/2"),
+        ("h2", "h2"),
+        ("http2", "h2"),
+    ] {
         let o = speedy(&dir, &["fetch", &page, "--protocol", p]);
         assert_eq!(o.status.code(), Some(0), "fetch {p}: {}", stderr(&o));
         assert_eq!(json_lines(&o)[0]["status"], 200, "fetch {p}");
+        assert_eq!(json_lines(&o)[0]["protocol"], got, "fetch {p}");
     }
-    let o = speedy(&dir, &["fetch", &page, "--protocol", "h2"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("no HTTP/2 client yet"),
-        "{}",
-        stderr(&o)
-    );
     for p in [
         "spdy", "spdy/3.1", "spdy/3", "spdy/2", "http1", "http/1.1", "h2", "http2",
     ] {

@@ -1,4 +1,5 @@
-//! Every example of the `--help` of `corpus`, `serve`, `fetch` and `load` runs (issue 18):
+//! Every example of the `--help` of `corpus`, `serve`, `fetch`, `bench` and `load` runs
+//! (issue 18):
 //! the examples are read from the real program's help text, not copied here, and run in
 //! a fresh directory in the order a new user would: synthesize a corpus, serve it (and a
 //! directory), fetch, load, import the HAR and export it again.
@@ -133,6 +134,15 @@ fn json_lines(o: &std::process::Output) -> Vec<Value> {
         .collect()
 }
 
+/// The JSON lines among other output (stderr of fetch with -I or `-o -`).
+fn json_lines_in(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
 #[test]
 fn every_help_example_runs() {
     let dir = TempDir::new("help-examples");
@@ -189,16 +199,48 @@ fn every_help_example_runs() {
             .collect()
     };
 
-    // 3. fetch: every response whole and 200.
+    // 3. fetch: every response whole and 200 (its JSON lines on stderr when stdout
+    // carries content: -I, -o -).
     let fetch = examples(&["fetch"]);
     assert!(!fetch.is_empty());
     for ex in &fetch {
         let o = run_ok(&dir, &rewrite(ex));
-        let lines = json_lines(&o);
+        let to_stdout =
+            ex.iter().any(|w| w == "-I") || ex.windows(2).any(|w| w[0] == "-o" && w[1] == "-");
+        let lines = if to_stdout {
+            json_lines_in(&o.stderr)
+        } else {
+            json_lines(&o)
+        };
         assert!(!lines.is_empty(), "{ex:?}");
         for l in &lines {
             assert_eq!(l["status"], 200, "{ex:?}: {l}");
         }
+        if ex.iter().any(|w| w == "-I") {
+            let head = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                head.contains(" 200\n") && head.contains("content-type:"),
+                "{ex:?}: {head}"
+            );
+        }
+        ran += 1;
+    }
+    // 3b. bench: no errors, every response 2xx.
+    let bench = examples(&["bench"]);
+    assert!(bench.len() >= 2, "bench has examples");
+    for ex in &bench {
+        let o = run_ok(&dir, &rewrite(ex));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains("status codes: ") && text.contains(" 0 4xx, 0 5xx"),
+            "{ex:?}: {text}"
+        );
+        // A run of seconds says how it goes once a second.
+        assert!(
+            !ex.iter().any(|w| w == "-D")
+                || String::from_utf8_lossy(&o.stderr).contains("progress: "),
+            "{ex:?}"
+        );
         ran += 1;
     }
 
@@ -233,7 +275,7 @@ fn every_help_example_runs() {
     let har: Value =
         serde_json::from_slice(&std::fs::read(dir.join("archive.har")).unwrap()).unwrap();
     assert!(!har["log"]["entries"].as_array().unwrap().is_empty());
-    assert!(ran >= 9, "{ran} examples ran");
+    assert!(ran >= 11, "{ran} examples ran");
 }
 
 #[test]

@@ -11,15 +11,21 @@ use speedy_net::client::{Client, ClientConfig, ClientRequest, Protocol};
 use speedy_net::loadgen::LoadConn;
 use speedy_net::tls::Verify;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Arguments of `speedy bench`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Example: speedy bench http://127.0.0.1:8080/a.html -c 100 -m 10 -d 10s --protocol spdy/3.1\n\
-Latency is from sending a request to reading the last byte of its response."
+    after_help = "Examples (against the servers of `speedy serve --help`'s examples):\n  \
+speedy bench -k https://localhost:8443/a.html -c 100 -m 10 -D 3s --protocol spdy/3.1\n  \
+speedy bench -k https://localhost:8443/a.html -c 10 -m 10 -n 2000 --protocol h2 -t 1\n\n\
+Flags as h2load's where they overlap: -c, -m, -n, -D (duration), -t (threads). Progress goes \
+to stderr once a second. Latency is from sending a request to reading the last byte of its \
+response. Status codes of 400 and above count as errors. Header compression is reported for \
+SPDY (zlib); HTTP/1.1 has none and the h2 library does not report HPACK sizes.\n\n\
+Exit status: 0 no errors, 1 some request failed, 2 bad arguments or no connection."
 )]
 pub struct BenchArgs {
     /// URL to request (http:// or https://).
@@ -34,8 +40,8 @@ pub struct BenchArgs {
     /// Total requests (after warm-up), at least 1.
     #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
     requests: Option<u64>,
-    /// Measuring time, e.g. `10s`, `500ms` (default 10s unless -n).
-    #[arg(short = 'd', long, value_name = "DURATION")]
+    /// Measuring time, e.g. `10s`, `500ms` (default 10s unless -n); -D as h2load's.
+    #[arg(short = 'D', long, value_name = "DURATION")]
     duration: Option<String>,
     /// Warm-up before measuring.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
@@ -44,7 +50,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "spdy/3.1", value_name = "PROTOCOL")]
     protocol: String,
     /// Worker threads (default: all cores).
-    #[arg(long, value_name = "N")]
+    #[arg(short = 't', long, value_name = "N")]
     threads: Option<usize>,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -84,6 +90,8 @@ struct Totals {
     done: u64,
     bytes: u64,
     errors: BTreeMap<String, u64>,
+    /// Responses by status class (`2xx` … `5xx`), errors with a status included.
+    statuses: BTreeMap<String, u64>,
 }
 
 struct Shared {
@@ -92,6 +100,69 @@ struct Shared {
     measure_from: Instant,
     hist: Mutex<Histogram<u64>>,
     totals: Mutex<Totals>,
+    /// Measured requests answered and failed so far, for the progress line.
+    live_done: AtomicU64,
+    live_errors: AtomicU64,
+}
+
+/// The status class of a response (`2xx`), or of an `http NNN` error kind.
+fn status_class(status: u16) -> String {
+    format!("{}xx", status / 100)
+}
+
+/// Prints one progress line a second on stderr until `stop`: seconds measured, requests
+/// done and failed, and the rate over the last second.
+async fn progress(shared: Arc<Shared>, total: Option<Duration>) {
+    let mut last = 0u64;
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::from_std(shared.measure_from) + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    loop {
+        tick.tick().await;
+        if shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let done = shared.live_done.load(Ordering::Relaxed);
+        let errors = shared.live_errors.load(Ordering::Relaxed);
+        let secs = shared.measure_from.elapsed().as_secs_f64();
+        let of = total.map_or(String::new(), |t| format!(" of {:.0}", t.as_secs_f64()));
+        eprintln!(
+            "progress: {secs:.0}{of} s, {done} done, {errors} errors, {} req/s",
+            done - last
+        );
+        last = done;
+    }
+}
+
+/// Header bytes summed over the SPDY sessions: (raw sent, wire sent, raw received, wire
+/// received); `None` when no connection reports them.
+async fn header_bytes(conns: &[Arc<LoadConn>]) -> Option<[u64; 4]> {
+    let mut sum: Option<[u64; 4]> = None;
+    for c in conns {
+        if let Some(s) = c.header_bytes().await {
+            let t = sum.get_or_insert([0; 4]);
+            t[0] += s.header_bytes_raw_sent;
+            t[1] += s.header_bytes_compressed_sent;
+            t[2] += s.header_bytes_raw_received;
+            t[3] += s.header_bytes_compressed_received;
+        }
+    }
+    sum
+}
+
+/// `12.3 KB for 98.7 KB raw (87.5% saved)`.
+fn saving(wire: u64, raw: u64) -> String {
+    let pct = if raw == 0 {
+        0.0
+    } else {
+        100.0 * (1.0 - wire as f64 / raw as f64)
+    };
+    format!(
+        "{:.1} KB for {:.1} KB raw ({pct:.1}% saved)",
+        wire as f64 / 1e3,
+        raw as f64 / 1e3
+    )
 }
 
 /// Runs the benchmark; returns whether it ran without errors.
@@ -144,9 +215,7 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     };
     if let Some(n) = a.idle {
         let hold = parse_duration(&a.hold)?;
-        // The client has no h2: it then negotiates its default.
-        let client_proto = (proto != Protocol::H2).then_some(proto);
-        return hold_idle(n, &url, client_proto, hold, verify).await;
+        return hold_idle(n, &url, Some(proto), hold, verify).await;
     }
     let mut conns = Vec::with_capacity(a.connections);
     for _ in 0..a.connections {
@@ -162,7 +231,10 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         measure_from: start + warmup,
         hist: Mutex::new(Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds")),
         totals: Mutex::new(Totals::default()),
+        live_done: AtomicU64::new(0),
+        live_errors: AtomicU64::new(0),
     });
+    let ticker = tokio::spawn(progress(shared.clone(), duration));
     let mut tasks = Vec::new();
     for c in &conns {
         for _ in 0..per_conn {
@@ -177,6 +249,9 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     for t in tasks {
         let _ = t.await;
     }
+    shared.stop.store(true, Ordering::SeqCst);
+    ticker.abort();
+    let headers = header_bytes(&conns).await;
     let measured = match duration {
         Some(d) => d.as_secs_f64(),
         None => start
@@ -195,7 +270,8 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         "requests": totals.done, "requests_per_s": totals.done as f64 / measured,
         "bytes": totals.bytes, "bytes_per_s": totals.bytes as f64 / measured,
         "latency_ms": {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p99_9": q(0.999), "max": hist.max() as f64 / 1000.0, "mean": hist.mean() / 1000.0},
-        "errors": errors, "errors_by_kind": totals.errors,
+        "errors": errors, "errors_by_kind": totals.errors, "status_codes": totals.statuses,
+        "header_bytes": headers.map(|h| serde_json::json!({"raw_sent": h[0], "wire_sent": h[1], "raw_received": h[2], "wire_received": h[3]})),
     });
     if a.json {
         println!("{report}");
@@ -216,8 +292,28 @@ async fn bench(a: BenchArgs) -> Result<bool> {
             q(0.999),
             hist.max() as f64 / 1000.0
         );
+        let classes: Vec<String> = ["2xx", "3xx", "4xx", "5xx"]
+            .iter()
+            .map(|c| format!("{} {c}", totals.statuses.get(*c).unwrap_or(&0)))
+            .collect();
+        println!("status codes: {}", classes.join(", "));
         for (k, v) in &totals.errors {
             println!("errors: {v} × {k}");
+        }
+        match headers {
+            Some(h) => println!(
+                "header compression (SPDY zlib, whole run): sent {}; received {}",
+                saving(h[1], h[0]),
+                saving(h[3], h[2])
+            ),
+            None => println!(
+                "header compression: {}",
+                if proto == Protocol::Http1 {
+                    "none (HTTP/1.1)"
+                } else {
+                    "not reported over h2 (the h2 library does not expose HPACK sizes)"
+                }
+            ),
         }
     }
     Ok(errors == 0)
@@ -285,6 +381,7 @@ async fn worker(c: Arc<LoadConn>, shared: Arc<Shared>) {
     let mut hist = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
     let (mut done, mut bytes) = (0u64, 0u64);
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
     while !shared.stop.load(Ordering::Relaxed) {
         let t0 = Instant::now();
         let measuring = t0 >= shared.measure_from;
@@ -296,12 +393,18 @@ async fn worker(c: Arc<LoadConn>, shared: Arc<Shared>) {
             continue;
         }
         match r {
-            Ok(n) => {
+            Ok((status, n)) => {
                 let _ = hist.record((t0.elapsed().as_micros() as u64).max(1));
                 done += 1;
                 bytes += n;
+                *statuses.entry(status_class(status)).or_default() += 1;
+                shared.live_done.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
+                if let Some(s) = e.strip_prefix("http ").and_then(|s| s.parse().ok()) {
+                    *statuses.entry(status_class(s)).or_default() += 1;
+                }
+                shared.live_errors.fetch_add(1, Ordering::Relaxed);
                 *errors.entry(e).or_default() += 1;
                 if errors.values().sum::<u64>() > 1000 {
                     break; // the target is down; stop hammering it
@@ -315,6 +418,9 @@ async fn worker(c: Arc<LoadConn>, shared: Arc<Shared>) {
     t.bytes += bytes;
     for (k, v) in errors {
         *t.errors.entry(k).or_default() += v;
+    }
+    for (k, v) in statuses {
+        *t.statuses.entry(k).or_default() += v;
     }
 }
 

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use spdy::url::Url;
-use speedy_net::client::{Client, ClientConfig, ClientRequest, Protocol, ResponseStream};
+use speedy_net::client::{Client, ClientConfig, ClientRequest, LogKind, Protocol, ResponseStream};
 use speedy_net::tls::Verify;
 use speedy_net::Body;
 use std::path::PathBuf;
@@ -19,7 +19,8 @@ use tokio::sync::Semaphore;
 #[derive(Args, Debug)]
 #[command(
     after_help = "Prints one JSON line per response: url, status, protocol, bytes, sha256, pushed, \
-elapsed_ms (or url and error).\n\n\
+elapsed_ms (or url and error). When stdout carries response content (`-o -` or -I), the \
+JSON lines go to stderr instead.\n\n\
 Exit status (as curl's):\n  \
 0   every request got a whole response, whatever its HTTP status\n  \
 1   some request got none (connection refused, TLS, stream reset, body cut short, no \
@@ -30,6 +31,8 @@ progress within --read-timeout)\n  \
 Examples (against the servers of `speedy serve --help`'s examples):\n  \
 speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
+speedy fetch -k --protocol h2 -I https://localhost:8443/a.html\n  \
+speedy fetch -k -o a.html -o - https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
 --resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/\n  \
 speedy fetch --upgrade http://localhost:8443/a.html"
@@ -45,10 +48,21 @@ pub struct FetchArgs {
     /// Seconds the whole command may take (exit status 28 when it runs out, as curl's).
     #[arg(long, value_name = "SECS")]
     max_time: Option<f64>,
-    /// spdy (= spdy/3.1), spdy/3, spdy/2 or http1 (= http/1.1); h2 is not in this client
-    /// yet. Default: ALPN over TLS, spdy/3.1 on plain TCP.
+    /// spdy (= spdy/3.1), spdy/3, spdy/2, h2 (= http2; h2c with prior knowledge on
+    /// http://) or http1 (= http/1.1). Default: ALPN over TLS (SPDY, then h2, then
+    /// HTTP/1.1), spdy/3.1 on plain TCP.
     #[arg(long, value_name = "PROTOCOL")]
     protocol: Option<String>,
+    /// Request method (as curl's -X), e.g. DELETE; default GET, or POST with --data.
+    #[arg(short = 'X', long = "request", value_name = "METHOD")]
+    method: Option<String>,
+    /// HEAD requests; print each response's status line and headers on stdout (as curl -I).
+    #[arg(short = 'I', long = "head", conflicts_with_all = ["method", "data"])]
+    head: bool,
+    /// Write the body of the URL in the same position to FILE (repeatable, as curl's -o);
+    /// `-` writes it to stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Vec<PathBuf>,
     /// Exit with status 22 when some response's status is not 2xx (like curl -f).
     #[arg(short = 'f', long)]
     fail: bool,
@@ -67,7 +81,8 @@ pub struct FetchArgs {
     /// Save bodies into this directory.
     #[arg(short = 'O', long = "output-dir", value_name = "DIR")]
     output_dir: Option<PathBuf>,
-    /// Print every frame sent (>) and received (<) on stderr.
+    /// On stderr, with seconds since start: connecting, TLS version, cipher and ALPN (*),
+    /// every SPDY frame or HTTP/1.1 and h2 head sent (>) and received (<).
     #[arg(short, long)]
     verbose: bool,
     /// Accept any TLS certificate.
@@ -103,6 +118,8 @@ pub struct FetchArgs {
 
 struct Target {
     url: String,
+    /// Where its body goes (`-o`), if not to `--output-dir` or nowhere.
+    out: Option<Out>,
     scheme: String,
     host: String,
     port: u16,
@@ -112,12 +129,20 @@ struct Target {
 fn parse_url(u: &str) -> Result<Target> {
     let url: Url = u.parse()?;
     Ok(Target {
+        out: None,
         url: u.to_string(),
         host: url.host_bare().to_string(),
         port: url.port_or_default(),
         scheme: url.scheme,
         path: url.path,
     })
+}
+
+/// Where `-o` sends a body.
+#[derive(Clone, Debug)]
+enum Out {
+    Stdout,
+    File(PathBuf),
 }
 
 /// Parses `HOST=IP[:PORT]` (IPv6 as `[::1]:443` or a bare address).
@@ -140,9 +165,31 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
         Some(p) => Some(Protocol::parse(p).map_err(|e| anyhow::anyhow!("--protocol {p}: {e}"))?),
         None => None,
     };
-    if protocol == Some(Protocol::H2) {
-        bail!("--protocol h2: fetch has no HTTP/2 client yet (use spdy, spdy/3, spdy/2 or http1; `speedy load --protocol h2` and `speedy bench --protocol h2` speak h2)");
+    if a.output.len() > a.urls.len() {
+        bail!(
+            "{} -o files for {} URLs: give at most one -o per URL",
+            a.output.len(),
+            a.urls.len()
+        );
     }
+    if a.output.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+        bail!("-o -: only one body can go to stdout");
+    }
+    let method = match (&a.method, a.head, a.data.is_some()) {
+        (Some(m), _, _) => {
+            if m.is_empty()
+                || !m
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b))
+            {
+                bail!("-X {m:?}: not an HTTP method token");
+            }
+            m.clone()
+        }
+        (None, true, _) => "HEAD".into(),
+        (None, false, true) => "POST".into(),
+        (None, false, false) => "GET".into(),
+    };
     if let Some(c) = &a.cacert {
         speedy_net::tls::ca_certs(c).map_err(|e| anyhow::anyhow!("--cacert: {e}"))?;
     }
@@ -176,11 +223,18 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
         let (h, addr) = parse_resolve(r)?;
         resolve.insert(h, addr);
     }
-    let targets = a
+    let mut targets = a
         .urls
         .iter()
         .map(|u| parse_url(u))
         .collect::<Result<Vec<_>>>()?;
+    for (t, o) in targets.iter_mut().zip(&a.output) {
+        t.out = Some(if o.as_os_str() == "-" {
+            Out::Stdout
+        } else {
+            Out::File(o.clone())
+        });
+    }
     let mut origins: Vec<(String, String, u16, Vec<Target>)> = Vec::new();
     for t in targets {
         match origins
@@ -218,8 +272,14 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
     cfg.spdy.flow_control = a.flow_control;
     cfg.http1_connections = a.concurrency.min(6);
     if a.verbose {
-        cfg.log = Some(Arc::new(|sent, line| {
-            eprintln!("{} {line}", if sent { ">" } else { "<" })
+        let t0 = Instant::now();
+        cfg.log = Some(Arc::new(move |kind, line| {
+            let mark = match kind {
+                LogKind::Sent => ">",
+                LogKind::Received => "<",
+                LogKind::Info => "*",
+            };
+            eprintln!("[{:8.3}] {mark} {line}", t0.elapsed().as_secs_f64())
         }));
     }
     let ctx = Arc::new(Ctx {
@@ -227,7 +287,9 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
         body,
         extra,
         priority: a.priority,
-        post: a.data.is_some(),
+        method,
+        print_head: a.head,
+        json_to_stderr: a.head || targets_to_stdout(&a.output),
         not_2xx: std::sync::atomic::AtomicBool::new(false),
     });
     let all = fetch_all(origins, &resolve, &cfg, &a, &ctx);
@@ -287,13 +349,28 @@ struct Ctx {
     body: Bytes,
     extra: Vec<(String, String)>,
     priority: u8,
-    post: bool,
+    method: String,
+    /// `-I`: print each response head on stdout.
+    print_head: bool,
+    /// Stdout carries response content: the JSON lines go to stderr.
+    json_to_stderr: bool,
     /// Some response's status was not 2xx (`--fail`).
     not_2xx: std::sync::atomic::AtomicBool,
 }
 
-fn print_line(v: serde_json::Value) {
-    println!("{v}");
+fn targets_to_stdout(outputs: &[PathBuf]) -> bool {
+    outputs.iter().any(|p| p.as_os_str() == "-")
+}
+
+impl Ctx {
+    /// Prints a response's JSON line where the content does not go.
+    fn print_line(&self, v: serde_json::Value) {
+        if self.json_to_stderr {
+            eprintln!("{v}");
+        } else {
+            println!("{v}");
+        }
+    }
 }
 
 async fn fetch_origin(
@@ -309,7 +386,7 @@ async fn fetch_origin(
         Ok(c) => c,
         Err(e) => {
             for t in &list {
-                print_line(json!({"url": t.url, "error": e.to_string()}));
+                ctx.print_line(json!({"url": t.url, "error": e.to_string()}));
             }
             return false;
         }
@@ -328,12 +405,12 @@ async fn fetch_origin(
             loop {
                 tokio::select! {
                     p = rx.recv() => match p {
-                        Some(p) => tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), Ok(p), start, protocol, true, ctx.clone()))),
+                        Some(p) => tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), None, Ok(p), start, protocol, true, ctx.clone()))),
                         None => break,
                     },
                     _ = done_rx.changed() => {
                         while let Ok(p) = rx.try_recv() {
-                            tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), Ok(p), start, protocol, true, ctx.clone())));
+                            tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), None, Ok(p), start, protocol, true, ctx.clone())));
                         }
                         break;
                     }
@@ -358,12 +435,10 @@ async fn fetch_origin(
             let mut req = ClientRequest::get(&t.path);
             req.priority = ctx.priority;
             req.headers = ctx.extra.clone();
-            if ctx.post {
-                req.method = "POST".into();
-                req.body = ctx.body.clone();
-            }
+            req.method = ctx.method.clone();
+            req.body = ctx.body.clone();
             let r = client.request(req).await;
-            let ok = finish(t.url, r, t0, protocol, false, ctx).await;
+            let ok = finish(t.url, t.out, r, t0, protocol, false, ctx).await;
             drop(permit);
             ok
         }));
@@ -381,6 +456,7 @@ async fn fetch_origin(
 
 async fn finish(
     url: String,
+    out: Option<Out>,
     r: Result<ResponseStream, speedy_net::ClientError>,
     t0: Instant,
     protocol: &'static str,
@@ -390,20 +466,35 @@ async fn finish(
     let resp = match r {
         Ok(r) => r,
         Err(e) => {
-            print_line(
+            ctx.print_line(
                 json!({"url": url, "protocol": protocol, "pushed": pushed, "error": e.to_string()}),
             );
             return false;
         }
     };
     let status = resp.status;
+    if ctx.print_head {
+        let mut head = format!("{protocol} {status}\n");
+        for (n, v) in resp.headers.iter() {
+            head.push_str(&format!(
+                "{}: {}\n",
+                String::from_utf8_lossy(n),
+                String::from_utf8_lossy(v)
+            ));
+        }
+        println!("{head}");
+    }
     let body: Body = resp.body;
     // Streamed: hashed and written as it arrives, never held whole.
-    let path = ctx.out_dir.as_ref().map(|dir| dir.join(file_name(&url)));
-    match drain(body, path.as_deref()).await {
+    let out = out.or_else(|| {
+        ctx.out_dir
+            .as_ref()
+            .map(|dir| Out::File(dir.join(file_name(&url))))
+    });
+    match drain(body, out.as_ref()).await {
         Ok((n, sha)) => {
             let ms = t0.elapsed().as_secs_f64() * 1000.0;
-            print_line(json!({
+            ctx.print_line(json!({
                 "url": url, "status": status, "protocol": protocol, "bytes": n,
                 "sha256": sha, "pushed": pushed, "elapsed_ms": (ms * 1000.0).round() / 1000.0,
             }));
@@ -414,7 +505,7 @@ async fn finish(
             true
         }
         Err(e) => {
-            print_line(
+            ctx.print_line(
                 json!({"url": url, "status": status, "protocol": protocol, "pushed": pushed, "error": e}),
             );
             false
@@ -438,16 +529,21 @@ fn file_name(url: &str) -> String {
     }
 }
 
-/// Reads a body to its end, hashing it and writing it to `save` if given; returns its
+/// Reads a body to its end, hashing it and writing it where `save` says; returns its
 /// length and SHA-256 (hex).
-async fn drain(mut body: Body, save: Option<&std::path::Path>) -> Result<(u64, String), String> {
-    use tokio::io::AsyncWriteExt;
-    let mut file = match save {
-        Some(p) => Some(
+async fn drain(mut body: Body, save: Option<&Out>) -> Result<(u64, String), String> {
+    use tokio::io::{AsyncWrite, AsyncWriteExt};
+    let name = |o: &Out| match o {
+        Out::Stdout => "stdout".to_string(),
+        Out::File(p) => p.display().to_string(),
+    };
+    let mut sink: Option<std::pin::Pin<Box<dyn AsyncWrite + Send>>> = match save {
+        Some(Out::Stdout) => Some(Box::pin(tokio::io::stdout())),
+        Some(Out::File(p)) => Some(Box::pin(
             tokio::fs::File::create(p)
                 .await
                 .map_err(|e| format!("writing {}: {e}", p.display()))?,
-        ),
+        )),
         None => None,
     };
     let mut sha = Sha256::new();
@@ -456,14 +552,16 @@ async fn drain(mut body: Body, save: Option<&std::path::Path>) -> Result<(u64, S
         let c = c.map_err(|e| e.to_string())?;
         n += c.len() as u64;
         sha.update(&c);
-        if let (Some(f), Some(p)) = (&mut file, save) {
+        if let (Some(f), Some(o)) = (&mut sink, save) {
             f.write_all(&c)
                 .await
-                .map_err(|e| format!("writing {}: {e}", p.display()))?;
+                .map_err(|e| format!("writing {}: {e}", name(o)))?;
         }
     }
-    if let Some(f) = &mut file {
-        f.flush().await.map_err(|e| e.to_string())?;
+    if let (Some(f), Some(o)) = (&mut sink, save) {
+        f.flush()
+            .await
+            .map_err(|e| format!("writing {}: {e}", name(o)))?;
     }
     Ok((n, hex::encode(sha.finalize())))
 }

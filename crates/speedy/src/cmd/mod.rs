@@ -27,7 +27,7 @@ enum Command {
     /// Serve a directory or a page archive over SPDY/3.1, 3, 2, HTTP/2 and HTTP/1.1 on one
     /// port (TCP or TLS).
     Serve(serve::ServeArgs),
-    /// Fetch URLs over SPDY (3.1, 3, 2) or HTTP/1.1, one JSON line per response.
+    /// Fetch URLs over SPDY (3.1, 3, 2), HTTP/2 or HTTP/1.1, one JSON line per response.
     Fetch(fetch::FetchArgs),
     /// A forward proxy: SPDY/3.1 (as Chrome's SPDY proxy), HTTP/1.1 and h2 to clients,
     /// pooled HTTP/1.1 or SPDY connections to origins.
