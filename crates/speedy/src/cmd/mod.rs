@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 pub mod bench;
 pub mod corpus;
+pub mod docs;
 pub mod fetch;
 pub mod kube;
 pub mod lab;
@@ -44,6 +45,10 @@ enum Command {
     Load(load::LoadArgs),
     /// Make page archives (synthetic, or imported from HAR and WARC) and export them as HAR.
     Corpus(corpus::CorpusArgs),
+    /// Print a shell completion script (bash, zsh, fish).
+    Completions(docs::CompletionsArgs),
+    /// Print the man page, or write one per subcommand into a directory.
+    Man(docs::ManArgs),
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -94,6 +99,8 @@ impl Cli {
             Command::Bench(a) => report(bench::run(a), "bench"),
             Command::Load(a) => report_status(runtime().block_on(load::run(a)), "load"),
             Command::Corpus(a) => corpus::run(a),
+            Command::Completions(a) => report(docs::completions(a).map(|_| true), "completions"),
+            Command::Man(a) => report(docs::man(a).map(|_| true), "man"),
         }
     }
 }
