@@ -5,6 +5,7 @@
 //! [`results::Row`] per load (`results.jsonl`) → statistics → `report.html`.
 
 pub mod experiment;
+pub mod interrupt;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -361,6 +361,7 @@ fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
 /// Runs (or resumes) an experiment; prints progress with an ETA on stderr.
 pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    crate::interrupt::tear_down_on_signals("speedy lab");
     let corpora = Corpora::prepare(exp, &opts.out)?;
     let sysctl = |name: &str| {
         std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
@@ -1005,6 +1006,7 @@ fn load(
     cmd.arg("--har").arg(har);
     cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    crate::testbed::die_with_parent(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting the loader: {e}"))?;

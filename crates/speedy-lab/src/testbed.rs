@@ -210,6 +210,21 @@ impl Drop for ReplayServer {
     }
 }
 
+/// Has the kernel kill `cmd`'s process (SIGKILL) when the thread that starts it ends,
+/// the whole lab process included (`PR_SET_PDEATHSIG`): an interrupted or crashed lab
+/// leaves no server, loader or browser running.
+pub(crate) fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: the closure only calls prctl(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Spawns a `speedy` server command (dying with the thread that started it:
 /// `PR_SET_DEATHSIG`) and waits (at most [`STARTUP_TIMEOUT`]) for its JSON start-up line.
 fn spawn_announced(
@@ -220,15 +235,7 @@ fn spawn_announced(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    // SAFETY: the closure only calls prctl(2), which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    die_with_parent(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting {}: {e}", speedy.display()))?;

@@ -215,6 +215,7 @@ impl ValidateReport {
 /// output directory and returns the report.
 pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateReport, String> {
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    crate::interrupt::tear_down_on_signals("speedy lab validate");
     let version = chromium_version(&opts.chromium)?;
     let (archive, pages) = prepare_pages(exp, &opts.out)?;
     let ca_dir = opts.out.join("lab-ca");
@@ -368,15 +369,7 @@ fn chromium_version(chromium: &Path) -> Result<String, String> {
 /// leaves no browser or server behind: Ctrl-C does not reach other process groups).
 fn own_group(cmd: &mut std::process::Command) {
     cmd.process_group(0);
-    // SAFETY: the closure only calls prctl(2), async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::testbed::die_with_parent(cmd);
 }
 
 /// A child in its own process group; dropping it kills the group (the child and every

@@ -485,3 +485,154 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
         assert!(html.contains(needle), "report has {needle}");
     }
 }
+
+/// The processes whose parent is `pid`, with their start times (field 22 of
+/// `/proc/PID/stat`), so that a reused pid is not taken for a survivor.
+fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rsplit_once(')').map(|x| x.1) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.get(1).and_then(|x| x.parse::<u32>().ok()) == Some(pid) && f[0] != "Z" {
+            out.push((p, f[19].to_string()));
+        }
+    }
+    out
+}
+
+fn alive(p: &(u32, String)) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", p.0)).is_ok_and(|s| {
+        let f: Vec<String> = s
+            .rsplit_once(')')
+            .map(|x| x.1)
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        f.len() > 19 && f[19] == p.1 && f[0] != "Z"
+    })
+}
+
+#[test]
+fn a_signal_mid_run_tears_everything_down_and_the_run_resumes() {
+    let dir = TempDir::new("lab-signal");
+    let exp = dir.0.join("tiny.toml");
+    std::fs::write(
+        &exp,
+        r#"name = "tiny-signal"
+runs = 2
+seed = 5
+timeout_s = 60
+[pages]
+synth = 2
+[[network]]
+name = "slow"
+down = "2mbit"
+up = "1mbit"
+rtt_ms = 80
+[[variant]]
+name = "http1"
+protocol = "http1"
+[[variant]]
+name = "spdy"
+protocol = "spdy"
+"#,
+    )
+    .unwrap();
+    let out = dir.0.join("out");
+    let log = dir.0.join("stderr.txt");
+    let mut child = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .arg("--no-report")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let prefix = format!("lk{pid}-");
+    let ours = || -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Wait (bounded) until a load is under way: namespaces up, the replay server and a
+    // loader running under the lab, and at least one row written.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut kids = Vec::new();
+    while std::time::Instant::now() < deadline {
+        let rows = std::fs::read_to_string(out.join("results.jsonl"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0);
+        kids = children_of(pid);
+        if rows >= 1 && kids.len() >= 2 && ours().len() >= 2 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the lab ended early: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(kids.len() >= 2, "server and loader seen: {kids:?}");
+    assert!(ours().len() >= 2, "namespaces seen");
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(std::time::Instant::now() < deadline, "the lab did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{said}");
+    let removed: usize = said
+        .split("SIGTERM: stopped; removed ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the teardown is said: {said}"));
+    assert!(removed >= 2, "{said}");
+    assert!(ours().is_empty(), "namespaces left: {:?}", ours());
+    // The kernel ends the server and the loader with the lab (bounded wait).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while kids.iter().any(alive) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let left: Vec<_> = kids.iter().filter(|k| alive(k)).collect();
+    assert!(left.is_empty(), "children outlived the lab: {left:?}");
+    // Started again with the same --out, the run resumes and finishes every load.
+    let o = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .arg("--no-report")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2 * 2 * 2, "pages × variants × runs");
+}

@@ -119,6 +119,23 @@ fn pid_alive(pid: i32) -> bool {
     rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Deletes the namespaces this process created (named with its pid), for a teardown that
+/// cannot wait for the [`Netns`] values to drop (a signal). Returns their names.
+pub fn remove_own() -> Vec<String> {
+    let me = std::process::id() as i32;
+    let mut removed = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/run/netns") else {
+        return removed;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if owner_pid(&name) == Some(me) && run_ip(&["netns", "del", &name], None).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
 /// Deletes namespaces of ours whose owner process is gone. Returns their names.
 pub fn remove_stale() -> Vec<String> {
     let mut removed = Vec::new();
