@@ -104,7 +104,8 @@ pub struct LinkArgs {
     /// Measure the forwarding ceiling for SECS seconds (no COMMAND), with the link options.
     #[arg(long, value_name = "SECS")]
     pub bench: Option<f64>,
-    /// The command to run in the client namespace (default: $SHELL).
+    /// The command to run in the client namespace (default: $SHELL, its prompt marked
+    /// `[link ARGS] ` as Mahimahi's shells are). `SPEEDY_LINK` holds ARGS either way.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
@@ -331,6 +332,28 @@ pub fn run(a: LinkArgs) -> i32 {
     }
 }
 
+/// The link's own arguments (`--profile 3g`, …): the words after `link` up to the
+/// command, as the prompt and `SPEEDY_LINK` show them.
+fn link_words() -> String {
+    let all: Vec<String> = std::env::args().collect();
+    let from = all.iter().position(|w| w == "link").map_or(1, |i| i + 1);
+    let to = all.iter().position(|w| w == "--").unwrap_or(all.len());
+    all[from..to.max(from)].join(" ")
+}
+
+/// As Mahimahi's shells: a shell started without a command shows the link in its prompt,
+/// `[link ARGS] `, set in `PS1` and, for bash (whose start-up files often set `PS1`),
+/// put back by `PROMPT_COMMAND` before each prompt.
+fn shell_prompt(cmd: &mut std::process::Command) {
+    let mark = format!("[link {}] ", link_words());
+    let ps1 = std::env::var("PS1").unwrap_or_else(|_| "\\u@\\h:\\w\\$ ".into());
+    let quoted = mark.replace('\'', "'\\''");
+    cmd.env("PS1", format!("{mark}{ps1}")).env(
+        "PROMPT_COMMAND",
+        format!("case \"$PS1\" in '{quoted}'*) ;; *) PS1='{quoted}'\"$PS1\" ;; esac"),
+    );
+}
+
 fn run_inner(a: LinkArgs) -> Result<i32, String> {
     if a.profiles {
         print!("{}", config::profiles_table());
@@ -412,13 +435,15 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
             vec![],
         ),
     };
-    let code;
-    match topo
-        .command(Side::Client, &prog)
-        .args(&args)
+    let mut cmd = topo.command(Side::Client, &prog);
+    cmd.args(&args)
         .envs(env.iter().cloned())
-        .spawn()
-    {
+        .env("SPEEDY_LINK", link_words());
+    if a.command.is_empty() {
+        shell_prompt(&mut cmd);
+    }
+    let code;
+    match cmd.spawn() {
         Ok(mut child) => loop {
             if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
                 code = exit_code(st);

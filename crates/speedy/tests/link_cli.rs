@@ -517,3 +517,41 @@ fn server_cmd_and_its_children_end_on_every_exit_path() {
         assert!(namespaces_of(link).is_empty(), "{what}: namespaces removed");
     }
 }
+
+#[test]
+fn a_shell_without_a_command_shows_the_link_in_its_prompt() {
+    if !can_run() {
+        return;
+    }
+    // The shell reads its commands from stdin (a file), as a user would type them.
+    let script = std::env::temp_dir().join(format!("speedy-link-prompt-{}", std::process::id()));
+    std::fs::write(
+        &script,
+        "echo \"P=$PS1\"\necho \"L=$SPEEDY_LINK\"\nexit 3\n",
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["link", "--profile", "3g"])
+        .env("SHELL", "/bin/sh")
+        .env_remove("PS1")
+        .stdin(std::fs::File::open(&script).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("speedy link still running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&script);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "the shell's status: {out}");
+    assert!(out.contains("P=[link --profile 3g] "), "{out}");
+    assert!(out.contains("L=--profile 3g"), "{out}");
+}
