@@ -21,6 +21,13 @@ pub struct SweepPoint {
 pub struct Row {
     /// Experiment name.
     pub experiment: String,
+    /// The experiment's seed (pages, losses, orders); `lab merge` refuses to mix seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The build of `speedy` that measured the row (`speedy 0.1.0 sha256:…`: the program
+    /// file's hash); `lab merge` refuses to mix builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
     /// Page name (archive page).
     pub page: String,
     /// Network name.

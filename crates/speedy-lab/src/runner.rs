@@ -849,6 +849,7 @@ fn run_lane(
                 cc.trim(),
             )
             .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
+            row.build = Some(build_id(&opts.speedy).to_string());
             row.calibration = match (&exp.pages, variant.calibration) {
                 (_, Some(c)) => c.name.to_string(),
                 (Pages::Synth(_, c), None) => c.name.to_string(),
@@ -1064,6 +1065,9 @@ fn row_from_har(
         |c: &linkem::Counters| c.up.drops.iter().sum::<u64>() + c.down.drops.iter().sum::<u64>();
     Ok(Row {
         experiment: exp.name.clone(),
+        seed: Some(exp.seed),
+        // The caller knows the program.
+        build: None,
         page: page.name.clone(),
         network: net.name.clone(),
         network_desc: net.desc.clone(),
@@ -1197,8 +1201,47 @@ fn server_tcp_counters(topo: &Topology) -> Result<ServerTcp, String> {
         .ok_or_else(|| "the server namespace's /proc/net/snmp has no Tcp counters".into())
 }
 
+/// The build of the `speedy` program at `path`: its version and the first 16 hex digits of
+/// the file's SHA-256, computed once per process.
+pub fn build_id(path: &Path) -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        use sha2::Digest;
+        let hash = std::fs::read(path)
+            .map(|b| hex::encode(&sha2::Sha256::digest(&b)[..8]))
+            .unwrap_or_else(|_| "unreadable".into());
+        format!("speedy {} sha256:{hash}", env!("CARGO_PKG_VERSION"))
+    })
+}
+
+/// Why two rows may not be merged: a different experiment, seed or build, by name.
+fn mixed(first: &Row, r: &Row) -> Option<String> {
+    if first.experiment != r.experiment {
+        return Some(format!(
+            "rows of experiment {:?}, the others are of {:?}: refusing to merge different experiments",
+            r.experiment, first.experiment
+        ));
+    }
+    if let (Some(a), Some(b)) = (first.seed, r.seed) {
+        if a != b {
+            return Some(format!(
+                "rows of seed {b}, the others of seed {a}: refusing to merge runs of different seeds"
+            ));
+        }
+    }
+    if let (Some(a), Some(b)) = (&first.build, &r.build) {
+        if a != b {
+            return Some(format!(
+                "rows measured by {b}, the others by {a}: refusing to merge results of different builds"
+            ));
+        }
+    }
+    None
+}
+
 /// Merges shard results (and their HARs, which stay where they are when the shards
-/// share an output directory) into `out/results.jsonl`; returns the row count.
+/// share an output directory) into `out/results.jsonl`; returns the row count. Rows of
+/// another experiment, seed or build are refused, by name.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut seen = HashSet::new();
@@ -1225,16 +1268,12 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
         for f in files {
             let base = f.parent().unwrap_or(Path::new("."));
             let file_rows = read_rows(&f)?;
-            if let Some(r) = file_rows.iter().find(|r| {
-                rows.first()
-                    .is_some_and(|first: &Row| first.experiment != r.experiment)
-            }) {
-                return Err(format!(
-                    "{}: rows of experiment {:?}, the others are of {:?}: refusing to merge different experiments",
-                    f.display(),
-                    r.experiment,
-                    rows[0].experiment
-                ));
+            let first = rows.first().or(file_rows.first()).cloned();
+            if let Some(why) = first
+                .as_ref()
+                .and_then(|first| file_rows.iter().find_map(|r| mixed(first, r)))
+            {
+                return Err(format!("{}: {why}", f.display()));
             }
             for mut r in file_rows {
                 if seen.insert(key(&r.page, &r.network, &r.variant, r.run)) {
@@ -1293,6 +1332,55 @@ fn check_shards(files: &[PathBuf]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merge_refuses_other_experiments_seeds_and_builds_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = |page: &str, exp: &str, seed: u64, build: &str| -> Row {
+            serde_json::from_value(serde_json::json!({
+                "experiment": exp, "seed": seed, "build": build, "page": page, "network": "n",
+                "network_desc": "d", "variant": "v", "baseline": false, "protocol": "spdy/3.1",
+                "tls": false, "run": 0, "on_load_ms": 1.0, "on_content_load_ms": 1.0,
+                "objects": 1, "failed_objects": 0, "bytes_down": 1, "bytes_up": 1,
+                "packets_down": 1, "packets_up": 1, "link_drops": 0,
+                "header_bytes_sent_raw": 0, "header_bytes_sent_compressed": 0,
+                "header_bytes_received_raw": 0, "header_bytes_received_compressed": 0,
+                "connections": 1, "tcp_retransmissions": 0, "har": "h"
+            }))
+            .unwrap()
+        };
+        let write = |name: &str, r: &Row| {
+            let d = dir.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            crate::results::append_row(&d.join("results.jsonl"), r).unwrap();
+            d
+        };
+        let a = write("a", &row("p0", "x", 1, "speedy 0.1.0 sha256:aa"));
+        let same = write("same", &row("p1", "x", 1, "speedy 0.1.0 sha256:aa"));
+        let out = dir.path().join("out");
+        assert_eq!(merge(&[a.clone(), same], &out).unwrap(), 2);
+        for (name, r, want) in [
+            (
+                "exp",
+                row("p1", "y", 1, "speedy 0.1.0 sha256:aa"),
+                "experiment \"y\"",
+            ),
+            (
+                "seed",
+                row("p1", "x", 2, "speedy 0.1.0 sha256:aa"),
+                "seed 2, the others of seed 1",
+            ),
+            (
+                "build",
+                row("p1", "x", 1, "speedy 0.1.0 sha256:bb"),
+                "measured by speedy 0.1.0 sha256:bb",
+            ),
+        ] {
+            let other = write(name, &r);
+            let e = merge(&[a.clone(), other], &out).unwrap_err();
+            assert!(e.contains(want) && e.contains(name), "{e}");
+        }
+    }
 
     #[test]
     fn refuses_incomplete_shard_sets() {
