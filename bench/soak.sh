@@ -20,7 +20,7 @@ head -c 1024 /dev/urandom > "$OUT/root/a.bin"
 rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
 "$BIN" serve --root "$OUT/root" --listen "127.0.0.1:$PORT" \
-    --max-connections $((IDLE + 1024)) --idle-timeout 600 > "$OUT/serve.log" 2>&1 &
+    --max-connections $((IDLE + 1024)) --max-connections-per-ip 0 --idle-timeout 600 > "$OUT/serve.log" 2>&1 &
 SERVER=$!
 cleanup() {
     kill "$SERVER" 2>/dev/null || true

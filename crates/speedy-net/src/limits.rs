@@ -15,6 +15,7 @@
 //! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1.rs`, `h2_server.rs`, `spdy_server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
 //! | `idle_timeout` | `spdy_server.rs`, `h2_server.rs`: no open stream for this long | GOAWAY, then close |
 //! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest) | a delayed accept |
+//! | `max_connections_per_ip` | `server.rs`: connections from one address (IPv6: one /64) at once, counted at accept | closed at once, so one peer cannot take every slot |
 //!
 //! Clients facing a hostile server: `ClientConfig::read_timeout` (`client.rs`; `speedy
 //! fetch --read-timeout`, default 30 s) bounds connecting, the wait for a response head
@@ -43,6 +44,9 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Connections served at once; accepting waits for a slot.
     pub max_connections: usize,
+    /// Connections from one address (IPv6: one /64) at once; more are closed as they are
+    /// accepted. 0: no limit per address.
+    pub max_connections_per_ip: usize,
 }
 
 impl Default for Limits {
@@ -55,6 +59,7 @@ impl Default for Limits {
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
             max_connections: 4096,
+            max_connections_per_ip: 1024,
         }
     }
 }

@@ -37,6 +37,7 @@ pub async fn serve(
     let cfg = Arc::new(cfg);
     let closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let trimmer = tokio::spawn(trim_after_closes(closed.clone()));
+    let per_ip = Arc::new(PerIp::new(cfg.limits.max_connections_per_ip));
     loop {
         let permit = tokio::select! {
             p = slots.clone().acquire_owned() => p.expect("never closed"),
@@ -54,6 +55,11 @@ pub async fn serve(
             },
             _ = shutdown.wait() => break,
         };
+        let Some(held) = per_ip.enter(peer.ip()) else {
+            tracing::debug!("connection {peer}: its address holds its share; closed");
+            drop(sock);
+            continue;
+        };
         let cfg = cfg.clone();
         let handler = handler.clone();
         let closed = closed.clone();
@@ -62,6 +68,7 @@ pub async fn serve(
                 tracing::debug!("connection {peer}: {e}");
             }
             closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            drop(held);
             drop(permit);
         });
     }
@@ -70,6 +77,77 @@ pub async fn serve(
     let _ = slots.acquire_many(cap as u32).await;
     trimmer.abort();
     Ok(())
+}
+
+/// Open connections per peer address (IPv6 per /64, the block one subscriber gets), held
+/// to a cap: the per-IP fairness of [`Limits::max_connections_per_ip`]
+/// (crate::limits::Limits). One lock per accept and per close.
+struct PerIp {
+    cap: usize,
+    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+/// A connection counted against its address until dropped.
+struct Held {
+    key: Option<std::net::IpAddr>,
+    table: Arc<PerIp>,
+}
+
+impl PerIp {
+    fn new(cap: usize) -> PerIp {
+        PerIp {
+            cap,
+            open: Default::default(),
+        }
+    }
+
+    /// The address a peer is counted under.
+    fn key(ip: std::net::IpAddr) -> std::net::IpAddr {
+        match ip {
+            std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => v4.into(),
+                None => {
+                    let s = v6.segments();
+                    std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0).into()
+                }
+            },
+            v4 => v4,
+        }
+    }
+
+    /// Counts a new connection from `ip`, or `None` when its address holds the cap.
+    fn enter(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<Held> {
+        if self.cap == 0 {
+            return Some(Held {
+                key: None,
+                table: self.clone(),
+            });
+        }
+        let key = PerIp::key(ip);
+        let mut open = self.open.lock().expect("not poisoned");
+        let n = open.entry(key).or_insert(0);
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(Held {
+            key: Some(key),
+            table: self.clone(),
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(key) = self.key else { return };
+        let mut open = self.table.open.lock().expect("not poisoned");
+        if let Some(n) = open.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&key);
+            }
+        }
+    }
 }
 
 /// Connections that must have closed since the last trim before the next one.

@@ -430,7 +430,11 @@ fn slow_and_partial_clients_time_out() {
 #[test]
 fn the_connection_cap_bounds_open_connections() {
     let site = site();
-    let mut srv = start(&site, &["--max-connections", "8"]);
+    // All from one address: the cap per address (a quarter by default) is off here.
+    let mut srv = start(
+        &site,
+        &["--max-connections", "8", "--max-connections-per-ip", "0"],
+    );
     let base = srv.fd_count();
     let mut idle: Vec<_> = (0..40).map(|_| connect(&srv.addr)).collect();
     std::thread::sleep(Duration::from_millis(200));
@@ -446,6 +450,43 @@ fn the_connection_cap_bounds_open_connections() {
         assert!(closed_within(s, T));
     }
     survived(&mut srv, "connection cap");
+}
+
+#[test]
+fn one_address_cannot_take_every_slot() {
+    let site = site();
+    let mut srv = start(
+        &site,
+        &["--max-connections", "8", "--max-connections-per-ip", "4"],
+    );
+    // 127.0.0.1 holds its four; a fifth from it is closed as it is accepted.
+    let held: Vec<_> = (0..4).map(|_| connect(&srv.addr)).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut fifth = connect(&srv.addr);
+    assert!(
+        closed_within(&mut fifth, T),
+        "a fifth connection from one address was kept"
+    );
+    // Another address still gets served at once (Linux routes all of 127/8 to loopback).
+    let sock = rt().block_on(async {
+        let s = tokio::net::TcpSocket::new_v4().unwrap();
+        s.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        s.connect(srv.addr.parse().unwrap()).await.unwrap()
+    });
+    let mut other = sock.into_std().unwrap();
+    other.set_nonblocking(false).unwrap();
+    write!(
+        other,
+        "GET /index.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let head = read_head(&mut other, T);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // Once the first address lets go, it is served again.
+    drop(held);
+    std::thread::sleep(Duration::from_millis(200));
+    http1_get_ok(&srv.addr, "/index.html", T);
+    survived(&mut srv, "per-address cap");
 }
 
 #[test]
@@ -495,7 +536,12 @@ fn stalled_request_bodies_time_out() {
 #[test]
 fn memory_goes_back_after_a_burst_of_sessions() {
     let site = site();
-    let srv = start(&site, &["--idle-timeout", "60"]);
+    // One address opens them all: no per-address cap here (see
+    // one_address_cannot_take_every_slot).
+    let srv = start(
+        &site,
+        &["--idle-timeout", "60", "--max-connections-per-ip", "0"],
+    );
     // 2,000 SPDY sessions, one request each, held 2 s, then closed (bench/soak.sh is the
     // 10,000-session version with churning load).
     let out = support::run_bounded(

@@ -126,6 +126,11 @@ pub struct ServeArgs {
     /// Connections served at once; more wait in the kernel's accept queue.
     #[arg(long, default_value_t = 4096, value_name = "N")]
     max_connections: usize,
+    /// Connections from one address (IPv6: one /64) at once; more are closed as they are
+    /// accepted, so one peer cannot take every slot. Default: a quarter of
+    /// --max-connections; 0: no limit per address.
+    #[arg(long, value_name = "N")]
+    max_connections_per_ip: Option<usize>,
     /// Seconds a new connection has to send its first bytes (protocol sniffing).
     #[arg(long, default_value = "10", value_name = "SECS", value_parser = parse_secs)]
     sniff_timeout: Duration,
@@ -185,6 +190,9 @@ impl ServeArgs {
     fn apply_limits(&self, cfg: &mut ServerConfig) {
         cfg.max_body = self.max_body;
         cfg.limits.max_connections = self.max_connections.max(1);
+        cfg.limits.max_connections_per_ip = self
+            .max_connections_per_ip
+            .unwrap_or((self.max_connections / 4).max(1));
         cfg.limits.sniff_timeout = self.sniff_timeout;
         cfg.limits.tls_handshake_timeout = self.tls_handshake_timeout;
         cfg.limits.header_read_timeout = self.header_read_timeout;
