@@ -293,6 +293,8 @@ impl Client {
             Protocol::H2 => {
                 let (send, conn) = h2::client::Builder::new()
                     .enable_push(false)
+                    // A response head is held to the SPDY header-block bound.
+                    .max_header_list_size(cfg.spdy.max_header_block as u32)
                     .initial_window_size(1 << 20)
                     .initial_connection_window_size(8 << 20)
                     .handshake(io.expect("dialled"))

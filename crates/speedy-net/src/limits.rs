@@ -19,8 +19,10 @@
 //!
 //! Clients facing a hostile server: `ClientConfig::read_timeout` (`client.rs`; `speedy
 //! fetch --read-timeout`, default 30 s) bounds connecting, the wait for a response head
-//! and each wait for more body; `speedy fetch --max-time` the whole command. The loader
-//! gives up on an HTTP/1.1 response head over 64 KiB (`speedy-browser/src/conn/http1.rs`)
+//! and each wait for more body; `speedy fetch --max-time` the whole command; over h2 a
+//! response head is held to the header-block bound (the `h2` crate's header list size,
+//! and its own cap on CONTINUATION floods). The loader gives up on a response head over
+//! 64 KiB (`speedy-browser/src/conn/http1.rs`, and its h2 header list size)
 //! and stops holding a style sheet past 16 MiB (`loader/engine.rs`); its `--timeout`
 //! bounds a load. `tests/hostile.rs` runs each against a misbehaving server.
 

@@ -193,3 +193,113 @@ fn the_loader_bounds_endless_heads_and_style_sheets() {
     eprintln!("endless style sheet: loader peak RSS {peak} KiB, {status}");
     assert!(peak < 128 * 1024, "loader RSS reached {peak} KiB");
 }
+
+/// One HTTP/2 frame: length, type, flags, stream id, payload.
+fn h2_frame(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, ty, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Starts an h2c (prior knowledge) server thread: for every connection (up to 16) it
+/// reads the client's preface, then discards whatever the client sends while `each`
+/// writes: the server's SETTINGS and ACK are sent first. Returns its address.
+fn hostile_h2(each: fn(TcpStream)) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for c in l.incoming().take(16) {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if c.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                if let Ok(mut r) = c.try_clone() {
+                    std::thread::spawn(move || {
+                        let mut sink = [0u8; 4096];
+                        while r.read(&mut sink).is_ok_and(|n| n > 0) {}
+                    });
+                }
+                let _ = c.write_all(&h2_frame(4, 0, 0, &[]));
+                let _ = c.write_all(&h2_frame(4, 1, 0, &[]));
+                each(c);
+            });
+        }
+    });
+    addr
+}
+
+fn h2_silent(c: TcpStream) {
+    std::thread::sleep(Duration::from_secs(20));
+    drop(c);
+}
+
+/// A response HEADERS frame for stream 1 without END_HEADERS, then CONTINUATION frames of
+/// 100-byte literal headers for as long as the client reads them.
+fn h2_continuation_flood(mut c: TcpStream) {
+    // HPACK literal without indexing, new name: `x-pad: a × 100`.
+    let mut literal = vec![0x00, 5];
+    literal.extend_from_slice(b"x-pad");
+    literal.push(100);
+    literal.extend_from_slice(&[b'a'; 100]);
+    let mut block = vec![0x88]; // :status 200 (static table index 8)
+    while block.len() + literal.len() < 16_000 {
+        block.extend_from_slice(&literal);
+    }
+    let _ = c.write_all(&h2_frame(1, 0, 1, &block));
+    let cont = h2_frame(9, 0, 1, &block[1..]);
+    let end = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < end && c.write_all(&cont).is_ok() {}
+}
+
+#[test]
+fn fetch_over_h2_gives_up_on_silence_and_a_continuation_flood() {
+    let quiet = hostile_h2(h2_silent);
+    let (code, out, err, took) = fetch(
+        &[
+            "--protocol",
+            "h2",
+            "--read-timeout",
+            "1",
+            &format!("http://{quiet}/"),
+        ],
+        Duration::from_secs(15),
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("no response within 1s"), "{out}{err}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+
+    // A response head that never ends: the request fails with the h2 library's reason
+    // (the head is over the client's header-list bound), at once, memory bounded.
+    let flood = hostile_h2(h2_continuation_flood);
+    let mut child = std::process::Command::new(BIN)
+        .args(["fetch", "--protocol", "h2", &format!("http://{flood}/")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    let mut peak = 0;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < end, "fetch did not end under the flood");
+        peak = peak.max(proc_status_kib(child.id(), "VmRSS"));
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    eprintln!("h2 CONTINUATION flood: fetch peak RSS {peak} KiB, {status}: {out}");
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(out.contains("\"error\""), "{out}");
+    assert!(peak < 64 * 1024, "fetch RSS reached {peak} KiB");
+}

@@ -148,6 +148,8 @@ async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
         .initial_window_size(window)
         .initial_connection_window_size(conn_window)
         .enable_push(true)
+        // The same bound on a response head as over HTTP/1.1.
+        .max_header_list_size(super::http1::MAX_HEAD as u32)
         .handshake::<_, Bytes>(io)
         .await;
     let (mut send, connection) = match hs {

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 /// The largest response head read before giving up on it (a server that never ends its
 /// head cannot make the loader buffer more).
-const MAX_HEAD: usize = 64 << 10;
+pub(crate) const MAX_HEAD: usize = 64 << 10;
 
 /// HTTP/1.1 with a pipelining depth (1 = no pipelining, the browsers' default).
 pub struct Http1 {
