@@ -164,7 +164,7 @@ async fn answer(
         }
     }
     let mut body = resp.body;
-    let head = match build(resp.status, &resp.headers, body.len()) {
+    let head = match build(resp.status, &resp.headers, resp.head_len.or(body.len())) {
         Ok(h) => h,
         Err(_) => {
             body = Body::empty();

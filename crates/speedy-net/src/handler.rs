@@ -98,6 +98,9 @@ pub struct Response {
     pub pushes: Vec<Push>,
     /// Answer with RST_STREAM instead (SPDY; HTTP/1.1 closes the connection).
     pub reset: Option<RstStatus>,
+    /// The answer to a HEAD: the length the body of a GET would have, sent as
+    /// `content-length` with no body (RFC 9110 §9.3.2) instead of the empty body's 0.
+    pub head_len: Option<u64>,
 }
 
 impl Response {

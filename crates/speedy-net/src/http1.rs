@@ -102,6 +102,9 @@ fn to_hyper(resp: crate::handler::Response) -> hyper::Response<Body> {
     if resp.reset.is_some() {
         b = b.header("connection", "close");
     }
+    if let Some(n) = resp.head_len {
+        b = b.header("content-length", n);
+    }
     b.body(resp.body).unwrap_or_else(|_| {
         let mut r = hyper::Response::new(Body::from("bad response headers\n"));
         *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;

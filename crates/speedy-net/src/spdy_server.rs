@@ -254,7 +254,7 @@ impl ServerOwner {
         }
         let mut extra = to_headers(&resp.headers);
         let mut body = resp.body;
-        if let Some(n) = body.len() {
+        if let Some(n) = resp.head_len.or(body.len()) {
             extra.set("content-length", n.to_string());
         }
         let h = spdy::http::response_headers(v, resp.status, &extra);

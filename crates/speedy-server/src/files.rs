@@ -130,7 +130,9 @@ impl FileServer {
             Lookup::Large(file, len) => Box::pin(async move {
                 let ct = content_type(&file);
                 if head {
-                    return Response::new(200, ct, Body::empty());
+                    let mut r = Response::new(200, ct, Body::empty());
+                    r.head_len = Some(len);
+                    return r;
                 }
                 match tokio::fs::File::open(&file).await {
                     Ok(f) => Response::new(200, ct, Body::file(f, len, FILE_CHUNK)),
@@ -138,8 +140,10 @@ impl FileServer {
                 }
             }),
             Lookup::Cached(file, body) => {
+                let head_len = head.then_some(body.len() as u64);
                 let body = if head { Bytes::new() } else { body };
                 let mut r = Response::new(200, content_type(&file), body);
+                r.head_len = head_len;
                 for p in self.push_map.get(&path_only).into_iter().flatten() {
                     if let Lookup::Cached(f, b) = self.lookup(p) {
                         let headers =

@@ -199,15 +199,13 @@ impl Replay {
             })
             .cloned()
             .collect();
-        let body = if method == "HEAD" {
-            Bytes::new()
-        } else {
-            self.archive.body(id)
-        };
+        let body = self.archive.body(id);
+        let head = method == "HEAD";
         Response {
             status: o.status,
             headers,
-            body: body.into(),
+            head_len: head.then_some(body.len() as u64),
+            body: if head { Bytes::new() } else { body }.into(),
             ..Default::default()
         }
     }
@@ -309,6 +307,20 @@ mod tests {
             );
         }
         assert_eq!(r.lookup("GET", "nowhere.example", "/nothing"), None);
+    }
+
+    #[test]
+    fn a_head_says_the_length_a_get_would_have_and_sends_no_body() {
+        let a = Arc::new(synthesize(SynthOptions { pages: 1, seed: 2 }));
+        let r = Replay::new(a.clone(), ReplayOptions::default());
+        let id = a.pages[0].root;
+        let get = r.response_for(id, "GET");
+        let mut head = r.response_for(id, "HEAD");
+        let len = get.body.len().expect("a known length");
+        assert!(len > 0);
+        assert_eq!(head.head_len, Some(len));
+        assert_eq!(head.body.take_full().map(|b| b.len()), Some(0));
+        assert_eq!(get.head_len, None);
     }
 
     #[test]

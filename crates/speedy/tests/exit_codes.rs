@@ -318,6 +318,8 @@ fn fetch_writes_bodies_heads_and_verbose_lines_as_curl_does() {
         let proto = if p == "http1" { "http/1.1" } else { p };
         assert!(head.starts_with(&format!("{proto} 200\n")), "{p}: {head}");
         assert!(head.contains("content-type: text/html"), "{p}: {head}");
+        // The length a GET would have (RFC 9110 §9.3.2), not the empty body's 0.
+        assert!(head.contains("content-length: 18\n"), "{p}: {head}");
         assert!(stderr(&o).contains("\"bytes\":0"), "{p}: {}", stderr(&o));
         // -X: the method goes out as given (the file server allows GET and HEAD only).
         let o = speedy(
