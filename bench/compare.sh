@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
-# Side-by-side server comparison (issue 6): speedy serve against nginx (HTTP/1.1 and h2c,
-# one worker) and node-spdy, and the load generator against h2load. Servers are pinned to
-# core 0, load generators to core 1. Prints a table of results and ratios.
-#   DURATION=10s  measuring time per run      WARMUP=2s  warm-up per run
-#   CONNS=100 STREAMS=10                      IDLE=10000 idle SPDY sessions for memory
-#   SERVE_ARGS="--header-level 1"             arguments for speedy serve (default: zlib level 1 for
-#                                             response headers, the fast setting; nginx's SPDY
-#                                             module defaulted to level 0, spdy_headers_comp)
+# speedy serve against nginx (issue 17), every ratio measured with ONE generator on both
+# sides: h2load for HTTP/1.1 and h2c, `speedy bench` for SPDY/3.1 (speedy) against h2
+# (nginx) and for h2 against h2, and `speedy bench` again for the p99 latencies (h2load
+# prints no percentiles). Rounds are interleaved (speedy, nginx, speedy, nginx, ...);
+# each cell is the median of the rounds with its min-max. The servers' CPU time per
+# request is read from /proc/PID/stat (utime + stime) around each run: the figure that
+# does not depend on which side saturates. Servers are pinned to core 0, generators to
+# core 1; nginx runs one worker, tuned as its users tune it for static files (sendfile,
+# tcp_nopush, open_file_cache, long keep-alive, access log off).
+#
+#   DURATION=10s WARMUP=2s ROUNDS=3      per run, and how many interleaved rounds
+#   CONNS=100 STREAMS=10                 connections, streams per connection (SPDY, h2)
+#   IDLE=10000                           idle SPDY sessions for the memory line
+#   SERVE_ARGS="--header-level 1"        arguments for speedy serve (zlib level 1 for
+#                                        response headers, as nginx's SPDY module's 0-1)
+#
 # Needs root (installs nginx and nghttp2-client with apt-get, raises the fd limit).
+# Prints every run as it goes, then the table; exits 0 (the table says what was met).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-10s}; WARMUP=${WARMUP:-2s}; CONNS=${CONNS:-100}; STREAMS=${STREAMS:-10}; IDLE=${IDLE:-10000}
+DURATION=${DURATION:-10s}; WARMUP=${WARMUP:-2s}; ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-100}; STREAMS=${STREAMS:-10}; IDLE=${IDLE:-10000}
 need=()
 command -v nginx >/dev/null || need+=(nginx)
 command -v h2load >/dev/null || need+=(nghttp2-client)
 if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; fi
-[ -d interop/node_modules ] || npm ci --prefix interop --no-audit --no-fund --loglevel=error
 cargo build --release -p speedy -q
 S=$PWD/target/release/speedy
 ulimit -n "$(ulimit -Hn)"
@@ -28,7 +37,7 @@ head -c 1024 /dev/urandom > "$W/www/1k.bin"
 head -c $((100 * 1024 * 1024)) /dev/urandom > "$W/www/100m.bin"
 chmod -R a+rX "$W"   # nginx's workers run as www-data
 
-# nginx: one worker, HTTP/1.1 on 18080, h2c on 18081.
+# nginx: one worker; HTTP/1.1 on 18080, h2c (prior knowledge) on 18081.
 cat > "$W/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -38,46 +47,87 @@ events { worker_connections 19000; }
 http {
   access_log off;
   sendfile on;
+  tcp_nopush on;
+  tcp_nodelay on;
+  open_file_cache max=1000 inactive=60s;
+  open_file_cache_valid 60s;
   keepalive_requests 10000000;
   keepalive_timeout 300s;
+  http2_max_concurrent_streams 128;
   server { listen 127.0.0.1:18080; root $W/www; }
   server { listen 127.0.0.1:18081 http2; root $W/www; }
 }
 CONF
 taskset -c 0 nginx -c "$W/nginx.conf" & pids+=($!)
-taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" ${SERVE_ARGS---header-level 1} > "$W/speedy.out" & pids+=($!)
+taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" --max-connections-per-ip 0 \
+    ${SERVE_ARGS---header-level 1} > "$W/speedy.out" & pids+=($!)
 spid=$!
-taskset -c 0 node interop/server.js --plain --port 18095 --root "$W/www" > "$W/node.out" 2>&1 & pids+=($!)
 sleep 2
+# nginx's worker (the master only forks it): the process that serves.
+npid=$(pgrep -P "$(cat "$W/nginx.pid")" | head -1)
 
-# A run with errors still prints its JSON (errors are reported in the table).
-B() { taskset -c 1 "$S" bench --threads 1 -D "$DURATION" --warmup "$WARMUP" --json "$@" || true; }
-H() { taskset -c 1 h2load -t 1 -D "${DURATION%s}" --warm-up-time="${WARMUP%s}" "$@" 2>&1 | tee -a "$W/h2load.log"; }
-# req/s of 2xx responses only: h2load counts any status as done.
-rps_h2load() { python3 -c "
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # utime + stime, clock ticks
+HZ=$(getconf CLK_TCK)
+
+# run NAME SERVER_PID GENERATOR ARGS...: one measured run; appends
+# "NAME req/s p99_ms cpu_us_per_req" to $W/runs (p99 from speedy bench only).
+run() {
+    local name=$1 pid=$2 gen=$3; shift 3
+    local c0 c1 out rps p99 n
+    c0=$(cpu "$pid")
+    if [ "$gen" = h2load ]; then
+        out=$(taskset -c 1 h2load -t 1 -D "${DURATION%s}" --warm-up-time="${WARMUP%s}" "$@" 2>&1)
+        c1=$(cpu "$pid")
+        read -r rps n < <(python3 -c "
 import re,sys
 t=sys.stdin.read()
 rps=float(re.search(r'finished in [0-9.]+s, ([0-9.]+) req/s',t).group(1))
 done=int(re.search(r'requests: \d+ total, \d+ started, (\d+) done',t).group(1))
 ok=int(re.search(r'status codes: (\d+) 2xx',t).group(1))
-print(rps*ok/done if done else 0)"; }
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
+print(rps*ok/done if done else 0, ok)" <<<"$out")
+        p99=nan
+    else
+        out=$(taskset -c 1 "$S" bench --threads 1 -D "$DURATION" --warmup "$WARMUP" --json "$@" 2>/dev/null || true)
+        c1=$(cpu "$pid")
+        read -r rps p99 n < <(python3 -c "
+import json,sys
+d=json.load(sys.stdin)
+ok=d['status_codes'].get('2xx',0)
+print(d['requests_per_s']*ok/max(d['requests'],1), d['latency_ms']['p99'], ok)" <<<"$out")
+    fi
+    # CPU over the whole run (warm-up included) per request of the whole run: the
+    # measured count scaled by (warm-up + duration) / duration.
+    python3 - "$name" "$rps" "$p99" "$c0" "$c1" "$HZ" "${DURATION%s}" "${WARMUP%s}" "$n" >> "$W/runs" <<'PY'
+import sys
+name, rps, p99, c0, c1, hz, d, w, n = sys.argv[1:]
+rps, c0, c1, hz, d, w, n = float(rps), float(c0), float(c1), float(hz), float(d), float(w), float(n)
+reqs = n * (d + w) / d if n else 0
+us = (c1 - c0) / hz * 1e6 / reqs if reqs else float("nan")
+print(f"{name} {rps:.1f} {p99} {us:.2f}")
+PY
+    tail -1 "$W/runs" | awk '{printf "  %-26s %10.0f req/s  p99 %7s ms  %6.2f µs CPU/req\n", $1, $2, $3, $4}'
+}
 
-echo "== runs (${DURATION} each after ${WARMUP} warm-up; $CONNS connections)"
-h2l_h1=$(H --h1 -c "$CONNS" http://127.0.0.1:18080/1k.bin | rps_h2load)
-sb_h1_json=$(B --protocol http/1.1 -c "$CONNS" http://127.0.0.1:18080/1k.bin)
-h2l_h2c=$(H -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18081/1k.bin | rps_h2load)
-sb_h2c_json=$(B --protocol h2 -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18081/1k.bin)
-sp_spdy_json=$(B --protocol spdy/3.1 -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18090/1k.bin)
-node_json=$(B --protocol spdy/3.1 -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18095/1k.bin || true)
-h2l_sp_h1=$(H --h1 -c "$CONNS" http://127.0.0.1:18090/1k.bin | rps_h2load)
+echo "== ${ROUNDS} interleaved rounds, ${DURATION} each after ${WARMUP} warm-up; ${CONNS} connections, ${STREAMS} streams"
+for r in $(seq 1 "$ROUNDS"); do
+    echo "round $r"
+    run h1.speedy   "$spid" h2load --h1 -c "$CONNS" http://127.0.0.1:18090/1k.bin
+    run h1.nginx    "$npid" h2load --h1 -c "$CONNS" http://127.0.0.1:18080/1k.bin
+    run h2c.speedy  "$spid" h2load -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18090/1k.bin
+    run h2c.nginx   "$npid" h2load -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18081/1k.bin
+    run spdy.speedy "$spid" bench --protocol spdy/3.1 -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18090/1k.bin
+    run h2.nginx    "$npid" bench --protocol h2 -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18081/1k.bin
+    run h2.speedy   "$spid" bench --protocol h2 -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18090/1k.bin
+    run h1b.speedy  "$spid" bench --protocol http1 -c "$CONNS" http://127.0.0.1:18090/1k.bin
+    run h1b.nginx   "$npid" bench --protocol http1 -c "$CONNS" http://127.0.0.1:18080/1k.bin
+done
 
-sb_h1=$(echo "$sb_h1_json" | field "['requests_per_s']")
-sb_h2c=$(echo "$sb_h2c_json" | field "['requests_per_s']")
-sb_h2c_p99=$(echo "$sb_h2c_json" | field "['latency_ms']['p99']")
-sp=$(echo "$sp_spdy_json" | field "['requests_per_s']")
-sp_p99=$(echo "$sp_spdy_json" | field "['latency_ms']['p99']")
-node=$(echo "$node_json" | field "['requests_per_s']" 2>/dev/null || echo 0)
+echo "== 100 MiB single-stream download from speedy serve (3 each, interleaved)"
+dl() { taskset -c 1 "$S" bench --threads 1 -c 1 -m 1 -n 1 --warmup 0s --json --protocol "$1" http://127.0.0.1:18090/100m.bin \
+        | python3 -c "import json,sys; print(json.load(sys.stdin)['bytes_per_s'])"; }
+for r in 1 2 3; do
+    for p in http1 spdy/3.1 h2; do echo "dl.${p//\//} $(dl "$p")" >> "$W/dl"; done
+done
 
 echo "== memory: $IDLE idle SPDY sessions held by speedy serve"
 rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
@@ -89,28 +139,50 @@ r1=$(rss "$spid")
 cat "$W/idle.out"
 wait "$ipid" || true
 
-echo "== 100 MiB single-stream download"
-dl() { taskset -c 1 "$S" bench --threads 1 -c 1 -m 1 -n 3 --warmup 0s --json --protocol "$1" http://127.0.0.1:18090/100m.bin | field "['bytes_per_s']"; }
-dl_spdy=$(dl spdy/3.1)
-dl_h1=$(dl http/1.1)
-
-python3 - "$h2l_h1" "$sb_h1" "$h2l_h2c" "$sb_h2c" "$sb_h2c_p99" "$sp" "$sp_p99" "$node" "$h2l_sp_h1" "$r0" "$r1" "$IDLE" "$dl_spdy" "$dl_h1" <<'PY'
-import sys
-a = [float(x) for x in sys.argv[1:]]
-h2l_h1, sb_h1, h2l_h2c, sb_h2c, sb_h2c_p99, sp, sp_p99, node, sp_h1, r0, r1, idle, dl_spdy, dl_h1 = a
-def row(name, value, ratio="", target=""):
-    print(f"{name:<58} {value:>14} {ratio:>9} {target}")
+python3 - "$W/runs" "$W/dl" "$r0" "$r1" "$IDLE" <<'PY'
+import sys, statistics as st
+from collections import defaultdict
+runs, dls, r0, r1, idle = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+m = defaultdict(lambda: defaultdict(list))
+for line in open(runs):
+    name, rps, p99, us = line.split()
+    for k, v in (("rps", rps), ("p99", p99), ("us", us)):
+        if v != "nan":
+            m[name][k].append(float(v))
+def med(name, k):
+    v = m[name][k]
+    return st.median(v) if v else float("nan")
+def cell(name, k, fmt):
+    v = m[name][k]
+    if not v:
+        return "–"
+    return f"{fmt(st.median(v))} [{fmt(min(v))}–{fmt(max(v))}]"
+n0 = lambda x: f"{x:,.0f}"
+n2 = lambda x: f"{x:.2f}"
 print()
-print(f"{'measurement':<58} {'value':>14} {'ratio':>9} target")
-row("h2load → nginx HTTP/1.1 (req/s)", f"{h2l_h1:,.0f}")
-row("speedy bench → nginx HTTP/1.1 (req/s)", f"{sb_h1:,.0f}", f"{sb_h1/h2l_h1:.2f}", "≥ 0.95 of h2load")
-row("h2load → nginx h2c (req/s)", f"{h2l_h2c:,.0f}")
-row("speedy bench → nginx h2c (req/s)", f"{sb_h2c:,.0f}", f"{sb_h2c/h2l_h2c:.2f}", "(generator check)")
-row("speedy serve SPDY/3.1, speedy bench (req/s)", f"{sp:,.0f}", f"{sp/h2l_h2c:.2f}", "≥ 1 × nginx h2c (h2load)")
-row("node-spdy SPDY/3.1, speedy bench (req/s)", f"{node:,.0f}", f"{sp/node if node else float('inf'):.1f}", "speedy ≥ 10 × node-spdy")
-row("p99 latency: speedy SPDY/3.1 vs nginx h2c (ms, speedy bench)", f"{sp_p99:.2f} / {sb_h2c_p99:.2f}", f"{sp_p99/sb_h2c_p99:.2f}", "≤ 1")
-row("h2load → speedy serve HTTP/1.1 (req/s)", f"{sp_h1:,.0f}", f"{sp_h1/h2l_h1:.2f}", "≥ 1 × nginx HTTP/1.1")
+print(f"{'comparison (same generator both sides)':<44} {'speedy':>28} {'nginx':>28} {'ratio':>6}  target")
+def cmp(label, a, b, k, fmt, target, invert=False):
+    ra, rb = med(a, k), med(b, k)
+    ratio = ra / rb if rb else float("nan")
+    print(f"{label:<44} {cell(a, k, fmt):>28} {cell(b, k, fmt):>28} {ratio:>6.2f}  {target}")
+cmp("HTTP/1.1 req/s (h2load --h1)", "h1.speedy", "h1.nginx", "rps", n0, "≥ 1.3")
+cmp("HTTP/1.1 CPU µs/req (h2load --h1)", "h1.speedy", "h1.nginx", "us", n2, "≤ 0.75")
+cmp("HTTP/1.1 p99 ms (speedy bench)", "h1b.speedy", "h1b.nginx", "p99", n2, "≤ 1")
+cmp("h2c req/s (h2load)", "h2c.speedy", "h2c.nginx", "rps", n0, "≥ 1.3")
+cmp("h2c CPU µs/req (h2load)", "h2c.speedy", "h2c.nginx", "us", n2, "≤ 0.75")
+cmp("h2 p99 ms (speedy bench)", "h2.speedy", "h2.nginx", "p99", n2, "≤ 1")
+cmp("SPDY/3.1 vs nginx h2 req/s (speedy bench)", "spdy.speedy", "h2.nginx", "rps", n0, "≥ 1.3")
+cmp("SPDY/3.1 vs nginx h2 CPU µs/req", "spdy.speedy", "h2.nginx", "us", n2, "≤ 0.75")
+cmp("SPDY/3.1 vs nginx h2 p99 ms", "spdy.speedy", "h2.nginx", "p99", n2, "≤ 1")
+cmp("h2 vs h2 req/s (speedy bench)", "h2.speedy", "h2.nginx", "rps", n0, "(same protocol)")
+d = defaultdict(list)
+for line in open(dls):
+    k, v = line.split()
+    d[k].append(float(v) / 1e6)
+h1 = st.median(d["dl.http1"])
+for p in ("spdy3.1", "h2"):
+    v = d[f"dl.{p}"]
+    print(f"{'100 MiB download MB/s, ' + p + ' vs HTTP/1.1':<44} {f'{st.median(v):,.0f} [{min(v):,.0f}–{max(v):,.0f}]':>28} {f'{h1:,.0f} (HTTP/1.1)':>28} {st.median(v)/h1:>6.2f}  ≥ 1.0")
 per = (r1 - r0) / idle
-row(f"RSS for {idle:,.0f} idle SPDY sessions (MiB)", f"{(r1-r0)/2**20:,.1f}", f"{per/1024:.1f} KiB", "≤ 64 KiB each")
-row("100 MiB download, SPDY/3.1 vs HTTP/1.1 (MB/s)", f"{dl_spdy/1e6:,.0f} / {dl_h1/1e6:,.0f}", f"{dl_spdy/dl_h1:.2f}")
+print(f"{f'RSS per idle SPDY session ({idle:,.0f} sessions)':<44} {f'{per/1024:.1f} KiB':>28} {'':>28} {'':>6}  ≤ 24 KiB")
 PY
