@@ -4,6 +4,12 @@
 //! leading out are refused). Files up to [`CACHE_MAX_FILE`] are kept in memory once read
 //! and sent zero-copy; larger ones stream from disk in [`FILE_CHUNK`] pieces as the peer
 //! takes them, so serving a file never holds it whole.
+//!
+//! As nginx's `open_file_cache`: a URL path that named a cached file is answered from
+//! memory without touching the file system for [`REVALIDATE`] (the checks — directory,
+//! symlinks out of the root, size and modification time — cost five system calls per
+//! request otherwise); after that it is looked up again, so a changed file is served
+//! stale for at most that long.
 
 use bytes::Bytes;
 use speedy_net::server::{Handler, Push, Request, Response, ResponseFuture};
@@ -11,12 +17,14 @@ use speedy_net::Body;
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Files up to this size are kept in memory once read.
 pub const CACHE_MAX_FILE: u64 = 16 << 20;
 /// Larger files are read in pieces of this size.
 pub const FILE_CHUNK: usize = 64 * 1024;
+/// How long a URL path's lookup of a cached file is trusted before it is checked again.
+pub const REVALIDATE: Duration = Duration::from_secs(1);
 
 /// Serves the files under a root directory.
 pub struct FileServer {
@@ -25,12 +33,16 @@ pub struct FileServer {
     echo: bool,
     reset: HashSet<String>,
     cache: Mutex<HashMap<PathBuf, (SystemTime, u64, Bytes)>>,
+    /// URL path → (when it was looked up, content type, body): lookups of cached files
+    /// trusted for [`REVALIDATE`]. Holds only paths that named files, so it is bounded by
+    /// the files under the root.
+    fresh: Mutex<HashMap<String, (Instant, &'static str, Bytes)>>,
 }
 
 /// What a URL path names.
 enum Lookup {
-    /// A file held in memory.
-    Cached(PathBuf, Bytes),
+    /// A file held in memory: its content type and bytes.
+    Cached(&'static str, Bytes),
     /// A file too large to hold: streamed.
     Large(PathBuf, u64),
     Missing,
@@ -53,11 +65,30 @@ impl FileServer {
             echo,
             reset,
             cache: Mutex::new(HashMap::new()),
+            fresh: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Maps a URL path to a file under the root, never outside it.
+    /// [`FileServer::resolve`], answered from the recent lookups when they are fresh.
     fn lookup(&self, url_path: &str) -> Lookup {
+        let now = Instant::now();
+        if let Some((at, ct, body)) = self.fresh.lock().expect("not poisoned").get(url_path) {
+            if now.duration_since(*at) < REVALIDATE {
+                return Lookup::Cached(ct, body.clone());
+            }
+        }
+        let found = self.resolve(url_path);
+        if let Lookup::Cached(ct, body) = &found {
+            self.fresh
+                .lock()
+                .expect("not poisoned")
+                .insert(url_path.to_string(), (now, ct, body.clone()));
+        }
+        found
+    }
+
+    /// Maps a URL path to a file under the root, never outside it.
+    fn resolve(&self, url_path: &str) -> Lookup {
         let path = url_path.split(['?', '#']).next().unwrap_or("/");
         let Some(decoded) = percent_decode(path) else {
             return Lookup::Bad;
@@ -86,7 +117,7 @@ impl FileServer {
         let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         if let Some((t, len, b)) = self.cache.lock().expect("not poisoned").get(&real) {
             if *t == mtime && *len == meta.len() {
-                return Lookup::Cached(real, b.clone());
+                return Lookup::Cached(content_type(&real), b.clone());
             }
         }
         match std::fs::read(&real) {
@@ -96,7 +127,7 @@ impl FileServer {
                     .lock()
                     .expect("not poisoned")
                     .insert(real.clone(), (mtime, meta.len(), b.clone()));
-                Lookup::Cached(real, b)
+                Lookup::Cached(content_type(&real), b)
             }
             Err(_) => Lookup::Missing,
         }
@@ -139,15 +170,14 @@ impl FileServer {
                     Err(_) => Response::new(404, "text/plain", format!("not found: {path_only}\n")),
                 }
             }),
-            Lookup::Cached(file, body) => {
+            Lookup::Cached(ct, body) => {
                 let head_len = head.then_some(body.len() as u64);
                 let body = if head { Bytes::new() } else { body };
-                let mut r = Response::new(200, content_type(&file), body);
+                let mut r = Response::new(200, ct, body);
                 r.head_len = head_len;
                 for p in self.push_map.get(&path_only).into_iter().flatten() {
-                    if let Lookup::Cached(f, b) = self.lookup(p) {
-                        let headers =
-                            vec![("content-type".to_string(), content_type(&f).to_string())];
+                    if let Lookup::Cached(ct, b) = self.lookup(p) {
+                        let headers = vec![("content-type".to_string(), ct.to_string())];
                         r.pushes.push(Push {
                             path: p.clone(),
                             status: 200,
@@ -215,5 +245,34 @@ mod tests {
         assert_eq!(percent_decode("/a%20b").as_deref(), Some("/a b"));
         assert_eq!(percent_decode("/%2e%2e/x").as_deref(), Some("/../x"));
         assert_eq!(percent_decode("/%zz"), None);
+    }
+
+    #[test]
+    fn trusts_a_lookup_for_revalidate_then_checks_again() {
+        let dir = std::env::temp_dir().join(format!("speedy-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = dir.canonicalize().unwrap();
+        std::fs::write(root.join("a.txt"), "one").unwrap();
+        let fs = FileServer::new(root.clone(), HashMap::new(), false, HashSet::new());
+        let body = |l: Lookup| match l {
+            Lookup::Cached(ct, b) => (ct, b),
+            _ => panic!("not cached"),
+        };
+        assert_eq!(
+            body(fs.lookup("/a.txt")),
+            ("text/plain; charset=utf-8", Bytes::from("one"))
+        );
+        // Changed on disk: served from the trusted lookup until REVALIDATE has passed.
+        std::fs::write(root.join("a.txt"), "two!").unwrap();
+        assert_eq!(body(fs.lookup("/a.txt")).1, "one");
+        std::thread::sleep(REVALIDATE + Duration::from_millis(50));
+        assert_eq!(body(fs.lookup("/a.txt")).1, "two!");
+        // A missing file is not remembered: created, it is found at once.
+        assert!(matches!(fs.lookup("/b.txt"), Lookup::Missing));
+        std::fs::write(root.join("b.txt"), "b").unwrap();
+        assert_eq!(body(fs.lookup("/b.txt")).1, "b");
+        // A path that leaves the root is refused whatever was looked up before.
+        assert!(matches!(fs.lookup("/../a.txt"), Lookup::Bad));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
