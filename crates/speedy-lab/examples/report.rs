@@ -6,7 +6,8 @@ fn main() -> Result<(), String> {
     let (Some(results), Some(out)) = (args.next(), args.next()) else {
         return Err("usage: report RESULTS.jsonl OUT.html".into());
     };
-    speedy_lab::report::write_report(results.as_ref(), out.as_ref())?;
+    let stats = speedy_lab::report::write_report(results.as_ref(), out.as_ref())?;
+    print!("{}", speedy_lab::report::summary_text(&stats));
     println!("{out}");
     Ok(())
 }

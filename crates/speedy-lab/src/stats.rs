@@ -31,6 +31,13 @@
 //!   each resample draws the pages with replacement, then the runs of each drawn page
 //!   with replacement, and takes the geometric mean of the resampled per-page speedups.
 //!   The interval therefore covers both page-to-page and run-to-run variation.
+//! * **Mean change** of a variant on a network = `100 × (variant mean − baseline mean) /
+//!   baseline mean`, from the two network cells' pooled means (negative is faster). Every
+//!   load weighs the same there, so the slowest pages dominate it, while the overall
+//!   speedup gives every page the same weight: a variant that speeds up most pages but
+//!   slows the heaviest ones has a speedup above 1 and a positive mean change. The report
+//!   shows both and marks such rows ([`disagree`]). It is left out when the two cells
+//!   do not hold the same pages.
 //!
 //! Every bootstrap is seeded from the names of its cell ([`seed_for`]) with the tiny
 //! [`Rng`] below, so a report is identical from one build to the next, whatever the
@@ -278,6 +285,32 @@ pub struct Speedup {
 /// Percent reduction of load time for a speedup.
 pub fn reduction_pct(speedup: f64) -> f64 {
     100.0 * (1.0 - 1.0 / speedup)
+}
+
+/// Mean change in percent: `100 × (variant − baseline) / baseline` (negative: the
+/// variant's mean is lower, i.e. faster). `None` when the baseline's mean is not positive
+/// or a mean is not finite.
+pub fn mean_change_pct(baseline_mean: f64, variant_mean: f64) -> Option<f64> {
+    (baseline_mean > 0.0 && baseline_mean.is_finite() && variant_mean.is_finite())
+        .then(|| 100.0 * (variant_mean - baseline_mean) / baseline_mean)
+}
+
+/// Below this distance from 1, a speedup counts as no change for [`disagree`]: it shows
+/// as `1.00×` in the report (two decimals).
+pub const SPEEDUP_NEUTRAL: f64 = 0.005;
+/// Below this absolute mean change (percent), the change counts as none for
+/// [`disagree`]: it shows as `+0.0%` in the report (one decimal).
+pub const MEAN_CHANGE_NEUTRAL_PCT: f64 = 0.05;
+
+/// Whether a speedup (above 1: faster) and a mean change (negative: faster) point in
+/// opposite directions. Values that would show as no change (see [`SPEEDUP_NEUTRAL`],
+/// [`MEAN_CHANGE_NEUTRAL_PCT`]) never disagree.
+pub fn disagree(speedup: f64, mean_change_pct: f64) -> bool {
+    let faster_by_pages = speedup > 1.0 + SPEEDUP_NEUTRAL;
+    let slower_by_pages = speedup < 1.0 - SPEEDUP_NEUTRAL;
+    let faster_by_mean = mean_change_pct < -MEAN_CHANGE_NEUTRAL_PCT;
+    let slower_by_mean = mean_change_pct > MEAN_CHANGE_NEUTRAL_PCT;
+    (faster_by_pages && slower_by_mean) || (slower_by_pages && faster_by_mean)
 }
 
 /// Speedup of a variant on one page: `mean(baseline) / mean(variant)`, with its
@@ -626,6 +659,48 @@ impl Stats {
             .find(|c| c.network == network && c.variant == variant)
     }
 
+    /// The mean change of `network` × `variant` against its baseline's network cell on
+    /// the same network ([`mean_change_pct`]). `None` for a baseline, when either cell
+    /// is missing, or when the two cells do not hold the same pages (every page of each
+    /// is one the speedup compares): pooled means of different pages are not comparable.
+    pub fn mean_change(&self, network: &str, variant: &str) -> Option<f64> {
+        let cell = self.network_cell(network, variant)?;
+        let base = self.network_cell(network, cell.baseline.as_deref()?)?;
+        let compared = cell.speedup.as_ref()?.pages;
+        if compared != cell.pages || compared != base.pages {
+            return None;
+        }
+        mean_change_pct(base.summary.mean, cell.summary.mean)
+    }
+
+    /// Whether the overall speedup of `network` × `variant` and its mean change point
+    /// in opposite directions ([`disagree`]); `false` when either is missing.
+    pub fn disagrees(&self, network: &str, variant: &str) -> bool {
+        let speedup = self
+            .network_cell(network, variant)
+            .and_then(|c| c.speedup.as_ref());
+        match (speedup, self.mean_change(network, variant)) {
+            (Some(s), Some(m)) => disagree(s.speedup, m),
+            _ => false,
+        }
+    }
+
+    /// The networks that are not points of a sweep, in order (all networks when every
+    /// network is a sweep point): the report's per-page charts and the summary use them.
+    pub fn main_networks(&self) -> Vec<String> {
+        let main: Vec<String> = self
+            .networks
+            .iter()
+            .filter(|n| n.sweep.is_none())
+            .map(|n| n.name.clone())
+            .collect();
+        if main.is_empty() {
+            self.networks.iter().map(|n| n.name.clone()).collect()
+        } else {
+            main
+        }
+    }
+
     /// The variant named `name`.
     pub fn variant(&self, name: &str) -> Option<&VariantInfo> {
         self.variants.iter().find(|v| v.name == name)
@@ -869,6 +944,46 @@ mod tests {
             st2.network_cell("dsl", "spdy"),
             st.network_cell("dsl", "spdy")
         );
+    }
+
+    #[test]
+    fn mean_change_and_disagreement() {
+        assert!(close(mean_change_pct(1000.0, 877.0).unwrap(), -12.3));
+        assert!(close(mean_change_pct(1000.0, 1040.0).unwrap(), 4.0));
+        assert_eq!(mean_change_pct(0.0, 10.0), None);
+        // Faster by pages, slower by the mean (and the other way round) disagree.
+        assert!(disagree(1.07, 4.0));
+        assert!(disagree(0.9, -3.0));
+        assert!(!disagree(1.07, -4.0));
+        assert!(!disagree(0.9, 3.0));
+        // What shows as no change never disagrees.
+        assert!(!disagree(1.004, 2.0));
+        assert!(!disagree(1.2, 0.04));
+        // Two pages: 2× on the light one, 0.8× on the heavy one.
+        let mut rows = vec![];
+        for run in 0..2 {
+            rows.push(row("light", "dsl", "http1", true, false, run, 1000.0));
+            rows.push(row("light", "dsl", "spdy", false, false, run, 500.0));
+            rows.push(row("heavy", "dsl", "http1", true, false, run, 10_000.0));
+            rows.push(row("heavy", "dsl", "spdy", false, false, run, 12_500.0));
+        }
+        let st = Stats::compute(&rows);
+        let sp = st
+            .network_cell("dsl", "spdy")
+            .unwrap()
+            .speedup
+            .clone()
+            .unwrap();
+        assert!(close(sp.speedup, (2.0f64 * 0.8).sqrt()));
+        let m = st.mean_change("dsl", "spdy").unwrap();
+        assert!(close(m, 100.0 * (6500.0 - 5500.0) / 5500.0));
+        assert!(st.disagrees("dsl", "spdy"));
+        assert_eq!(st.mean_change("dsl", "http1"), None);
+        // A page only the variant loaded: the pooled means weigh different pages.
+        rows.push(row("extra", "dsl", "spdy", false, false, 0, 100.0));
+        let st = Stats::compute(&rows);
+        assert_eq!(st.mean_change("dsl", "spdy"), None);
+        assert!(!st.disagrees("dsl", "spdy"));
     }
 
     #[test]

@@ -93,6 +93,26 @@ protocol = "spdy"
         assert!(html.contains(needle), "report mentions {needle}");
     }
     assert!(html.matches("<svg").count() >= 5, "charts drawn");
+    // The summary with its reading guide, and each waterfall links its HAR.
+    assert!(html.contains("How to read:") && html.contains("Mean change"));
+    assert!(html.contains(r#"<a class="har" href="hars/"#), "HAR links");
+    // The run ends with a summary table and the report's file:// URL.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("network  variant") && stdout.contains("mean change"),
+        "summary table: {stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("lan-ish") && l.contains("http1")),
+        "{stdout}"
+    );
+    let url = format!(
+        "report: file://{}",
+        out.join("report.html").canonicalize().unwrap().display()
+    );
+    assert!(stdout.contains(&url), "{url} in {stdout}");
     // Running again resumes: nothing left to do, rows unchanged.
     let resume = || {
         Command::new(BIN)
@@ -131,6 +151,10 @@ protocol = "spdy"
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success() && err.contains("unfinished"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("report: file://"),
+        "lab report prints the URL too"
+    );
     let o = resume();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -8,7 +8,7 @@
 
 use super::charts::{self, Point};
 use super::html::{self, table, with_ci, Cell};
-use super::sections::{reduction_cell, speedup_cell};
+use super::sections::{network_speedup_cell, reduction_cell};
 use super::svg;
 use super::Ctx;
 use crate::results::Row;
@@ -268,11 +268,7 @@ pub fn whitepaper_section(cx: &mut Ctx) -> String {
                 (Some(m), Some(h)) if var != "http1" => pct(h, m),
                 _ => "–".into(),
             }));
-            cells.push(speedup_cell(
-                cx.stats
-                    .network_cell(net, var)
-                    .and_then(|c| c.speedup.as_ref()),
-            ));
+            cells.push(network_speedup_cell(&cx.stats, net, var));
             cells.push(Cell::num(format!("{ms:.0}")));
             cells.push(Cell::num(if p > 0.0 {
                 format!("{p:.1}%")
@@ -321,10 +317,6 @@ pub fn whitepaper_section(cx: &mut Ctx) -> String {
         for (value, net) in points.iter() {
             let (h, s) = (mean_ms(cx, net, "http1"), mean_ms(cx, net, "spdy"));
             let pubd = published.iter().find(|p| (p.0 - value).abs() < 1e-9);
-            let cell = cx
-                .stats
-                .network_cell(net, "spdy")
-                .and_then(|c| c.speedup.as_ref());
             rows.push((
                 vec![
                     Cell::text(fmt(*value)),
@@ -334,7 +326,7 @@ pub fn whitepaper_section(cx: &mut Ctx) -> String {
                         (Some(h), Some(s)) => pct(h, s),
                         _ => "–".into(),
                     }),
-                    speedup_cell(cell),
+                    network_speedup_cell(&cx.stats, net, "spdy"),
                     Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.1))),
                     Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.2))),
                     Cell::num(pubd.map_or("–".into(), |p| format!("{:.1}%", p.3))),
@@ -423,7 +415,7 @@ pub fn factors_section(cx: &mut Ctx) -> String {
                         ),
                         "",
                     ),
-                    speedup_cell(sp),
+                    network_speedup_cell(&cx.stats, &net, v),
                     reduction_cell(sp),
                 ],
                 false,

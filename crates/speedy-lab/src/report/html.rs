@@ -26,6 +26,10 @@ tr.grp td { border-top: 2px solid #d5d5d5; }
 td .ci { color: #666; font-size: 12px; white-space: nowrap; }
 td.good { color: #00603f; font-weight: 600; }
 td.bad { color: #a03000; font-weight: 600; }
+p.guide { background: #f3f7fb; border-left: 3px solid #0b5394; padding: 6px 10px;
+  margin: 8px 0 6px; font-size: 13.5px; }
+a.har { color: #0b5394; font-weight: 400; font-size: 13px; }
+.warn { color: #8a5a00; font-size: 12px; font-weight: 600; white-space: nowrap; cursor: help; }
 .swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px;
   margin-right: 6px; vertical-align: -1px; }
 figure { margin: 14px 0 22px; }

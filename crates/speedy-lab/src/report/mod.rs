@@ -1,13 +1,15 @@
 //! The report: one self-contained `report.html` (inline CSS, inline SVG drawn here, no
 //! script, nothing fetched) from a results file and the HARs it points to.
 //!
-//! Sections: summary (mean onLoad ± 95% CI and speedup per network × variant), the
+//! Sections: summary (mean onLoad ± 95% CI, speedup and mean change per network ×
+//! variant, under a reading guide; [`summary_text`] is its terminal form), the
 //! conditions of each variant, the whitepaper's tables beside the measured ones and the
 //! factor chain when the rows have them ([`era`]), speedup
 //! per page, the per-page scatter of the baseline against each other variant, box plots
 //! per page, CDFs, sweeps (tables and lines against loss or RTT), the split of object
 //! time into HAR phases, packets and bytes per load, header compression, one waterfall
-//! per page and variant, what the lab cannot model, and notes (unreadable HARs, loads
+//! per page and variant (each linking its HAR file when it exists), what the lab cannot
+//! model, and notes (unreadable HARs, loads
 //! without onLoad, failed objects). Statistics are those of [`crate::stats`].
 //!
 //! Per-page and per-protocol charts are drawn for the *main* networks: those that are
@@ -19,12 +21,15 @@ mod dist;
 mod era;
 mod har;
 mod html;
+mod links;
 mod sections;
 mod svg;
 mod transport;
 mod waterfall;
 
 pub use har::{parse as parse_har, read as read_har, Load as HarLoad, Object as HarObject};
+pub use links::file_url;
+pub use sections::{summary_text, READING_GUIDE};
 
 use crate::results::{read_rows, Row};
 use crate::stats::Stats;
@@ -56,8 +61,9 @@ impl Default for ReportOptions {
 }
 
 /// Reads `results` (and the HARs it names, relative to its directory) and writes the
-/// report to `out_html`.
-pub fn write_report(results: &Path, out_html: &Path) -> Result<(), String> {
+/// report to `out_html`. Returns the statistics the report shows (for a terminal
+/// summary, [`summary_text`]).
+pub fn write_report(results: &Path, out_html: &Path) -> Result<Stats, String> {
     write_report_with(results, out_html, &ReportOptions::default())
 }
 
@@ -66,20 +72,40 @@ pub fn write_report_with(
     results: &Path,
     out_html: &Path,
     opts: &ReportOptions,
-) -> Result<(), String> {
+) -> Result<Stats, String> {
     let rows = read_rows(results)?;
     let dir = results
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let html = render(&rows, dir, opts);
-    std::fs::write(out_html, html).map_err(|e| format!("{}: {e}", out_html.display()))
+    let html_dir = out_html
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    // Waterfalls link their HARs relative to where the report is written.
+    let har_links = links::relative_dir(html_dir, dir);
+    let (html, stats) = render_linked(&rows, dir, har_links, opts);
+    std::fs::write(out_html, html).map_err(|e| format!("{}: {e}", out_html.display()))?;
+    Ok(stats)
 }
 
-/// Renders the report of `rows` to a string; HAR paths are relative to `har_dir`.
-/// Never fails: missing data becomes a notice in the report.
+/// Renders the report of `rows` to a string; HAR paths are relative to `har_dir`, and
+/// the waterfalls' HAR links assume the report is saved in `har_dir`. Never fails:
+/// missing data becomes a notice in the report.
 pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
+    render_linked(rows, har_dir, Some(PathBuf::new()), opts).0
+}
+
+/// [`render`], with HAR links relative to `har_links` (`None`: no links), returning
+/// the statistics too.
+fn render_linked(
+    rows: &[Row],
+    har_dir: &Path,
+    har_links: Option<PathBuf>,
+    opts: &ReportOptions,
+) -> (String, Stats) {
     let mut cx = Ctx::new(rows, har_dir, opts);
+    cx.har_links = har_links;
     let mut body = String::new();
     let mut toc = Vec::new();
     let parts: Vec<Section> = vec![
@@ -137,7 +163,10 @@ pub fn render(rows: &[Row], har_dir: &Path, opts: &ReportOptions) -> String {
         cx.stats.variants.len(),
         crate::stats::RESAMPLES
     );
-    html::page(&title, &sub, opts.banner.as_deref(), &toc, &body)
+    (
+        html::page(&title, &sub, opts.banner.as_deref(), &toc, &body),
+        cx.stats,
+    )
 }
 
 /// A section: anchor, title, and the function writing it.
@@ -149,6 +178,8 @@ pub(crate) struct Ctx<'a> {
     pub stats: Stats,
     pub main_networks: Vec<String>,
     pub har_dir: PathBuf,
+    /// The results' directory as seen from the report's (`None`: HARs are not linked).
+    pub har_links: Option<PathBuf>,
     pub opts: &'a ReportOptions,
     /// HAR path → why it could not be read.
     pub har_errors: BTreeMap<String, String>,
@@ -159,20 +190,13 @@ pub(crate) struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn new(rows: &'a [Row], har_dir: &Path, opts: &'a ReportOptions) -> Ctx<'a> {
         let stats = Stats::compute(rows);
-        let mut main: Vec<String> = stats
-            .networks
-            .iter()
-            .filter(|n| n.sweep.is_none())
-            .map(|n| n.name.clone())
-            .collect();
-        if main.is_empty() {
-            main = stats.networks.iter().map(|n| n.name.clone()).collect();
-        }
+        let main = stats.main_networks();
         Ctx {
             rows,
             stats,
             main_networks: main,
             har_dir: har_dir.to_path_buf(),
+            har_links: None,
             opts,
             har_errors: BTreeMap::new(),
             notes: Vec::new(),
@@ -281,6 +305,16 @@ impl<'a> Ctx<'a> {
         s
     }
 
+    /// The href of a row's HAR from the report, when the file exists and the report's
+    /// place is known.
+    pub fn har_href(&self, row: &Row) -> Option<String> {
+        let base = self.har_links.as_ref()?;
+        if row.har.is_empty() || !self.har_dir.join(&row.har).is_file() {
+            return None;
+        }
+        Some(links::href(base, &row.har))
+    }
+
     /// Reads the HAR of a row; failures are remembered for the notes section.
     pub fn har(&mut self, row: &Row) -> Option<har::Load> {
         if row.har.is_empty() {
@@ -314,3 +348,6 @@ pub(crate) fn proto_name(p: &str) -> String {
         _ => p.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests;

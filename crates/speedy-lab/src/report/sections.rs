@@ -4,9 +4,67 @@ use super::charts::{self, Bar, Bars, Point};
 use super::html::{self, figure, table, with_ci, Cell};
 use super::svg;
 use super::{dist, Ctx};
-use crate::stats::{has_on_load, Speedup};
+use crate::stats::{has_on_load, Speedup, Stats};
 
 const CI_NOTE: &str = "Error bars: 95% percentile-bootstrap confidence interval of the mean.";
+
+/// The reading guide shown above the summary table (and, shortened, under the text
+/// summary of `speedy lab`).
+pub const READING_GUIDE: &str = "Speedup is the typical page's gain (baseline ÷ variant per page, \
+     geometric mean over pages; above 1× is faster). Mean change is the shift of the average load \
+     time over all loads, which the slowest pages dominate (minus is faster). Where they disagree (⚠), \
+     most pages moved one way and the heaviest the other.";
+
+/// Tooltip of the ⚠ marker.
+const DISAGREE_TITLE: &str = "Speedup and mean change point in opposite directions: most pages \
+     moved one way, while the slowest pages, which dominate the average, moved the other.";
+
+/// The ⚠ marker (HTML) for a row whose speedup and mean change disagree.
+fn disagree_mark() -> String {
+    format!(
+        r#" <span class="warn" title="{}">⚠ disagree</span>"#,
+        svg::esc(DISAGREE_TITLE)
+    )
+}
+
+/// `+4.0%` / `−12.3%`: a signed percentage with a true minus sign.
+pub(super) fn signed_pct(v: f64) -> String {
+    let s = format!("{v:+.1}%");
+    if s == "-0.0%" {
+        "+0.0%".into()
+    } else {
+        s.replacen('-', "−", 1)
+    }
+}
+
+/// The mean change of a network cell against its baseline, marked when it disagrees
+/// with the speedup; `–` for a baseline.
+fn mean_change_cell(stats: &Stats, network: &str, variant: &str) -> Cell {
+    match stats.mean_change(network, variant) {
+        None => Cell::num("–"),
+        Some(m) => {
+            let mut h = svg::esc(&signed_pct(m));
+            if stats.disagrees(network, variant) {
+                h.push_str(&disagree_mark());
+            }
+            Cell::raw(h, "")
+        }
+    }
+}
+
+/// [`speedup_cell`] of a network cell, with the ⚠ marker when its speedup and its mean
+/// change point in opposite directions (for tables that show the means beside it).
+pub(super) fn network_speedup_cell(stats: &Stats, network: &str, variant: &str) -> Cell {
+    let mut c = speedup_cell(
+        stats
+            .network_cell(network, variant)
+            .and_then(|c| c.speedup.as_ref()),
+    );
+    if stats.disagrees(network, variant) {
+        c.html.push_str(&disagree_mark());
+    }
+    c
+}
 
 /// `1.52×` with its CI in small print, coloured when the CI excludes 1.
 pub(super) fn speedup_cell(s: Option<&Speedup>) -> Cell {
@@ -75,13 +133,17 @@ pub fn summary(cx: &mut Ctx) -> String {
                         "–"
                     })),
                     speedup_cell(c.speedup.as_ref()),
-                    reduction_cell(c.speedup.as_ref()),
+                    mean_change_cell(&cx.stats, net, &v.name),
                 ],
                 first,
             ));
             first = false;
         }
     }
+    out.push_str(&format!(
+        r#"<p class="guide"><b>How to read:</b> {}</p>"#,
+        svg::esc(READING_GUIDE)
+    ));
     out.push_str(&table(
         &[
             ("Network", true),
@@ -93,14 +155,15 @@ pub fn summary(cx: &mut Ctx) -> String {
             ("Mean onContentLoad (ms)", false),
             ("Against", true),
             ("Speedup [95% CI]", false),
-            ("Load time change", false),
+            ("Mean change", false),
         ],
         &rows,
     ));
     out.push_str(&html::p(
-        "Speedup = baseline mean onLoad ÷ variant mean onLoad per page, then the geometric mean over pages \
-         (every page counts the same); above 1 is faster. Its interval resamples pages, then runs. \
-         Load time change = −(1 − 1/speedup). Green: the whole interval is above 1; red: below 1.",
+        "Speedup = baseline mean onLoad ÷ variant mean onLoad per page, then the geometric mean over pages; \
+         its interval resamples pages, then runs. Green: the whole interval is above 1; red: below 1. \
+         Mean change = (variant mean onLoad − baseline mean onLoad) ÷ baseline mean onLoad, both over all loads \
+         of all pages (the Mean onLoad column).",
     ));
     let variants: Vec<String> = cx.stats.variants.iter().map(|v| v.name.clone()).collect();
     let values: Vec<Vec<Option<Bar>>> = cx
@@ -427,7 +490,7 @@ pub fn sweeps(cx: &mut Ctx) -> String {
                     None => Cell::num("–"),
                 });
                 if !cx.stats.variant(v).is_some_and(|x| x.baseline) {
-                    cells.push(speedup_cell(c.and_then(|c| c.speedup.as_ref())));
+                    cells.push(network_speedup_cell(&cx.stats, net, v));
                 }
             }
             rows.push((cells, false));
@@ -438,6 +501,10 @@ pub fn sweeps(cx: &mut Ctx) -> String {
             .map(|(i, s)| (s.as_str(), i == 1))
             .collect();
         out.push_str(&table(&hdr, &rows));
+        out.push_str(&html::p(
+            "Speedup: geometric mean over pages of the per-page ratios, as in the Summary; \
+             ⚠ marks a speedup that points the other way from the change of the means beside it.",
+        ));
         let series: Vec<(charts::Series, Vec<Point>)> = vars
             .iter()
             .map(|v| {
@@ -471,6 +538,107 @@ pub fn sweeps(cx: &mut Ctx) -> String {
         );
         let extra = format!("Mean onLoad over all loads of all pages at each point. {CI_NOTE}");
         out.push_str(&figure(&chart, &cx.caption(&nets, None, &extra)));
+    }
+    out
+}
+
+/// The summary as plain text for a terminal: one line per main network × variant
+/// (pages, loads, mean onLoad, speedup against the baseline, mean change, ⚠ when they
+/// disagree), then a line on how to read it. The numbers are those of the report's
+/// Summary table (the same [`Stats`]).
+pub fn summary_text(stats: &Stats) -> String {
+    let header = [
+        "network",
+        "variant",
+        "pages",
+        "loads",
+        "mean onLoad (ms)",
+        "speedup",
+        "against",
+        "mean change",
+    ];
+    // Text columns are left aligned, numbers right aligned.
+    let left = [true, true, false, false, false, false, true, false];
+    let mut lines: Vec<[String; 8]> = Vec::new();
+    let mut any_disagree = false;
+    let main = stats.main_networks();
+    for net in &main {
+        let mut first = true;
+        for v in &stats.variants {
+            let Some(c) = stats.network_cell(net, &v.name) else {
+                continue;
+            };
+            let dis = stats.disagrees(net, &v.name);
+            any_disagree |= dis;
+            let change = stats.mean_change(net, &v.name).map_or("–".into(), |m| {
+                format!("{}{}", signed_pct(m), if dis { " ⚠" } else { "" })
+            });
+            lines.push([
+                if first { net.clone() } else { String::new() },
+                v.name.clone(),
+                c.pages.to_string(),
+                c.summary.n.to_string(),
+                svg::ms(c.summary.mean),
+                match &c.speedup {
+                    Some(s) => format!("{:.2}×", s.speedup),
+                    None if v.baseline && c.baseline.is_none() => "baseline".into(),
+                    None => "–".into(),
+                },
+                c.baseline.clone().unwrap_or_else(|| "–".into()),
+                change,
+            ]);
+            first = false;
+        }
+    }
+    if lines.is_empty() {
+        return "summary: no load has an onLoad time\n".into();
+    }
+    let width = |i: usize| {
+        lines
+            .iter()
+            .map(|l| l[i].chars().count())
+            .chain(std::iter::once(header[i].chars().count()))
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
+    let fmt_line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[i] - c.chars().count());
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if left[i] {
+                s.push_str(c);
+                s.push_str(&pad);
+            } else {
+                s.push_str(&pad);
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = fmt_line(&header.map(String::from));
+    for l in &lines {
+        out.push_str(&fmt_line(l));
+    }
+    let sweep_nets = stats.networks.len() - main.len();
+    if sweep_nets > 0 {
+        out.push_str(&format!(
+            "(+{sweep_nets} sweep network{}: see the report's Sweeps section)\n",
+            if sweep_nets == 1 { "" } else { "s" }
+        ));
+    }
+    out.push_str(
+        "speedup: per-page ratio, geometric mean over pages (above 1× is faster); \
+         mean change: the average onLoad against the baseline's (minus is faster).\n",
+    );
+    if any_disagree {
+        out.push_str(
+            "⚠ speedup and mean change point opposite ways: most pages moved one way, \
+             the slowest pages the other (see the report's Summary).\n",
+        );
     }
     out
 }

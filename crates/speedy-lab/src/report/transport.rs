@@ -373,7 +373,8 @@ pub fn waterfalls(cx: &mut Ctx) -> String {
     let mut out = html::p(&format!(
         "Network {net} ({desc}). For each page and variant, the run whose onLoad is closest to the median of its runs. \
          Bars start at the object's start (ms after navigation start) and show its phases; ⇡ marks a pushed object; \
-         hover a bar for the URL and timings. The waterfalls of one page share the time axis."
+         hover a bar for the URL and timings. The waterfalls of one page share the time axis; tall ones \
+         repeat it at the bottom. Each heading links the load's HAR file when it is on disk."
     ));
     let mut any = false;
     for (pi, page) in cx.stats.pages.clone().iter().enumerate() {
@@ -419,8 +420,15 @@ pub fn waterfalls(cx: &mut Ctx) -> String {
         let mut inner = String::new();
         for (v, row, n, med, har) in &loads {
             let label = cx.variant_label(v);
+            let link = cx.har_href(row).map_or(String::new(), |h| {
+                format!(
+                    r#" · <a class="har" href="{}" title="{}">HAR</a>"#,
+                    svg::esc(&h),
+                    svg::esc(&format!("the HAR file of this load: {}", row.har))
+                )
+            });
             inner.push_str(&format!(
-                r#"<h4 style="margin:14px 0 2px">{}{}</h4>"#,
+                r#"<h4 style="margin:14px 0 2px">{}{}{link}</h4>"#,
                 html::swatch(cx.style(v).colour, ""),
                 svg::esc(&format!(
                     "{label} — run {}, onLoad {} ms",

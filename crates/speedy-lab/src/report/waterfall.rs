@@ -1,5 +1,6 @@
 //! The waterfall of one load: one bar per object from its start offset, phases
-//! coloured, URL labels, onContentLoad and onLoad lines.
+//! coloured, URL labels, onContentLoad and onLoad lines; the time axis on top, repeated
+//! under the last row of a tall waterfall ([`TALL_WATERFALL_ROWS`]).
 
 use super::charts::{truncate, WIDTH};
 use super::har::Load;
@@ -11,6 +12,11 @@ const LABEL_W: f64 = 300.0;
 pub const DCL_COLOUR: &str = "#009E73";
 /// Colour of the onLoad line.
 pub const LOAD_COLOUR: &str = "#D55E00";
+/// A waterfall drawing more rows than this repeats its time axis (ticks and labels)
+/// under the last row: at 15 px a row, 25 rows fill most of a laptop screen, so the
+/// top axis has scrolled out of sight by the time the reader reaches the last objects.
+pub const TALL_WATERFALL_ROWS: usize = 25;
+const AXIS_TITLE: &str = "ms from navigation start →";
 
 /// Draws a waterfall. `x_max` fixes the time axis (ms) so that the waterfalls of one
 /// page share a scale; at most `max_objects` rows are drawn (the rest is counted).
@@ -54,6 +60,7 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
     let y1 = top + rh * shown.max(1) as f64;
     let tk = ticks(0.0, x_max.max(1.0), 8);
     let xs = Scale::new(0.0, *tk.last().unwrap(), LABEL_W, WIDTH - MR - 40.0);
+    s.raw(r#"<g class="x-axis top">"#);
     for &t in &tk {
         let x = xs.at(t);
         s.line(x, top - 4.0, x, y1, "#E8E8E8", 1.0, "");
@@ -69,11 +76,12 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
     s.text(
         LABEL_W - 8.0,
         top - 8.0,
-        "ms from navigation start →",
+        AXIS_TITLE,
         Anchor::End,
         10.0,
         r##"fill="#333""##,
     );
+    s.raw("</g>");
     for (i, o) in load.objects.iter().take(shown).enumerate() {
         let y = top + rh * i as f64;
         if i % 2 == 1 {
@@ -149,6 +157,14 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
             r##"fill="#555""##,
         );
     }
+    // Below the rows: the bottom axis of a tall waterfall, then the onContentLoad and
+    // onLoad labels and the count of objects not drawn.
+    let below = if shown > TALL_WATERFALL_ROWS {
+        bottom_axis(&mut s, &xs, &tk, y1);
+        y1 + 20.0
+    } else {
+        y1
+    };
     // onContentLoad labelled left of its line, onLoad right of its line: they never collide.
     for (v, c, name, dx, anchor) in [
         (
@@ -165,7 +181,7 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
             s.line(x, top - 2.0, x, y1, c, 1.6, "4 3");
             s.text_titled(
                 x + dx,
-                y1 + 12.0,
+                below + 12.0,
                 &format!("{name} {} ms", svg::ms(v)),
                 &format!("{name} {} ms", svg::ms(v)),
                 10.0,
@@ -173,11 +189,11 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
             );
         }
     }
-    let mut h = y1 + 20.0;
+    let mut h = below + 20.0;
     if load.objects.len() > shown {
         s.text(
             8.0,
-            y1 + 16.0,
+            below + 16.0,
             &format!("… {} more objects not drawn", load.objects.len() - shown),
             Anchor::Start,
             11.0,
@@ -187,4 +203,90 @@ pub fn waterfall(label: &str, load: &Load, x_max: f64, max_objects: usize) -> St
     }
     s.set_height(h);
     s.finish()
+}
+
+/// The time axis under the last row of a tall waterfall: a rule, tick marks and labels
+/// at the same ticks as the top axis, and the axis title.
+fn bottom_axis(s: &mut Svg, xs: &Scale, tk: &[f64], y1: f64) {
+    s.raw(r#"<g class="x-axis bottom">"#);
+    s.line(
+        xs.at(tk[0]),
+        y1,
+        xs.at(*tk.last().unwrap()),
+        y1,
+        "#999",
+        1.0,
+        "",
+    );
+    for &t in tk {
+        let x = xs.at(t);
+        s.line(x, y1, x, y1 + 4.0, "#999", 1.0, "");
+        s.text(
+            x,
+            y1 + 15.0,
+            &svg::num(t),
+            Anchor::Middle,
+            10.0,
+            r##"fill="#333""##,
+        );
+    }
+    s.text(
+        LABEL_W - 8.0,
+        y1 + 15.0,
+        AXIS_TITLE,
+        Anchor::End,
+        10.0,
+        r##"fill="#333""##,
+    );
+    s.raw("</g>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::har::Object;
+
+    fn load(n: usize) -> Load {
+        Load {
+            on_content_load: Some(400.0),
+            on_load: Some(100.0 * n as f64),
+            objects: (0..n)
+                .map(|i| Object {
+                    url: format!("http://a.test/o{i}.js"),
+                    status: 200,
+                    start: 100.0 * i as f64,
+                    phases: [1.0, 0.0, 1.0, 20.0, 30.0],
+                    time: 52.0,
+                    priority: None,
+                    pushed: false,
+                    error: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn tall_waterfalls_repeat_the_time_axis_at_the_bottom() {
+        let short = waterfall("short", &load(TALL_WATERFALL_ROWS), 3000.0, 120);
+        assert!(short.contains(r#"<g class="x-axis top">"#));
+        assert!(!short.contains("x-axis bottom"), "{short}");
+        let tall = waterfall("tall", &load(TALL_WATERFALL_ROWS + 1), 3000.0, 120);
+        assert!(tall.contains(r#"<g class="x-axis top">"#));
+        let bottom = tall
+            .find(r#"<g class="x-axis bottom">"#)
+            .expect("bottom axis");
+        // Under the last row, with the same tick labels as the top axis.
+        assert!(bottom > tall.rfind("a.test/o25.js").unwrap());
+        let axis = &tall[bottom..];
+        let axis = &axis[..axis.find("</g>").unwrap()];
+        for t in ["0", "1000", "2000", "3000"] {
+            assert!(axis.contains(&format!(">{t}</text>")), "tick {t}: {axis}");
+        }
+        assert!(axis.contains(AXIS_TITLE));
+        roxmltree::Document::parse(&tall).unwrap();
+        // What counts is the rows drawn, not the objects in the HAR.
+        let capped = waterfall("capped", &load(60), 6000.0, 20);
+        assert!(!capped.contains("x-axis bottom"));
+        assert!(capped.contains("40 more objects not drawn"));
+    }
 }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[command(
     args_conflicts_with_subcommands = true,
     after_help = "With no argument, runs the built-in `quick` experiment (a few minutes) and prints \
-where the report is. EXPERIMENT is a built-in name (see `speedy lab list`) or a TOML file \
+a summary table and the report's file:// URL. EXPERIMENT is a built-in name (see `speedy lab list`) or a TOML file \
 (format: docs/lab.md). Needs root: every load runs in network namespaces behind the link \
 emulator. An interrupted run resumes where it stopped when started again with the same --out."
 )]
@@ -56,7 +56,8 @@ enum LabCmd {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Write report.html from a results directory.
+    /// Write report.html from a results directory, and print its summary table and
+    /// file:// URL.
     Report {
         /// Directory holding results.jsonl.
         #[arg(value_name = "DIR")]
@@ -251,11 +252,16 @@ fn experiment_named(name: &str) -> Result<speedy_lab::experiment::Experiment> {
     parse(&text, name, &base).map_err(anyhow::Error::msg)
 }
 
+/// Writes DIR/report.html, then prints the summary table (the report's own numbers) and
+/// the report's `file://` URL.
 fn write_report(dir: &Path) -> Result<()> {
     let html = dir.join("report.html");
-    speedy_lab::report::write_report(&dir.join("results.jsonl"), &html)
+    let stats = speedy_lab::report::write_report(&dir.join("results.jsonl"), &html)
         .map_err(anyhow::Error::msg)?;
-    println!("report: {}", html.display());
+    println!();
+    print!("{}", speedy_lab::report::summary_text(&stats));
+    let abs = html.canonicalize().unwrap_or(html);
+    println!("report: {}", speedy_lab::report::file_url(&abs));
     Ok(())
 }
 

@@ -1,0 +1,158 @@
+//! The summary's mean change and its ⚠ marker, the text summary, and the waterfalls'
+//! HAR links, on small fixtures.
+
+use super::*;
+use serde_json::json;
+
+/// A load of `page` with onLoad `ms`; the baseline is `http1`.
+fn row(page: &str, variant: &str, run: u32, ms: f64, har: &str) -> Row {
+    let base = variant == "http1";
+    serde_json::from_value(json!({
+        "experiment": "t", "page": page, "network": "dsl", "network_desc": "dsl desc",
+        "variant": variant, "baseline": base,
+        "protocol": if base { "http/1.1" } else { "spdy/3.1" }, "tls": false, "run": run,
+        "on_load_ms": ms, "on_content_load_ms": ms / 2.0, "objects": 1, "failed_objects": 0,
+        "bytes_down": 0, "bytes_up": 0, "packets_down": 0, "packets_up": 0, "link_drops": 0,
+        "header_bytes_sent_raw": 0, "header_bytes_sent_compressed": 0,
+        "header_bytes_received_raw": 0, "header_bytes_received_compressed": 0,
+        "connections": 1, "tcp_retransmissions": 0, "har": har
+    }))
+    .unwrap()
+}
+
+/// Two pages where the variant halves the light page's load time and slows the heavy
+/// one by 20%: per page 2× and 0.83×, geometric mean 1.29× (faster), while the mean
+/// goes from 5500 to 6250 ms (+13.6%, slower).
+fn disagreeing() -> Vec<Row> {
+    let mut rows = Vec::new();
+    for run in 0..2 {
+        rows.push(row("light", "http1", run, 1000.0, ""));
+        rows.push(row("light", "spdy", run, 500.0, ""));
+        rows.push(row("heavy", "http1", run, 10_000.0, ""));
+        rows.push(row("heavy", "spdy", run, 12_000.0, ""));
+    }
+    rows
+}
+
+/// The summary section of a report.
+fn summary_of(html: &str) -> &str {
+    let a = html.find(r#"<h2 id="summary">"#).unwrap();
+    let end = html[a + 4..].find("<h2 ").map_or(html.len(), |i| a + 4 + i);
+    &html[a..end]
+}
+
+#[test]
+fn mean_change_is_the_change_of_the_pooled_means() {
+    let st = Stats::compute(&disagreeing());
+    let m = st.mean_change("dsl", "spdy").unwrap();
+    assert!((m - 100.0 * (6250.0 - 5500.0) / 5500.0).abs() < 1e-9, "{m}");
+    assert_eq!(st.mean_change("dsl", "http1"), None, "a baseline has none");
+    let s = st
+        .network_cell("dsl", "spdy")
+        .unwrap()
+        .speedup
+        .clone()
+        .unwrap();
+    assert!((s.speedup - (2.0f64 * 10_000.0 / 12_000.0).sqrt()).abs() < 1e-9);
+    assert!(s.speedup > 1.0 && m > 0.0);
+    assert!(st.disagrees("dsl", "spdy"));
+    assert!(!st.disagrees("dsl", "http1"));
+}
+
+#[test]
+fn summary_shows_mean_change_guide_and_marks_disagreement() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = render(&disagreeing(), dir.path(), &ReportOptions::default());
+    let sum = summary_of(&html);
+    assert!(sum.contains("<th>Mean change</th>"), "{sum}");
+    assert!(sum.contains("<th>Speedup [95% CI]</th>"));
+    assert!(sum.contains("1.29×"));
+    assert!(sum.contains("+13.6%"), "{sum}");
+    assert!(sum.contains("⚠ disagree"));
+    // The reading guide comes before the table.
+    let guide = sum.find("How to read:").expect("reading guide");
+    assert!(guide < sum.find("<table>").unwrap());
+
+    // When both point the same way there is no marker, and faster reads with a minus.
+    let mut agree = disagreeing();
+    for r in &mut agree {
+        if r.page == "heavy" && r.variant == "spdy" {
+            r.on_load_ms = 8000.0;
+        }
+    }
+    let html = render(&agree, dir.path(), &ReportOptions::default());
+    let sum = summary_of(&html);
+    assert!(!sum.contains("⚠ disagree"), "{sum}");
+    // (500 + 8000) / 2 = 4250 against 5500: −22.7%.
+    assert!(sum.contains("−22.7%"), "{sum}");
+}
+
+#[test]
+fn text_summary_has_one_line_per_network_and_variant() {
+    let st = Stats::compute(&disagreeing());
+    let t = summary_text(&st);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[0].starts_with("network  variant"), "{t}");
+    assert!(lines[0].contains("mean onLoad (ms)") && lines[0].contains("mean change"));
+    assert!(lines[1].starts_with("dsl") && lines[1].contains("http1"));
+    assert!(lines[1].contains("baseline"), "{t}");
+    assert!(lines[2].contains("spdy") && lines[2].contains("1.29×"));
+    assert!(
+        lines[2].contains("6250") && lines[2].contains("+13.6% ⚠"),
+        "{t}"
+    );
+    assert!(t.contains("⚠ speedup and mean change point opposite ways"));
+    // Columns line up: every row is as wide as the widest up to its last column.
+    assert_eq!(
+        lines[1].find("http1").unwrap(),
+        lines[2].find("spdy").unwrap()
+    );
+}
+
+/// The smallest HAR the report reads.
+fn har_text() -> String {
+    json!({"log": {"version": "1.2", "creator": {"name": "t", "version": "0"},
+        "pages": [{"startedDateTime": "2026-01-01T00:00:00.000Z", "id": "page_1", "title": "t",
+                   "pageTimings": {"onContentLoad": 200, "onLoad": 400}}],
+        "entries": []}})
+    .to_string()
+}
+
+#[test]
+fn waterfalls_link_their_har_only_when_it_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().join("res");
+    std::fs::create_dir_all(res.join("hars/dsl")).unwrap();
+    std::fs::write(res.join("hars/dsl/light http1.har"), har_text()).unwrap();
+    let rows = vec![
+        row("light", "http1", 0, 400.0, "hars/dsl/light http1.har"),
+        row("light", "spdy", 0, 300.0, "hars/dsl/light-spdy.har"),
+    ];
+    // Report beside the results: links relative to that directory.
+    let html = render(&rows, &res, &ReportOptions::default());
+    assert!(
+        html.contains(r#"<a class="har" href="hars/dsl/light%20http1.har""#),
+        "{html}"
+    );
+    assert!(
+        !html.contains("light-spdy.har\""),
+        "no link to a missing HAR"
+    );
+    assert_eq!(html.matches(r#"<a class="har""#).count(), 1);
+
+    // Report written elsewhere: the link climbs to the results' directory.
+    let text: String = rows
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(res.join("results.jsonl"), text).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    write_report(&res.join("results.jsonl"), &out.join("r.html")).unwrap();
+    let html = std::fs::read_to_string(out.join("r.html")).unwrap();
+    assert!(
+        html.contains(r#"href="../res/hars/dsl/light%20http1.har""#),
+        "{html}"
+    );
+    assert_eq!(html.matches(r#"<a class="har""#).count(), 1);
+}
