@@ -25,6 +25,12 @@ need=()
 command -v nginx >/dev/null || need+=(nginx)
 command -v h2load >/dev/null || need+=(nghttp2-client)
 if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; fi
+for port in 18080 18081 18090; do
+    if ss -Hltn "sport = :$port" | grep -q .; then
+        echo "compare.sh: port $port is in use (by $(ss -Hltnp "sport = :$port" | grep -o 'users:.*')); stop it first" >&2
+        exit 2
+    fi
+done
 cargo build --release -p speedy -q
 S=$PWD/target/release/speedy
 ulimit -n "$(ulimit -Hn)"
