@@ -74,15 +74,36 @@ pub(crate) async fn serve(
             }
         };
         idle_at = Instant::now() + limits.idle_timeout;
-        let handler = handler.clone();
         let guard = Active::new(&active);
-        tokio::spawn(async move {
-            if let Err(e) = answer(req, respond, scheme, max_body, body_read_timeout, handler).await
-            {
-                tracing::debug!("h2 stream: {e}");
+        let mut answering = Box::pin(answer(
+            req,
+            respond,
+            scheme,
+            max_body,
+            body_read_timeout,
+            handler.clone(),
+        ));
+        // A response the handler has at once (a cached file, an archived object) is
+        // queued here, in the connection's own task: no task per stream, and it goes out
+        // with the connection's next write instead of after every other stream's task has
+        // run. Anything that waits (a body to read, a file to stream) gets its own task,
+        // whose first poll registers the wakers this one could not.
+        match futures_util::FutureExt::now_or_never(answering.as_mut()) {
+            Some(r) => {
+                if let Err(e) = r {
+                    tracing::debug!("h2 stream: {e}");
+                }
+                drop(guard);
             }
-            drop(guard);
-        });
+            None => {
+                tokio::spawn(async move {
+                    if let Err(e) = answering.await {
+                        tracing::debug!("h2 stream: {e}");
+                    }
+                    drop(guard);
+                });
+            }
+        }
     }
     Ok(())
 }
