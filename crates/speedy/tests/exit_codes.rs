@@ -581,6 +581,15 @@ fn bad_inputs_get_a_message_that_names_the_problem() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("-n 0"), "{}", stderr(&o));
 
+    // h2load's habits: -d was the duration before -D; it is pointed to -D by name.
+    let o = speedy(&dir, &["bench", "http://127.0.0.1:1/", "-d", "5s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the duration is -D 5s"),
+        "{}",
+        stderr(&o)
+    );
+
     let o = speedy(&dir, &["serve", "--listen", "127.0.0.1:0"]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);

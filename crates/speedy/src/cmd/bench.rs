@@ -43,6 +43,9 @@ pub struct BenchArgs {
     /// Measuring time, e.g. `10s`, `500ms` (default 10s unless -n); -D as h2load's.
     #[arg(short = 'D', long, value_name = "DURATION")]
     duration: Option<String>,
+    /// The old spelling of -D: refused with a pointer (h2load's -d is a data file).
+    #[arg(short = 'd', hide = true, value_name = "DURATION")]
+    old_duration: Option<String>,
     /// Warm-up before measuring.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     warmup: String,
@@ -188,6 +191,9 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     let url: Url = a.url.parse()?;
     if a.connections == 0 || a.streams == 0 {
         bail!("-c and -m must be at least 1");
+    }
+    if let Some(d) = &a.old_duration {
+        bail!("-d {d}: the duration is -D {d} (as h2load's; h2load's -d names a data file)");
     }
     if a.requests == Some(0) {
         bail!("-n 0: nothing to measure (give at least 1 request, or -d for a duration)");
