@@ -65,7 +65,8 @@ http {
 }
 CONF
 taskset -c 0 nginx -c "$W/nginx.conf" & pids+=($!)
-taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" --max-connections-per-ip 0 \
+taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" \
+    --max-connections $((IDLE + 1024)) --max-connections-per-ip 0 \
     ${SERVE_ARGS---header-level 1} > "$W/speedy.out" & pids+=($!)
 spid=$!
 sleep 2

@@ -1,5 +1,6 @@
-//! Every example of the `--help` of `corpus`, `serve`, `fetch`, `bench` and `load` runs
-//! (issue 18):
+//! Every example of the `--help` of `corpus`, `serve`, `fetch`, `bench`, `proxy`, `load`,
+//! `completions` and `man` runs (issue 18; `kube port-forward`'s needs a kubelet, which
+//! `interop_kube.rs` provides):
 //! the examples are read from the real program's help text, not copied here, and run in
 //! a fresh directory in the order a new user would: synthesize a corpus, serve it (and a
 //! directory), fetch, load, import the HAR and export it again.
@@ -244,6 +245,16 @@ fn every_help_example_runs() {
         ran += 1;
     }
 
+    // 3c. proxy: starts in front of the archive server it names (its port rewritten).
+    let proxy = examples(&["proxy"]);
+    assert!(!proxy.is_empty(), "proxy has an example");
+    for ex in &proxy {
+        let (p, _, got) = start_server(&dir, &rewrite(ex));
+        assert!(got.starts_with("127.0.0.1:"), "{ex:?}: {got}");
+        servers.push(p);
+        ran += 1;
+    }
+
     // 4. load: the page loads with nothing failed, and the HAR is written.
     let load = examples(&["load"]);
     assert!(!load.is_empty());
@@ -272,10 +283,37 @@ fn every_help_example_runs() {
         }
     }
     assert!(dir.join("archive/archive.json").is_file());
+
+    // 6. completions and man: the command before the shell's `>` or `|`, with a system
+    // directory made a directory of the test's.
+    for cmd in ["completions", "man"] {
+        let list = examples(&[cmd]);
+        assert!(!list.is_empty(), "{cmd} has an example");
+        for ex in &list {
+            let words: Vec<String> = ex
+                .iter()
+                .take_while(|w| *w != ">" && *w != "|")
+                .map(|w| {
+                    w.strip_prefix('/')
+                        .map_or(w.clone(), |p| p.replace('/', "_"))
+                })
+                .collect();
+            let o = run_ok(&dir, &words);
+            let out_dir = words
+                .windows(2)
+                .find(|w| w[0] == "--out-dir")
+                .map(|w| w[1].clone());
+            match out_dir {
+                Some(d) => assert!(dir.join(&d).join("speedy.1").is_file(), "{words:?}"),
+                None => assert!(o.stdout.len() > 1000, "{words:?}"),
+            }
+            ran += 1;
+        }
+    }
     let har: Value =
         serde_json::from_slice(&std::fs::read(dir.join("archive.har")).unwrap()).unwrap();
     assert!(!har["log"]["entries"].as_array().unwrap().is_empty());
-    assert!(ran >= 11, "{ran} examples ran");
+    assert!(ran >= 17, "{ran} examples ran");
 }
 
 #[test]

@@ -349,11 +349,13 @@ async fn hold_idle(
     verify: Verify,
 ) -> Result<bool> {
     use std::io::Write;
+    // A session the server never accepts (its connection cap) fails after the default
+    // read timeout instead of holding the command forever; held sessions make no request,
+    // so no timer runs while they idle.
     let cfg = ClientConfig {
         protocol: proto,
         verify,
         http1_connections: 1,
-        read_timeout: None,
         ..Default::default()
     };
     let mut clients = Vec::with_capacity(n);
