@@ -45,6 +45,13 @@ pub fn learned(path: &Path, page: &str) -> Result<Vec<(String, ObjectType)>, Str
             })
             .collect());
     }
+    if !v.get("pages").is_some_and(Value::is_object) {
+        return Err(format!(
+            "{}: neither a HAR nor a prefetch store (a JSON object with \"pages\"); \
+             not overwritten",
+            path.display()
+        ));
+    }
     let Some(list) = page_norm
         .as_deref()
         .and_then(|p| {

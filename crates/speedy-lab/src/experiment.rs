@@ -294,7 +294,13 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
             .span()
             .map(|s| format!(":{}", line_of(text, s)))
             .unwrap_or_default();
-        format!("{origin}{line}: {}", e.message())
+        // serde lists every allowed key; a line names the wrong one and where to look.
+        let msg = e.message();
+        let msg = match msg.split_once(", expected one of") {
+            Some((head, _)) => format!("{head} (the keys of each table: docs/lab.md)"),
+            None => msg.to_string(),
+        };
+        format!("{origin}{line}: {msg}")
     })?;
     let at = |span: Range<usize>, msg: String| format!("{origin}:{}: {msg}", line_of(text, span));
     let runs = spec.runs.as_ref().map_or(Ok(3), |r| {

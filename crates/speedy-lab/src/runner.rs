@@ -1243,10 +1243,20 @@ fn mixed(first: &Row, r: &Row) -> Option<String> {
 /// share an output directory) into `out/results.jsonl`; returns the row count. Rows of
 /// another experiment, seed or build are refused, by name.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    if let Some(f) = out.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
+        return Err(format!(
+            "--out {}: {} is not a directory",
+            out.display(),
+            f.display()
+        ));
+    }
     let mut seen = HashSet::new();
-    let mut rows = Vec::new();
+    // (the directory its HAR paths are relative to, the row)
+    let mut rows: Vec<(PathBuf, Row)> = Vec::new();
     for dir in inputs {
+        if !dir.exists() {
+            return Err(format!("{}: no such file or directory", dir.display()));
+        }
         let files: Vec<PathBuf> = if dir.is_file() {
             vec![dir.clone()]
         } else {
@@ -1261,6 +1271,12 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
                 .collect()
         };
         let mut files = files;
+        if files.is_empty() {
+            return Err(format!(
+                "{}: no results*.jsonl in it (the --out directory of a run or shard)",
+                dir.display()
+            ));
+        }
         // Deterministic: shard files in name order, so a duplicate load keeps the same row
         // whatever order the directory lists them in.
         files.sort();
@@ -1268,31 +1284,39 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
         for f in files {
             let base = f.parent().unwrap_or(Path::new("."));
             let file_rows = read_rows(&f)?;
-            let first = rows.first().or(file_rows.first()).cloned();
+            let first = rows.first().map(|r| &r.1).or(file_rows.first()).cloned();
             if let Some(why) = first
                 .as_ref()
                 .and_then(|first| file_rows.iter().find_map(|r| mixed(first, r)))
             {
                 return Err(format!("{}: {why}", f.display()));
             }
-            for mut r in file_rows {
+            for r in file_rows {
                 if seen.insert(key(&r.page, &r.network, &r.variant, r.run)) {
-                    let src = base.join(&r.har);
-                    let dst = out.join(&r.har);
-                    if src != dst && src.exists() {
-                        std::fs::create_dir_all(dst.parent().expect("parent"))
-                            .map_err(|e| e.to_string())?;
-                        std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
-                    }
-                    r.har = r.har.clone();
-                    rows.push(r);
+                    rows.push((base.to_path_buf(), r));
                 }
             }
         }
     }
+    if rows.is_empty() {
+        let names: Vec<String> = inputs.iter().map(|d| d.display().to_string()).collect();
+        return Err(format!(
+            "{}: no rows to merge (nothing written)",
+            names.join(", ")
+        ));
+    }
+    // Only now is anything written: a refused merge leaves no output behind.
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for (base, r) in &rows {
+        let (src, dst) = (base.join(&r.har), out.join(&r.har));
+        if src != dst && src.exists() {
+            std::fs::create_dir_all(dst.parent().expect("parent")).map_err(|e| e.to_string())?;
+            std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+        }
+    }
     let res = out.join("results.jsonl");
     let _ = std::fs::remove_file(&res);
-    for r in &rows {
+    for (_, r) in &rows {
         append_row(&res, r)?;
     }
     Ok(rows.len())

@@ -61,7 +61,12 @@ pub fn server_config(
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| format!("certificate/key: {e}"))?;
+        .map_err(|e| match e {
+            rustls::Error::InconsistentKeys(_) => {
+                "the private key does not belong to the certificate".to_string()
+            }
+            e => format!("certificate/key: {e}"),
+        })?;
     cfg.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
     Ok(Arc::new(cfg))
 }
@@ -110,8 +115,23 @@ pub fn explain_handshake_error(host: &str, port: u16, e: &std::io::Error) -> Str
             "the certificate of {host}:{port} is not signed by a trusted CA \
              (trust its CA with --cacert FILE, or skip the check with -k)"
         ),
+        Some(TlsError::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        )) => format!("the certificate of {host}:{port} is not for the name {host}"),
+        Some(TlsError::InvalidCertificate(
+            CertificateError::Expired | CertificateError::ExpiredContext { .. },
+        )) => format!("the certificate of {host}:{port} has expired"),
+        // webpki's CaUsedAsEndEntity reaches rustls only as an opaque `Other`.
+        Some(TlsError::InvalidCertificate(c @ CertificateError::Other(_)))
+            if format!("{c:?}").contains("CaUsedAsEndEntity") =>
+        {
+            format!(
+                "the certificate of {host}:{port} is a CA certificate, not a server's \
+                 (the server was given its CA as its own certificate)"
+            )
+        }
         Some(TlsError::InvalidCertificate(c)) => {
-            format!("the certificate of {host}:{port} was refused: {c:?}")
+            format!("the certificate of {host}:{port} was refused: {c}")
         }
         _ if e.kind() == std::io::ErrorKind::UnexpectedEof => format!(
             "the server at {host}:{port} closed the connection during the TLS handshake \

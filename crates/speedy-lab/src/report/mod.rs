@@ -74,6 +74,12 @@ pub fn write_report_with(
     opts: &ReportOptions,
 ) -> Result<Stats, String> {
     let rows = read_rows(results)?;
+    if rows.is_empty() {
+        return Err(format!(
+            "{}: no rows: nothing to report (no report written)",
+            results.display()
+        ));
+    }
     let dir = results
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -154,6 +154,9 @@ async fn header_bytes(conns: &[Arc<LoadConn>]) -> Option<[u64; 4]> {
     sum
 }
 
+/// The most connections `-c` opens (and `--idle` holds, per run).
+const MAX_CONNECTIONS: usize = 100_000;
+
 /// `12.3 KB for 98.7 KB raw (87.5% saved)`.
 fn saving(wire: u64, raw: u64) -> String {
     let pct = if raw == 0 {
@@ -183,6 +186,9 @@ fn keep_freed_memory() {
 
 /// Runs the benchmark; returns whether it ran without errors.
 pub fn run(a: BenchArgs) -> Result<bool> {
+    if a.threads == Some(0) {
+        bail!("-t 0: at least 1 thread");
+    }
     keep_freed_memory();
     let threads = a
         .threads
@@ -206,15 +212,27 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     if a.connections == 0 || a.streams == 0 {
         bail!("-c and -m must be at least 1");
     }
+    if a.connections > MAX_CONNECTIONS {
+        bail!(
+            "-c {}: at most {MAX_CONNECTIONS} connections (one client address has ~28,000 ports to each server port)",
+            a.connections
+        );
+    }
+    if a.idle == Some(0) {
+        bail!("--idle 0: at least 1 session");
+    }
     if let Some(d) = &a.old_duration {
         bail!("-d {d}: the duration is -D {d} (as h2load's; h2load's -d names a data file)");
     }
     if a.requests == Some(0) {
-        bail!("-n 0: nothing to measure (give at least 1 request, or -d for a duration)");
+        bail!("-n 0: nothing to measure (give at least 1 request, or -D for a duration)");
     }
     let warmup = parse_duration(&a.warmup)?;
     let duration = match (&a.duration, a.requests) {
-        (Some(d), _) => Some(parse_duration(d)?),
+        (Some(d), _) => match parse_duration(d)? {
+            z if z.is_zero() => bail!("-D {d}: a duration above 0"),
+            d => Some(d),
+        },
         (None, None) => Some(Duration::from_secs(10)),
         (None, Some(_)) => None,
     };

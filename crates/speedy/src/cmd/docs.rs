@@ -54,6 +54,7 @@ pub fn man(a: ManArgs) -> Result<()> {
     let cmd = super::Cli::command();
     match a.out_dir {
         Some(dir) => {
+            super::serve::not_a_file("--out-dir", &dir)?;
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("--out-dir {}", dir.display()))?;
             clap_mangen::generate_to(cmd, &dir)

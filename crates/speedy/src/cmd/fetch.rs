@@ -138,6 +138,13 @@ fn parse_url(u: &str) -> Result<Target> {
     })
 }
 
+/// Whether `s` is an HTTP token (RFC 9110 §5.6.2): a method or a header name.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 /// Where `-o` sends a body.
 #[derive(Clone, Debug)]
 enum Out {
@@ -145,18 +152,31 @@ enum Out {
     File(PathBuf),
 }
 
-/// Parses `HOST=IP[:PORT]` (IPv6 as `[::1]:443` or a bare address).
-pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>))> {
+/// Splits `--resolve HOST=TARGET` into the host (lower case, `*` for every host) and the
+/// target, refusing a missing `=` or an empty host by name.
+pub fn split_resolve(s: &str) -> Result<(String, &str)> {
     let (h, a) = s
         .split_once('=')
         .with_context(|| format!("--resolve {s:?}: expected HOST=IP[:PORT]"))?;
+    let h = h.trim();
+    if h.is_empty() {
+        bail!(
+            "--resolve {s:?}: no HOST before '=' (HOST=IP[:PORT], or *=IP[:PORT] for every host)"
+        );
+    }
+    Ok((h.to_ascii_lowercase(), a.trim()))
+}
+
+/// Parses `HOST=IP[:PORT]` (IPv6 as `[::1]:443` or a bare address).
+pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>))> {
+    let (h, a) = split_resolve(s)?;
     let bad = || anyhow::anyhow!("--resolve {s:?}: {a:?} is not IP or IP:PORT");
     let addr = if let Ok(sa) = a.parse::<std::net::SocketAddr>() {
         (sa.ip(), Some(sa.port()))
     } else {
         (a.trim_matches(['[', ']']).parse().map_err(|_| bad())?, None)
     };
-    Ok((h.to_ascii_lowercase(), addr))
+    Ok((h, addr))
 }
 
 /// Runs the command; returns the exit status (see the help).
@@ -177,11 +197,7 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
     }
     let method = match (&a.method, a.head, a.data.is_some()) {
         (Some(m), _, _) => {
-            if m.is_empty()
-                || !m
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b))
-            {
+            if !is_token(m) {
                 bail!("-X {m:?}: not an HTTP method token");
             }
             m.clone()
@@ -213,10 +229,25 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
         let (n, v) = h
             .split_once(':')
             .with_context(|| format!("--header {h:?}: expected `Name: value`"))?;
-        extra.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+        let n = n.trim();
+        if !is_token(n) {
+            bail!(
+                "--header {h:?}: {n:?} is not a header name (letters, digits and -_!#$%&'*+.^`|~)"
+            );
+        }
+        extra.push((n.to_ascii_lowercase(), v.trim().to_string()));
     }
     if let Some(d) = &a.output_dir {
+        super::serve::not_a_file("-O", d)?;
         std::fs::create_dir_all(d).with_context(|| format!("-O {}", d.display()))?;
+    }
+    for o in a.output.iter().filter(|o| o.as_os_str() != "-") {
+        let parent = o.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(p) = parent {
+            if !p.is_dir() {
+                bail!("-o {}: {} is not a directory", o.display(), p.display());
+            }
+        }
     }
     let mut resolve = std::collections::HashMap::new();
     for r in &a.resolve {

@@ -72,6 +72,7 @@ pub async fn run(a: KubeArgs) -> Result<u8> {
             let input: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>> = match &stdin {
                 None => None,
                 Some(p) if p.as_os_str() == "-" => Some(Box::new(tokio::io::stdin())),
+                Some(p) if p.is_dir() => anyhow::bail!("--stdin {}: a directory", p.display()),
                 Some(p) => Some(Box::new(
                     tokio::fs::File::open(p)
                         .await

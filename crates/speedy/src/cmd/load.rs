@@ -146,6 +146,11 @@ pub struct LoadArgs {
 }
 
 fn config(a: &LoadArgs) -> Result<LoadConfig> {
+    // Each URL's fault in words (a bad port, no host) before anything is dialled.
+    for u in std::iter::once(&a.url).chain(&a.then) {
+        u.parse::<spdy::url::Url>()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let named = speedy_net::Protocol::parse(&a.protocol)
         .map_err(|e| anyhow::anyhow!("--protocol {}: {e}", a.protocol))?;
     let proto = Proto::from_protocol(named)
@@ -164,12 +169,10 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
         Transport::Auto
     };
     for r in &a.resolve {
-        let (h, t) = r
-            .split_once('=')
-            .with_context(|| format!("--resolve {r}: expected HOST=IP[:PORT]"))?;
-        let t = Target::parse(t.trim())
-            .with_context(|| format!("--resolve {r}: {t:?} is not IP[:PORT]"))?;
-        cfg.resolve.insert(h.trim().to_ascii_lowercase(), t);
+        let (h, t) = super::fetch::split_resolve(r)?;
+        let t =
+            Target::parse(t).with_context(|| format!("--resolve {r}: {t:?} is not IP[:PORT]"))?;
+        cfg.resolve.insert(h, t);
     }
     cfg.keepalive = a
         .keepalive_ms
@@ -216,7 +219,8 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     }
     cfg.hint = a.hint;
     if let Some(p) = &a.prefetch {
-        cfg.prefetch = prefetch::learned(p, &a.url).map_err(anyhow::Error::msg)?;
+        cfg.prefetch =
+            prefetch::learned(p, &a.url).map_err(|e| anyhow::anyhow!("--prefetch {e}"))?;
     }
     cfg.archive_fallback = !a.no_archive_fallback;
     cfg.browser_model = !a.no_browser_model;

@@ -85,6 +85,12 @@ pub struct ProxyArgs {
 
 /// Runs the proxy until SIGTERM or SIGINT.
 pub async fn run(a: ProxyArgs) -> Result<()> {
+    if a.timeout == 0 {
+        anyhow::bail!("--timeout 0: at least 1 second");
+    }
+    if let Some(d) = &a.tls_ca_dir {
+        super::serve::not_a_file("--tls-ca-dir", d)?;
+    }
     let mut resolve = HashMap::new();
     let mut fallback = None;
     for r in &a.resolve {
@@ -130,7 +136,7 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
             fallback,
             upstream,
             client,
-            timeout: Duration::from_secs(a.timeout.max(1)),
+            timeout: Duration::from_secs(a.timeout),
             max_body: 64 << 20,
         },
         log,

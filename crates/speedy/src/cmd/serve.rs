@@ -189,7 +189,7 @@ impl ServeArgs {
     /// The limits and the shutdown signal, on a server configuration.
     fn apply_limits(&self, cfg: &mut ServerConfig) {
         cfg.max_body = self.max_body;
-        cfg.limits.max_connections = self.max_connections.max(1);
+        cfg.limits.max_connections = self.max_connections;
         cfg.limits.max_connections_per_ip = self
             .max_connections_per_ip
             .unwrap_or((self.max_connections / 4).max(1));
@@ -233,9 +233,16 @@ pub(crate) fn set_tls(
         None
     };
     if let Some((c, k)) = pair {
+        let named = |e: String| match (cert, key) {
+            (Some(c), Some(k)) => anyhow::anyhow!(
+                "--tls-cert {} / --tls-key {}: {e}",
+                c.display(),
+                k.display()
+            ),
+            _ => anyhow::anyhow!(e),
+        };
         cfg.tls = Some(
-            speedy_net::tls::server_config(c, k, &speedy_net::tls::SERVER_ALPN)
-                .map_err(anyhow::Error::msg)?,
+            speedy_net::tls::server_config(c, k, &speedy_net::tls::SERVER_ALPN).map_err(named)?,
         );
     }
     Ok(())
@@ -247,8 +254,11 @@ pub(crate) fn tcp_series(
     interval_ms: u64,
 ) -> Result<Option<Arc<speedy_net::sockinfo::TcpSeries>>> {
     let Some(p) = path else { return Ok(None) };
+    if interval_ms == 0 {
+        bail!("--tcp-interval-ms 0: at least 1");
+    }
     let f = std::fs::File::create(p).with_context(|| format!("--tcp-series {}", p.display()))?;
-    let interval = Duration::from_millis(interval_ms.max(1));
+    let interval = Duration::from_millis(interval_ms);
     Ok(Some(speedy_net::sockinfo::TcpSeries::start(
         std::io::BufWriter::new(f),
         interval,
@@ -302,7 +312,26 @@ pub(crate) async fn serve_until_signal(
 
 /// Serves until SIGTERM/SIGINT and the drain after it; returns early only on a start-up
 /// error.
+/// A directory option that names something else is refused by name (it would otherwise
+/// fail later in words about a file inside it).
+pub(crate) fn not_a_file(flag: &str, p: &Path) -> Result<()> {
+    if p.exists() && !p.is_dir() {
+        bail!("{flag} {}: not a directory", p.display());
+    }
+    Ok(())
+}
+
 pub async fn run(a: ServeArgs) -> Result<()> {
+    // Every value is checked before anything starts, whichever mode uses it.
+    a.push
+        .parse::<speedy_server::PushPolicy>()
+        .map_err(|e| anyhow::anyhow!("--push {}: {e}", a.push))?;
+    if a.max_connections == 0 {
+        bail!("--max-connections 0: at least 1");
+    }
+    if let Some(d) = &a.ca_dir {
+        not_a_file("--ca-dir", d)?;
+    }
     if let Some(dir) = a.archive.clone() {
         return run_archive(a, &dir).await;
     }
