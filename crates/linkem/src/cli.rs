@@ -206,7 +206,15 @@ extern "C" fn on_signal(sig: libc::c_int) {
     SIGNAL.store(sig, Ordering::SeqCst);
 }
 
-fn install_signal_handlers() {
+/// The last of SIGINT, SIGTERM or SIGHUP received since [`record_signals`] (0: none).
+pub fn signal_received() -> i32 {
+    SIGNAL.load(Ordering::SeqCst)
+}
+
+/// Installs handlers that only record SIGINT, SIGTERM and SIGHUP for
+/// [`signal_received`] (one atomic store: async-signal-safe); whoever polls it does the
+/// teardown. Used by `speedy link` and by the lab.
+pub fn record_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
         unsafe {
@@ -368,7 +376,7 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
     if let Some(l) = open_log(&a.log_down, "downlink", &desc)? {
         link.set_log(Direction::Down, l);
     }
-    install_signal_handlers();
+    record_signals();
     let topo_cfg = TopologyConfig {
         server_addrs: a.server_addrs,
         ..Default::default()

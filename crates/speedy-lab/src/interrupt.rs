@@ -10,38 +10,24 @@
 //! a thread of this process. A results row cut in half by the exit is skipped and said when
 //! the run resumes ([`crate::results::drop_unfinished_tail`]).
 
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Once;
 use std::time::Duration;
 
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static INSTALL: Once = Once::new();
 
 /// How often the watcher looks at the recorded signal.
 const WATCH_EVERY: Duration = Duration::from_millis(20);
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::SeqCst);
-}
-
 /// Installs the handlers and the watcher thread (once per process); `who` names the
 /// command in the message printed on the way out.
 pub fn tear_down_on_signals(who: &'static str) {
     INSTALL.call_once(|| {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
-            }
-        }
+        linkem::cli::record_signals();
         std::thread::Builder::new()
             .name("lab-interrupt".into())
             .spawn(move || loop {
                 std::thread::sleep(WATCH_EVERY);
-                let sig = SIGNAL.load(Ordering::SeqCst);
+                let sig = linkem::cli::signal_received();
                 if sig != 0 {
                     tear_down(who, sig);
                 }

@@ -10,7 +10,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
-use support::{proc_status_kib, run_bounded, BIN};
+use support::{peak_rss_until_exit, run_bounded, BIN};
 
 /// Starts a server thread that runs `each` on every accepted connection (up to 64) after
 /// reading the request head; returns its address.
@@ -180,16 +180,7 @@ fn the_loader_bounds_endless_heads_and_style_sheets() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(30);
-    let mut peak = 0;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < end, "the loader did not end");
-        peak = peak.max(proc_status_kib(child.id(), "VmRSS"));
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (status, peak) = peak_rss_until_exit(&mut child, Duration::from_secs(30), "the loader");
     eprintln!("endless style sheet: loader peak RSS {peak} KiB, {status}");
     assert!(peak < 128 * 1024, "loader RSS reached {peak} KiB");
 }
@@ -281,16 +272,8 @@ fn fetch_over_h2_gives_up_on_silence_and_a_continuation_flood() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(30);
-    let mut peak = 0;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < end, "fetch did not end under the flood");
-        peak = peak.max(proc_status_kib(child.id(), "VmRSS"));
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, peak) =
+        peak_rss_until_exit(&mut child, Duration::from_secs(30), "fetch under the flood");
     let mut out = String::new();
     child
         .stdout

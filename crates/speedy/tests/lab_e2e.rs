@@ -584,17 +584,7 @@ protocol = "spdy"
         .spawn()
         .unwrap();
     let pid = child.id();
-    let prefix = format!("lk{pid}-");
-    let ours = || -> Vec<String> {
-        std::fs::read_dir("/run/netns")
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(&prefix))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let ours = || support::namespaces_of(pid);
     // Wait (bounded) until a load is under way: namespaces up, the replay server and a
     // loader running under the lab, and at least one row written.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);

@@ -1,8 +1,10 @@
 //! End-to-end tests of `speedy link` (issue 4): the real binary, real namespaces.
 
+mod support;
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::namespaces_of;
 
 const BIN: &str = env!("CARGO_BIN_EXE_speedy");
 
@@ -13,18 +15,6 @@ fn can_run() -> bool {
         eprintln!("SKIPPED: needs root and /dev/net/tun");
     }
     ok
-}
-
-fn namespaces_of(pid: u32) -> Vec<String> {
-    let prefix = format!("lk{pid}-");
-    std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&prefix))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Deletes a namespace this test created, even if the test fails.

@@ -9,6 +9,20 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// The network namespaces a `speedy link` or `speedy lab` process `pid` made (named
+/// `lk<pid>-…`).
+pub fn namespaces_of(pid: u32) -> Vec<String> {
+    let prefix = format!("lk{pid}-");
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The program under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_speedy");
 
@@ -138,6 +152,33 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// Waits (at most `limit`, else panics naming `what`) for `child` to exit, sampling its
+/// resident memory every 20 ms; returns its status and the largest sample in KiB. A
+/// child that has exited but is not reaped yet has no `VmRSS`: that sample is skipped.
+pub fn peak_rss_until_exit(
+    child: &mut Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> (std::process::ExitStatus, u64) {
+    let end = std::time::Instant::now() + limit;
+    let mut peak = 0;
+    loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            return (st, peak);
+        }
+        assert!(std::time::Instant::now() < end, "{what} did not end");
+        let rss = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            });
+        peak = peak.max(rss.unwrap_or(0));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Bytes the process has read through read(2) and friends (`rchar` of `/proc/PID/io`).
