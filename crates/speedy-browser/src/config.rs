@@ -222,6 +222,18 @@ pub struct LoadConfig {
     /// many as requests wait and gives each request to the ready session with the fewest
     /// in flight (the cellular study's 20 SPDY connections to the proxy).
     pub sessions_per_pool: usize,
+    /// Before a SPDY/h2 pool's first session is up, open a connection for each waiting
+    /// request (up to `per_host`), as Chromium does for a server it does not yet know to
+    /// speak HTTP/2 (its `HttpStreamFactory::Job::ShouldThrottleConnectForSpdy` holds
+    /// back only servers its `HttpServerProperties` knows; a fresh profile knows none);
+    /// the connections that lose the race close once connected. Off (`--known-servers`):
+    /// one connection per session from the start.
+    pub race_connections: bool,
+    /// Requests made by a cross-site frame use connections of their own, as Chromium's
+    /// socket pools are keyed by network anonymization key (top-frame site, cross-site
+    /// flag; `ClientSocketPool::GroupId`, `SpdySessionKey`). Browsers before 2020 shared
+    /// one pool per origin (`--no-partition`).
+    pub partition_frames: bool,
     /// Priorities by type, for every request; `None`: Chromium's per request with the
     /// browser model, else [`Priorities::default`].
     pub priorities: Option<Priorities>,
@@ -272,6 +284,8 @@ impl LoadConfig {
             per_host: 6,
             max_connections: 32,
             sessions_per_pool: 1,
+            race_connections: true,
+            partition_frames: true,
             tls_hello: speedy_net::tls::Hello::Chromium,
             pipeline: 1,
             priorities: None,

@@ -61,6 +61,11 @@
 //! # sessions = 20           # SPDY/h2 sessions per origin, or to the proxy (default 1)
 //! # tls_hello = "plain"     # the loader's TLS ClientHello: chromium (default: a
 //! #                         # post-quantum key share, GREASE ECH) or plain (before 2023)
+//! # known_servers = true    # the loader knows the servers speak SPDY/h2: one connection
+//! #                         # per session (default false: a fresh profile races one
+//! #                         # connection per waiting request until the first is up)
+//! # partition = false       # one connection pool per origin for every frame (default
+//! #                         # true: a cross-site frame's own, as Chromium since 2020)
 //! # calibration = "web-2025"      # this variant's own synthesized pages
 //! # against = "http1-2025"        # the variant its speedup is computed against
 //! ```
@@ -183,6 +188,10 @@ pub struct Variant {
     /// The loader's TLS ClientHello (`plain` for browsers before 2023; the loader's
     /// default is Chromium's).
     pub tls_hello: Option<speedy_net::tls::Hello>,
+    /// The loader knows each server speaks SPDY/h2 (`--known-servers`).
+    pub known_servers: Option<bool>,
+    /// Cross-site frames get connections of their own (`false`: `--no-partition`).
+    pub partition: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -273,6 +282,8 @@ struct VariantSpec {
     keepalive_ms: Option<u32>,
     sessions: Option<u32>,
     tls_hello: Option<String>,
+    known_servers: Option<bool>,
+    partition: Option<bool>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -789,6 +800,8 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
             .map(speedy_net::tls::Hello::parse)
             .transpose()
             .map_err(|e| format!("tls_hello = {e}"))?,
+        known_servers: v.known_servers,
+        partition: v.partition,
     })
 }
 

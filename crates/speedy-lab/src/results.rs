@@ -147,6 +147,12 @@ pub struct Row {
     /// The loader's TLS ClientHello (`plain` or `chromium`) over TLS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_hello: Option<String>,
+    /// The loader knew the servers speak SPDY/h2 (`known_servers`), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_servers: Option<bool>,
+    /// Whether cross-site frames had connections of their own (`partition`), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<bool>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

@@ -1001,6 +1001,12 @@ fn load(
     if let Some(h) = v.tls_hello {
         cmd.args(["--tls-hello", h.name()]);
     }
+    if v.known_servers == Some(true) {
+        cmd.arg("--known-servers");
+    }
+    if v.partition == Some(false) {
+        cmd.arg("--no-partition");
+    }
     if let Some(n) = v.max_connections {
         cmd.args(["--max-connections", &n.to_string()]);
     }
@@ -1124,6 +1130,8 @@ fn row_from_har(
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,
+        known_servers: v.known_servers,
+        partition: v.partition,
         tls_hello: v.tls.then(|| {
             let h = v.tls_hello.unwrap_or(speedy_net::tls::Hello::Chromium);
             h.name().to_string()

@@ -73,7 +73,8 @@ pub struct ValidateRun {
     pub loader_on_content_load_ms: Option<f64>,
     /// Objects the loader requested.
     pub loader_objects: Option<u32>,
-    /// The loader's HAR, relative to the output directory.
+    /// The loader's HAR, relative to the output directory (its JSON summary, with every
+    /// connection it opened, is beside it with the extension `.json`).
     pub har: String,
     /// Bytes the link carried up (client → server) during Chromium's load: its TLS
     /// handshakes, request headers and ACKs, to set beside the loader's.
@@ -531,6 +532,8 @@ impl NetLab {
         );
         let v: Value = serde_json::from_str(out.trim())
             .map_err(|_| format!("exit {st}, no summary: {}", err.trim()))?;
+        // Its summary (connections, their TCP_INFO, bytes) beside its HAR.
+        let _ = std::fs::write(har.with_extension("json"), out.as_bytes());
         if v["timed_out"].as_bool() == Some(true) {
             return Err(format!("timed out after {:?}", exp.timeout));
         }

@@ -14,6 +14,8 @@
 //! | preload scanner reach | Blink `HTMLPreloadScanner` (`html_preload_scanner.cc`): while the parser waits, scripts, style sheets and images ahead are requested; `<iframe>` is not (only the parser creates frames), nor what style sheets or scripts will request |
 //! | async, defer, inserted scripts | HTML Standard: async and script-inserted scripts run when they arrive; defer scripts in order after parsing, before `DOMContentLoaded` |
 //! | style sheet subresources | Blink requests `url()` images and fonts at style recalc, once the sheet has loaded and the parser has inserted the elements (`<body>` seen); `@import` when the sheet is parsed |
+//! | connections to a server not yet known to speak HTTP/2 (`LoadConfig::race_connections`) | `net/http/http_stream_factory_job.cc`: `ShouldThrottleConnectForSpdy` holds a request's connect back only when `HttpServerProperties::GetSupportsSpdy` knows the server, so with a fresh profile every request waiting for a first session starts its own connect job (up to the socket pool's 6 per group); a job whose socket connects after a session exists hands the socket back, which closes it (NetLog of `speedy lab validate`: 13 connections for 6 sessions on a quick page) |
+//! | partitioned connections (`LoadConfig::partition_frames`) | `net/socket/client_socket_pool.h` `GroupId` and `net/spdy/spdy_session_key.h` carry the `NetworkAnonymizationKey` (top-frame site, whether the frame is cross-site): a cross-site frame's requests do not share the page's connections or sessions |
 //! | milestones | HTML Standard "the end": `DOMContentLoaded` after parsing and the defer scripts; `load` once nothing that delays it is loading (scripts, style sheets, images, frames; `fetch()`/XHR and timers do not delay it) |
 
 use crate::conn::ReqId;
@@ -180,6 +182,20 @@ impl NetGate {
     /// A request finished (or failed).
     pub fn finish(&mut self, id: ReqId) {
         self.in_flight.retain(|(i, _, _)| *i != id);
+    }
+}
+
+/// A host's site for partitioning: its registrable domain, taken as its last two labels
+/// (the lab's hosts are all `name.example`-style; a public-suffix list would be needed for
+/// `co.uk`-style names), or the whole host for an IP address.
+pub fn site(host: &str) -> &str {
+    let h = host.trim_end_matches('.');
+    if h.parse::<std::net::IpAddr>().is_ok() || h.starts_with('[') {
+        return h;
+    }
+    match h.rmatch_indices('.').nth(1) {
+        Some((i, _)) => &h[i + 1..],
+        None => h,
     }
 }
 

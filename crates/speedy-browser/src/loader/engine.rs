@@ -339,12 +339,28 @@ impl<'a> Engine<'a> {
         self.timer_actions.insert(self.timer_seq, t);
     }
 
-    fn pool_key(&self, u: &Url) -> String {
+    fn pool_key(&self, u: &Url, cross_site: bool) -> String {
         let single = self.cfg.domains == Domains::Single || self.cfg.proxy.is_some();
         match self.cfg.proto {
             Proto::Spdy | Proto::H2 if single => "*".into(),
+            _ if cross_site && self.cfg.partition_frames => {
+                format!("{} (cross-site frame)", u.origin())
+            }
             _ => u.origin(),
         }
+    }
+
+    /// Whether a request for `url` of `kind` with this `parent` is made in (or, for a
+    /// frame's document, navigates) a frame of another site than the page's.
+    fn cross_site(&self, url: &Url, kind: ObjectType, parent: Option<ReqId>) -> bool {
+        let Some(p) = parent.and_then(|p| self.reqs.get(&p)) else {
+            return false;
+        };
+        if kind == ObjectType::Document {
+            let root = self.reqs.get(&self.root).map(|r| &r.url);
+            return root.is_some_and(|r| chromium::site(&r.host) != chromium::site(&url.host));
+        }
+        p.cross_site
     }
 
     /// The priority a request goes out with, and Chromium's for it.
@@ -405,7 +421,8 @@ impl<'a> Engine<'a> {
             .and_then(|p| self.reqs.get(&p))
             .map(|p| p.url_s.clone());
         let req_headers = self.request_headers(archive_id, kind, referer);
-        let pool = self.pool_key(&url);
+        let cross_site = self.cross_site(&url, kind, parent);
+        let pool = self.pool_key(&url, cross_site);
         self.ensure_pool(&pool, &url);
         let (priority, chromium_priority) = self.priorities_for(kind, &initiator, blocking);
         // The main frame: the root, and what the root's subresources (not its frames) ask for.
@@ -449,6 +466,7 @@ impl<'a> Engine<'a> {
             executed: None,
             delays_load,
             main_frame,
+            cross_site,
             parse: Parse::None,
             pool,
         };
@@ -672,13 +690,22 @@ impl<'a> Engine<'a> {
             .copied()
             .filter(|c| self.conns[*c as usize].live())
             .collect();
-        // Up to `sessions_per_pool` sessions, one more per waiting request.
+        // Up to `sessions_per_pool` sessions, one more per waiting request; before the
+        // first is up, a browser that does not know the server races one connection per
+        // waiting request.
+        let waiting = self.pools[key].queue.len();
         let want = self
             .cfg
             .sessions_per_pool
             .max(1)
-            .min(live.len() + self.pools[key].queue.len());
-        for _ in live.len()..want {
+            .min(live.len() + waiting);
+        let racing = self.cfg.race_connections && !self.pool_knows_multiplexing(key);
+        let open_to = if racing {
+            want.max(waiting.min(self.cfg.per_host.max(1)))
+        } else {
+            want
+        };
+        for _ in live.len()..open_to {
             self.open_conn(key);
         }
         let ready: Vec<ConnId> = live
@@ -720,6 +747,38 @@ impl<'a> Engine<'a> {
             }
         }
         self.pools.get_mut(key).expect("pool").queue = left;
+    }
+
+    /// Whether a session of this pool has been up (the browser now knows the server
+    /// speaks SPDY/h2).
+    fn pool_knows_multiplexing(&self, key: &str) -> bool {
+        self.pools[key]
+            .conns
+            .iter()
+            .any(|c| self.conns[*c as usize].times.is_some())
+    }
+
+    /// A connection that lost the race to a pool's first session closes once connected,
+    /// unless the pool wants more sessions than it has.
+    fn close_if_surplus(&mut self, conn: ConnId) {
+        if self.driver.depth() != usize::MAX || !self.cfg.race_connections {
+            return;
+        }
+        let key = self.conns[conn as usize].pool.clone();
+        let others = self.pools[&key]
+            .conns
+            .iter()
+            .filter(|c| **c != conn)
+            .filter(|c| {
+                let c = &self.conns[**c as usize];
+                c.live() && c.times.is_some()
+            })
+            .count();
+        if others >= self.cfg.sessions_per_pool.max(1) {
+            let c = &mut self.conns[conn as usize];
+            c.closing = true;
+            self.actions.push_back(Action::Close { conn });
+        }
     }
 
     fn schedule_http1(&mut self, key: &str) {
@@ -869,6 +928,7 @@ impl<'a> Engine<'a> {
                 let c = &mut self.conns[conn as usize];
                 c.times = Some(times);
                 c.peer = Some(peer);
+                self.close_if_surplus(conn);
             }
             ConnEvent::DialFailed { conn, error } => {
                 let c = &mut self.conns[conn as usize];
@@ -1017,7 +1077,10 @@ impl<'a> Engine<'a> {
             (Some(a), Some(ar)) => ar.objects[a].kind,
             _ => ObjectType::guess("", &key),
         };
-        let pool = self.pool_key(&u);
+        let cross_site = assoc
+            .and_then(|a| self.reqs.get(&a))
+            .is_some_and(|a| a.cross_site);
+        let pool = self.pool_key(&u, cross_site);
         self.by_url.insert(key.clone(), id);
         self.outstanding += 1;
         self.conns[conn as usize].requests += 1;
@@ -1056,6 +1119,7 @@ impl<'a> Engine<'a> {
                 executed: None,
                 delays_load: true,
                 main_frame: true,
+                cross_site,
                 parse: Parse::None,
                 pool,
             },

@@ -31,7 +31,11 @@ impl Site {
             };
             let o = Object {
                 id: 0,
-                url: format!("https://a.test{path}"),
+                url: if path.starts_with("https://") {
+                    path.to_string()
+                } else {
+                    format!("https://a.test{path}")
+                },
                 method: "GET".into(),
                 status: 200,
                 request_headers: Vec::new(),
@@ -69,6 +73,8 @@ struct Run<'a> {
     dials: Vec<(ConnId, String)>,
     /// Request id → when it was sent on a connection.
     sent: HashMap<ReqId, Instant>,
+    /// Connections the engine closed.
+    closed: Vec<ConnId>,
 }
 
 impl<'a> Run<'a> {
@@ -93,6 +99,7 @@ impl<'a> Run<'a> {
             latency: HashMap::new(),
             dials: Vec::new(),
             sent: HashMap::new(),
+            closed: Vec::new(),
         }
     }
 
@@ -154,7 +161,8 @@ impl<'a> Run<'a> {
                     );
                     self.at(first_byte, ConnEvent::End { id, at: first_byte });
                 }
-                Action::Cancel { .. } | Action::Close { .. } => {}
+                Action::Close { conn } => self.closed.push(conn),
+                Action::Cancel { .. } => {}
             }
         }
     }
@@ -191,9 +199,14 @@ impl<'a> Run<'a> {
     }
 
     fn req(&self, path: &str) -> &Req {
+        let url = if path.starts_with("https://") {
+            path.to_string()
+        } else {
+            format!("https://a.test{path}")
+        };
         let id = self
             .e
-            .request_for(&format!("https://a.test{path}"))
+            .request_for(&url)
             .unwrap_or_else(|| panic!("{path} was never requested"));
         self.e.request(id).unwrap()
     }
@@ -561,4 +574,104 @@ fn more_sessions_per_pool_spread_requests_over_them() {
             "{sessions} per pool: {per_conn:?}"
         );
     }
+}
+
+/// The hosts dialled, in order.
+fn dialled(r: &Run, host: &str) -> Vec<ConnId> {
+    r.dials
+        .iter()
+        .filter(|(_, h)| h == host)
+        .map(|(c, _)| *c)
+        .collect()
+}
+
+#[test]
+fn a_fresh_profile_races_a_connection_per_request_until_the_first_session_is_up() {
+    // Eight style sheets on another host, found together: a browser that does not yet
+    // know the host speaks h2 starts a connect per request, up to six.
+    let mut html = String::from("<html><head>");
+    let mut spec = Vec::new();
+    let paths: Vec<String> = (0..8).map(|i| format!("https://b.test/c{i}.css")).collect();
+    for p in &paths {
+        html.push_str(&format!(r#"<link rel="stylesheet" href="{p}">"#));
+    }
+    html.push_str("</head><body></body></html>");
+    spec.push(("/", ObjectType::Document, html.as_str(), Discovery::Root));
+    for p in &paths {
+        spec.push((p.as_str(), ObjectType::Stylesheet, "p{}", parsed(0)));
+    }
+    let site = Site::new(&spec);
+    for (race, want) in [(true, 6), (false, 1)] {
+        let mut c = cfg(Proto::H2);
+        c.race_connections = race;
+        let mut r = Run::new(&c, &site.archive, h2());
+        r.run();
+        let b = dialled(&r, "b.test");
+        assert_eq!(b.len(), want, "race {race}: {:?}", r.dials);
+        // Every request on the first session up; the others close once connected.
+        let used: HashSet<ConnId> = paths.iter().map(|p| r.req(p).conn.unwrap()).collect();
+        assert_eq!(used.len(), 1, "race {race}");
+        let winner = *used.iter().next().unwrap();
+        let mut losers: Vec<ConnId> = b.iter().copied().filter(|c| *c != winner).collect();
+        losers.sort();
+        let mut closed = r.closed.clone();
+        closed.sort();
+        assert_eq!(closed, losers, "race {race}");
+        // All sent when the first connection is up: dial at 200 ms, ready at 300.
+        for p in &paths {
+            assert_eq!(r.sent(p), 300, "{p}");
+        }
+    }
+    // Over HTTP/1.1 the race changes nothing: six connections either way.
+    for race in [true, false] {
+        let mut c = cfg(Proto::Http1);
+        c.race_connections = race;
+        let mut r = Run::new(&c, &site.archive, http1());
+        r.run();
+        assert_eq!(dialled(&r, "b.test").len(), 6, "http/1.1, race {race}");
+        assert!(r.closed.is_empty());
+    }
+}
+
+#[test]
+fn a_cross_site_frame_gets_connections_of_its_own() {
+    let html = r#"<html><body><img src="https://img.cdn.test/a.gif"><iframe src="https://ads.other.test/f.html"></iframe></body></html>"#;
+    let frame = r#"<html><body><img src="https://img.cdn.test/b.gif"></body></html>"#;
+    let site = Site::new(&[
+        ("/", ObjectType::Document, html, Discovery::Root),
+        ("https://img.cdn.test/a.gif", ObjectType::Image, "GIF", parsed(0)),
+        ("https://ads.other.test/f.html", ObjectType::Document, frame, parsed(0)),
+        (
+            "https://img.cdn.test/b.gif",
+            ObjectType::Image,
+            "GIF",
+            Discovery::Parsed {
+                parent: 2,
+                offset: 0,
+            },
+        ),
+    ]);
+    for (partition, conns) in [(true, 2), (false, 1)] {
+        let mut c = cfg(Proto::H2);
+        c.partition_frames = partition;
+        let mut r = Run::new(&c, &site.archive, h2());
+        r.run();
+        let a = r.req("https://img.cdn.test/a.gif").conn.unwrap();
+        let b = r.req("https://img.cdn.test/b.gif").conn.unwrap();
+        assert_eq!(
+            dialled(&r, "img.cdn.test").len(),
+            conns,
+            "partition {partition}"
+        );
+        assert_eq!(a != b, partition, "partition {partition}");
+    }
+    // A frame of the page's own site shares the page's connections.
+    assert_eq!(chromium::site("www.site0.example"), "site0.example");
+    assert_eq!(chromium::site("static.site0.example"), "site0.example");
+    assert_ne!(
+        chromium::site("img.site0-cdn.example"),
+        chromium::site("www.site0.example")
+    );
+    assert_eq!(chromium::site("localhost"), "localhost");
+    assert_eq!(chromium::site("10.0.0.1"), "10.0.0.1");
 }

@@ -219,6 +219,9 @@ pub struct Req {
     pub delays_load: bool,
     /// Requested for the main frame (Blink's per-frame scheduler applies).
     main_frame: bool,
+    /// Made by (or, for a frame's document, navigating) a frame whose site is not the
+    /// page's: its connections are partitioned from the page's own.
+    cross_site: bool,
     parse: Parse,
     pool: String,
 }

@@ -108,6 +108,17 @@ pub struct LoadArgs {
     /// as Chromium sends) or plain (rustls's own, ~255 bytes; browsers before 2023).
     #[arg(long, default_value = "chromium", value_name = "SHAPE", value_parser = speedy_net::tls::Hello::parse)]
     tls_hello: speedy_net::tls::Hello,
+    /// Act as a browser that already knows each server speaks SPDY/h2: one connection
+    /// per session from the start. Without it the loader is a fresh profile, as
+    /// Chromium's: until a host's first session is up, each waiting request starts a
+    /// connection of its own (up to --connections-per-host), and the losers close.
+    #[arg(long)]
+    known_servers: bool,
+    /// One connection pool per origin for every frame, as browsers before 2020. Without
+    /// it a cross-site frame's requests use connections of their own (Chromium's
+    /// network partitioning).
+    #[arg(long)]
+    no_partition: bool,
     /// Priorities by type, e.g. `image=2,other=5`, instead of Chromium's per request
     /// (without the browser model the defaults are document=0, stylesheet=1, script=1,
     /// font=2, xhr=2, image=3, other=4).
@@ -210,6 +221,8 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     }
     cfg.sessions_per_pool = a.sessions;
     cfg.tls_hello = a.tls_hello;
+    cfg.race_connections = !a.known_servers;
+    cfg.partition_frames = !a.no_partition;
     cfg.per_host = a.connections_per_host;
     cfg.max_connections = a.max_connections;
     cfg.pipeline = a.pipeline;
