@@ -694,11 +694,7 @@ impl<'a> Engine<'a> {
         // first is up, a browser that does not know the server races one connection per
         // waiting request.
         let waiting = self.pools[key].queue.len();
-        let want = self
-            .cfg
-            .sessions_per_pool
-            .max(1)
-            .min(live.len() + waiting);
+        let want = self.cfg.sessions_per_pool.max(1).min(live.len() + waiting);
         let racing = self.cfg.race_connections && !self.pool_knows_multiplexing(key);
         let open_to = if racing {
             want.max(waiting.min(self.cfg.per_host.max(1)))

@@ -639,8 +639,18 @@ fn a_cross_site_frame_gets_connections_of_its_own() {
     let frame = r#"<html><body><img src="https://img.cdn.test/b.gif"></body></html>"#;
     let site = Site::new(&[
         ("/", ObjectType::Document, html, Discovery::Root),
-        ("https://img.cdn.test/a.gif", ObjectType::Image, "GIF", parsed(0)),
-        ("https://ads.other.test/f.html", ObjectType::Document, frame, parsed(0)),
+        (
+            "https://img.cdn.test/a.gif",
+            ObjectType::Image,
+            "GIF",
+            parsed(0),
+        ),
+        (
+            "https://ads.other.test/f.html",
+            ObjectType::Document,
+            frame,
+            parsed(0),
+        ),
         (
             "https://img.cdn.test/b.gif",
             ObjectType::Image,
