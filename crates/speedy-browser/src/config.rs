@@ -222,8 +222,8 @@ pub struct LoadConfig {
     /// many as requests wait and gives each request to the ready session with the fewest
     /// in flight (the cellular study's 20 SPDY connections to the proxy).
     pub sessions_per_pool: usize,
-    /// Before a SPDY/h2 pool's first session is up, open a connection for each waiting
-    /// request (up to `per_host`), as Chromium does for a server it does not yet know to
+    /// Before a SPDY/h2 pool's first session over TLS is up (the protocol is learned by
+    /// ALPN), open a connection for each waiting request (up to `per_host`), as Chromium does for a server it does not yet know to
     /// speak HTTP/2 (its `HttpStreamFactory::Job::ShouldThrottleConnectForSpdy` holds
     /// back only servers its `HttpServerProperties` knows; a fresh profile knows none);
     /// the connections that lose the race close once connected. Off (`--known-servers`):

@@ -691,11 +691,13 @@ impl<'a> Engine<'a> {
             .filter(|c| self.conns[*c as usize].live())
             .collect();
         // Up to `sessions_per_pool` sessions, one more per waiting request; before the
-        // first is up, a browser that does not know the server races one connection per
-        // waiting request.
+        // first is up, a browser that learns the protocol by ALPN (TLS) and does not yet
+        // know the server races one connection per waiting request (over plain TCP the
+        // protocol is prior knowledge).
         let waiting = self.pools[key].queue.len();
         let want = self.cfg.sessions_per_pool.max(1).min(live.len() + waiting);
-        let racing = self.cfg.race_connections && !self.pool_knows_multiplexing(key);
+        let racing =
+            self.cfg.race_connections && self.pools[key].tls && !self.pool_knows_multiplexing(key);
         let open_to = if racing {
             want.max(waiting.min(self.cfg.per_host.max(1)))
         } else {
@@ -757,10 +759,11 @@ impl<'a> Engine<'a> {
     /// A connection that lost the race to a pool's first session closes once connected,
     /// unless the pool wants more sessions than it has.
     fn close_if_surplus(&mut self, conn: ConnId) {
-        if self.driver.depth() != usize::MAX || !self.cfg.race_connections {
+        let key = self.conns[conn as usize].pool.clone();
+        if self.driver.depth() != usize::MAX || !self.cfg.race_connections || !self.pools[&key].tls
+        {
             return;
         }
-        let key = self.conns[conn as usize].pool.clone();
         let others = self.pools[&key]
             .conns
             .iter()

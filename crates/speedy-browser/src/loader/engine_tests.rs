@@ -622,6 +622,12 @@ fn a_fresh_profile_races_a_connection_per_request_until_the_first_session_is_up(
             assert_eq!(r.sent(p), 300, "{p}");
         }
     }
+    // Over plain TCP the protocol is prior knowledge: one connection.
+    let mut c = cfg(Proto::H2);
+    c.transport = Transport::Plain;
+    let mut r = Run::new(&c, &site.archive, h2());
+    r.run();
+    assert_eq!(dialled(&r, "b.test").len(), 1, "plain TCP");
     // Over HTTP/1.1 the race changes nothing: six connections either way.
     for race in [true, false] {
         let mut c = cfg(Proto::Http1);
