@@ -13,6 +13,7 @@
 //! | parser-blocking scripts | HTML Standard §13.2.6 "prepare the script element" / Blink `HTMLParserScriptRunner`: a classic script without `async`/`defer` stops the parser until it has arrived and every style sheet inserted before it has loaded (`Document::IsScriptExecutionReady`), then runs |
 //! | preload scanner reach | Blink `HTMLPreloadScanner` (`html_preload_scanner.cc`): while the parser waits, scripts, style sheets and images ahead are requested; `<iframe>` is not (only the parser creates frames), nor what style sheets or scripts will request |
 //! | async, defer, inserted scripts | HTML Standard: async and script-inserted scripts run when they arrive; defer scripts in order after parsing, before `DOMContentLoaded` |
+//! | style sheet images raised at the first layout ([`priority`]) | Blink `ResourceFetcher::UpdateAllImageResourcePriorities`: images of elements in the viewport go to High after layout; the NetLogs of `speedy lab validate` show every style sheet image restarted as `REQUEST_REPRIORITIZED` |
 //! | style sheet subresources | Blink requests `url()` images and fonts at style recalc, once the sheet has loaded and the parser has inserted the elements (`<body>` seen); `@import` when the sheet is parsed |
 //! | connections to a server not yet known to speak HTTP/2 (`LoadConfig::race_connections`) | `net/http/http_stream_factory_job.cc`: `ShouldThrottleConnectForSpdy` holds a request's connect back only when `HttpServerProperties::GetSupportsSpdy` knows the server, so with a fresh profile every request waiting for a first session starts its own connect job (up to the socket pool's 6 per group); a job whose socket connects after a session exists hands the socket back, which closes it (NetLog of `speedy lab validate`: 13 connections for 6 sessions on a quick page) |
 //! | partitioned connections (`LoadConfig::partition_frames`) | `net/socket/client_socket_pool.h` `GroupId` and `net/spdy/spdy_session_key.h` carry the `NetworkAnonymizationKey` (top-frame site, whether the frame is cross-site): a cross-site frame's requests do not share the page's connections or sessions |
@@ -96,7 +97,15 @@ pub fn priority(kind: ObjectType, origin: Origin, image_index: usize) -> Priorit
             _ => Priority::High,
         },
         ObjectType::Image => match origin {
-            Origin::Css => Priority::Low,
+            // Style sheet images count as visible. Blink requests a `url()` image at
+            // style recalc at Low and, at the layout that follows, raises the images of
+            // elements in the viewport to High
+            // (`ResourceFetcher::UpdateAllImageResourcePriorities`), which makes them
+            // non-delayable for the network service. In the NetLogs of `speedy lab
+            // validate quick` every style sheet image (18 of 18) was started with trigger
+            // `REQUEST_REPRIORITIZED` within 2 ms of its creation, and no `<img>` was;
+            // the loader has no layout, so it gives them High from the start.
+            Origin::Css => Priority::High,
             _ if image_index < BOOSTED_IMAGES => Priority::Medium,
             _ => Priority::Low,
         },
@@ -305,7 +314,7 @@ mod tests {
         );
         assert_eq!(priority(ObjectType::Image, head, 4), Priority::Medium);
         assert_eq!(priority(ObjectType::Image, head, 5), Priority::Low);
-        assert_eq!(priority(ObjectType::Image, Origin::Css, 0), Priority::Low);
+        assert_eq!(priority(ObjectType::Image, Origin::Css, 0), Priority::High);
         assert_eq!(priority(ObjectType::Xhr, Origin::Script, 0), Priority::High);
         assert_eq!(Priority::VeryHigh.spdy(), 0);
         assert_eq!(Priority::VeryLow.spdy(), 4);

@@ -691,3 +691,55 @@ fn a_cross_site_frame_gets_connections_of_its_own() {
     assert_eq!(chromium::site("localhost"), "localhost");
     assert_eq!(chromium::site("10.0.0.1"), "10.0.0.1");
 }
+
+#[test]
+fn style_sheet_images_are_not_held_by_the_delayable_limits() {
+    // Twelve <img> fill the network service's delayable slots (six per host); the style
+    // sheet's image, raised to High as visible, goes out as soon as it is found.
+    let mut html = String::from(
+        r#"<html><head><link rel="stylesheet" href="/a.css"></head><body><div class="x"></div>"#,
+    );
+    let mut spec: Vec<(String, ObjectType, String, Discovery)> = vec![(
+        "/a.css".into(),
+        ObjectType::Stylesheet,
+        r#".x{background:url("/bg.gif")}"#.into(),
+        parsed(0),
+    )];
+    for i in 0..12 {
+        html.push_str(&format!(r#"<img src="/i{i}.gif">"#));
+        spec.push((
+            format!("/i{i}.gif"),
+            ObjectType::Image,
+            "GIF".into(),
+            parsed(0),
+        ));
+    }
+    html.push_str("</body></html>");
+    spec.push((
+        "/bg.gif".into(),
+        ObjectType::Image,
+        "GIF".into(),
+        Discovery::Parsed {
+            parent: 1,
+            offset: 5,
+        },
+    ));
+    let mut all = vec![("/", ObjectType::Document, html.as_str(), Discovery::Root)];
+    for (p, k, b, d) in &spec {
+        all.push((p.as_str(), *k, b.as_str(), d.clone()));
+    }
+    let site = Site::new(&all);
+    let mut c = cfg(Proto::Http1);
+    c.per_host = 100;
+    let mut r = Run::new(&c, &site.archive, http1());
+    for i in 0..12 {
+        r.latency
+            .insert(format!("/i{i}.gif"), Duration::from_millis(1000));
+    }
+    r.run();
+    assert_eq!(r.req("/bg.gif").chromium_priority, chromium::Priority::High);
+    let found = r.queued("/bg.gif");
+    assert_eq!(r.ms(r.req("/bg.gif").released.unwrap()), found);
+    // The sixth image onwards waited for a slot; the style sheet image did not.
+    assert!(r.ms(r.req("/i11.gif").released.unwrap()) > found);
+}
