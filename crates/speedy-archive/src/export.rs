@@ -346,7 +346,7 @@ fn entry(a: &Archive, o: &Object, page_id: &str, t0: f64, t: &Times) -> Entry {
         },
         server_ip_address: None,
         connection: None,
-        priority: None,
+        priority: o.priority.clone(),
         spdy_priority: None,
         initiator: Some(initiator),
         resource_type: Some(type_name(o.kind).into()),

@@ -152,9 +152,16 @@ pub struct Object {
     /// stands in when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec_ms: Option<u32>,
+    /// Chrome's priority for it as recorded (HAR `_priority`: `VeryHigh`, `High`,
+    /// `Medium`, `Low`, `VeryLow`); the loader's Chromium model uses it instead of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
     /// How it is discovered.
     pub discovery: Discovery,
 }
+
+/// The names Chrome's HAR `_priority` takes, highest first.
+pub const PRIORITY_NAMES: [&str; 5] = ["VeryHigh", "High", "Medium", "Low", "VeryLow"];
 
 /// A page: a root document and the objects it loads.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

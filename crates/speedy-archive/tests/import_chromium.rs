@@ -132,6 +132,25 @@ fn chromium_har_gives_the_pages_objects_bodies_and_parents_the_site_has() {
         assert_eq!(ua, 1, "{}: Chrome's doubled headers are merged", o.url);
     }
     assert_eq!(im.sources.get("initiator"), Some(&13));
+    // Chrome's _priority is kept, and exported again.
+    assert_eq!(
+        obj(a, p0, "index.html").priority.as_deref(),
+        Some("VeryHigh")
+    );
+    assert_eq!(
+        obj(a, p0, "css/site.css").priority.as_deref(),
+        Some("VeryHigh")
+    );
+    assert_eq!(obj(a, p0, "js/app.js").priority.as_deref(), Some("High"));
+    assert_eq!(obj(a, p0, "img/logo.gif").priority.as_deref(), Some("Low"));
+    let text = serde_json::to_string(&speedy_archive::export::to_har(a)).unwrap();
+    assert_eq!(
+        text.matches("\"_priority\":\"VeryHigh\"").count(),
+        a.objects
+            .iter()
+            .filter(|o| o.priority.as_deref() == Some("VeryHigh"))
+            .count()
+    );
 }
 
 /// The same HAR without bodies keeps its initiators: parents are unchanged, objects are

@@ -88,6 +88,10 @@ fn broken_fields_of_a_real_har_are_named() {
             "page.har: entries[7].request: missing \"url\"",
         ),
         (
+            Box::new(|h| h["log"]["entries"][2]["_priority"] = "Urgent".into()),
+            "page.har: entries[2]._priority: \"Urgent\" is not a Chrome priority (VeryHigh, High, Medium, Low, VeryLow)",
+        ),
+        (
             Box::new(|h| h["log"]["pages"][1]["startedDateTime"] = "1 May".into()),
             "page.har: pages[1].startedDateTime: not an ISO 8601 date",
         ),

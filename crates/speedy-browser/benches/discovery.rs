@@ -184,6 +184,7 @@ fn page() -> Archive {
             think_ms: 0,
             kind,
             exec_ms: None,
+            priority: None,
             discovery: match parent {
                 None => Discovery::Root,
                 Some(p) => Discovery::Parsed { parent: p, offset },

@@ -113,6 +113,8 @@ pub struct HarEntry {
     pub initiator: Option<HarInitiator>,
     /// `_resourceType` (Chrome: document, stylesheet, script, image, font, xhr, fetch, …).
     pub resource_type: Option<String>,
+    /// Chrome's `_priority` (one of [`crate::model::PRIORITY_NAMES`]).
+    pub priority: Option<String>,
     /// `_speedy`.
     pub speedy: Option<SpeedyExt>,
 }
@@ -476,6 +478,18 @@ fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
         timings,
         initiator: parse_initiator(o, &path)?,
         resource_type: opt_string(o, "_resourceType", &path)?.map(|s| s.to_ascii_lowercase()),
+        priority: match opt_string(o, "_priority", &path)? {
+            Some(p) if !crate::model::PRIORITY_NAMES.contains(&p.as_str()) => {
+                return Err(HarError::new(
+                    format!("{path}._priority"),
+                    format!(
+                        "{p:?} is not a Chrome priority ({})",
+                        crate::model::PRIORITY_NAMES.join(", ")
+                    ),
+                ))
+            }
+            p => p,
+        },
         speedy: match o.get("_speedy") {
             None | Some(Value::Null) => None,
             Some(v) => Some(parse_speedy(v, &format!("{path}._speedy"))?),

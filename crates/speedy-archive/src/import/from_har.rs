@@ -37,6 +37,7 @@ pub(super) fn rec_from_har(e: &HarEntry, warnings: &mut Vec<String>) -> Rec {
             .then(|| t.connect - t.ssl.max(0.0))
             .filter(|x| *x > 0.0),
         initiator: e.initiator.clone(),
+        priority: e.priority.clone(),
         speedy: e.speedy.clone(),
         ..Default::default()
     };

@@ -188,6 +188,8 @@ struct Rec {
     wait: Option<f64>,
     rtt: Option<f64>,
     initiator: Option<HarInitiator>,
+    /// Chrome's `_priority`, when recorded.
+    priority: Option<String>,
     speedy: Option<har::SpeedyExt>,
     /// The absolute redirect target of a 3xx.
     redirect: Option<String>,
@@ -214,6 +216,7 @@ impl Default for Rec {
             wait: None,
             rtt: None,
             initiator: None,
+            priority: None,
             speedy: None,
             redirect: None,
         }

@@ -405,6 +405,7 @@ pub(super) fn build_page(
             kind: r.kind,
             discovery,
             exec_ms: None,
+            priority: r.priority.clone(),
         };
         ids.push(a.add_object(o, r.stored.clone()));
     }

@@ -410,6 +410,7 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
             kind: node.sub.kind(),
             discovery,
             exec_ms: None,
+            priority: None,
         };
         page_objects.push(a.add_object(o, Some(body.clone())));
     }

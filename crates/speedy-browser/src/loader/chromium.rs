@@ -53,6 +53,18 @@ impl Priority {
         }
     }
 
+    /// The priority a Chrome HAR's `_priority` names (`VeryHigh` … `VeryLow`).
+    pub fn from_name(name: &str) -> Option<Priority> {
+        Some(match name {
+            "VeryHigh" => Priority::VeryHigh,
+            "High" => Priority::High,
+            "Medium" => Priority::Medium,
+            "Low" => Priority::Low,
+            "VeryLow" => Priority::VeryLow,
+            _ => return None,
+        })
+    }
+
     /// Delayable for the network service's `ResourceScheduler`: below net `MEDIUM`
     /// (`kDelayablePriorityThreshold`), i.e. Blink Medium and lower.
     pub fn delayable(self) -> bool {

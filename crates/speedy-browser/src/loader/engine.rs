@@ -424,7 +424,18 @@ impl<'a> Engine<'a> {
         let cross_site = self.cross_site(&url, kind, parent);
         let pool = self.pool_key(&url, cross_site);
         self.ensure_pool(&pool, &url);
-        let (priority, chromium_priority) = self.priorities_for(kind, &initiator, blocking);
+        let (mut priority, mut chromium_priority) = self.priorities_for(kind, &initiator, blocking);
+        // A priority Chrome recorded for this object (HAR `_priority`) stands for the model's.
+        let recorded = archive_id
+            .zip(self.archive)
+            .and_then(|(a, ar)| ar.objects[a].priority.as_deref())
+            .and_then(chromium::Priority::from_name);
+        if let Some(p) = recorded.filter(|_| self.chromium) {
+            chromium_priority = p;
+            if self.cfg.priorities.is_none() {
+                priority = p.spdy();
+            }
+        }
         // The main frame: the root, and what the root's subresources (not its frames) ask for.
         let main_frame = match parent.and_then(|p| self.reqs.get(&p)) {
             None => true,

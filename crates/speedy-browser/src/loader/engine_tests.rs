@@ -46,6 +46,7 @@ impl Site {
                 think_ms: 0,
                 kind: *kind,
                 exec_ms: None,
+                priority: None,
                 discovery: discovery.clone(),
             };
             ids.push(a.add_object(o, Some(Bytes::from(body.to_string()))));
@@ -742,4 +743,28 @@ fn style_sheet_images_are_not_held_by_the_delayable_limits() {
     assert_eq!(r.ms(r.req("/bg.gif").released.unwrap()), found);
     // The sixth image onwards waited for a slot; the style sheet image did not.
     assert!(r.ms(r.req("/i11.gif").released.unwrap()) > found);
+}
+
+#[test]
+fn a_priority_chrome_recorded_stands_for_the_models() {
+    let html = r#"<html><body><img src="/a.gif"><img src="/b.gif"></body></html>"#;
+    let mut site = Site::new(&[
+        ("/", ObjectType::Document, html, Discovery::Root),
+        ("/a.gif", ObjectType::Image, "GIF", parsed(0)),
+        ("/b.gif", ObjectType::Image, "GIF", parsed(0)),
+    ]);
+    site.archive.objects[2].priority = Some("VeryHigh".into());
+    let c = cfg(Proto::H2);
+    let mut r = Run::new(&c, &site.archive, h2());
+    r.run();
+    // The first images get the model's Medium; the recorded one keeps Chrome's.
+    assert_eq!(
+        r.req("/a.gif").chromium_priority,
+        chromium::Priority::Medium
+    );
+    assert_eq!(
+        r.req("/b.gif").chromium_priority,
+        chromium::Priority::VeryHigh
+    );
+    assert_eq!(r.req("/b.gif").priority, 0, "SPDY/h2 priority of VeryHigh");
 }
