@@ -71,6 +71,10 @@ async fn load_and_check(
         let url = archive.objects[page.root].url.clone();
         let mut cfg = LoadConfig::new(&url, proto);
         cfg.transport = transport;
+        // These count one connection per origin: no race to new servers and no
+        // partitioned pools (both tested in the engine's tests).
+        cfg.race_connections = false;
+        cfg.partition_frames = false;
         cfg.domains = domains;
         cfg.keep_bodies = true;
         cfg.timeout = Duration::from_secs(30);
@@ -247,6 +251,7 @@ async fn uses_pushed_resources_and_hints() {
         let url = a.objects[page.root].url.clone();
         let mut cfg = LoadConfig::new(&url, proto);
         cfg.transport = Transport::Plain;
+        cfg.partition_frames = false; // one connection (and look-up) per host
         cfg.keep_bodies = true;
         cfg.hint = true;
         cfg.resolve.insert(
@@ -293,6 +298,7 @@ async fn records_a_404_and_completes() {
     for proto in [Proto::Http1, Proto::Spdy] {
         let mut cfg = LoadConfig::new(&a.objects[page.root].url, proto);
         cfg.transport = Transport::Plain;
+        cfg.partition_frames = false; // one connection (and look-up) per host
         cfg.resolve.insert(
             "*".into(),
             Target {
@@ -326,6 +332,7 @@ async fn records_a_404_and_completes() {
 fn plain_cfg(a: &Archive, s: &Served, proto: Proto) -> LoadConfig {
     let mut cfg = LoadConfig::new(&a.objects[a.pages[0].root].url, proto);
     cfg.transport = Transport::Plain;
+    cfg.partition_frames = false; // one connection (and look-up) per host
     cfg.keep_bodies = true;
     cfg.resolve.insert(
         "*".into(),
