@@ -5,6 +5,7 @@
 //
 //   node client.js URL... [--protocol spdy/3.1|spdy/3|spdy/2] [--concurrency N]
 //                  [--post FILE] [--expect-error URL]... [--timeout SECONDS]
+//                  [--pause-after N --pause SECONDS] [--header-compression]
 //                  [--verbose]
 //
 // All URLs must share one origin; they are sent over one SPDY session (one
@@ -18,6 +19,10 @@
 //   {"url","status","protocol","bytes","sha256","pushed":true,"associated"}
 // and one per failed request (e.g. a stream the server reset):
 //   {"url","error"}
+// --pause-after N --pause S: once N responses have completed, wait S seconds (the
+// session stays open and quiet) before starting the rest.
+// --header-compression: zlib-compress our header blocks (spdy-transport's client
+// default is stored blocks, level 0).
 // Exit status: 0 when every failure was expected (--expect-error URL) and every
 // expected error happened, 1 otherwise.
 
@@ -29,7 +34,7 @@ const spdy = require('spdy')
 
 function usage (msg) {
   if (msg) process.stderr.write('client.js: ' + msg + '\n')
-  process.stderr.write('usage: node client.js URL... [--protocol P] [--concurrency N] ' +
+  process.stderr.write('usage: node client.js URL... [--protocol P] [--concurrency N] [--pause-after N --pause S] [--header-compression] ' +
     '[--post FILE] [--expect-error URL]... [--timeout SECONDS] [--verbose]\n')
   process.exit(2)
 }
@@ -42,6 +47,9 @@ function parseArgs (argv) {
     post: null,
     expectError: [],
     timeout: 60,
+    pauseAfter: -1,
+    pause: 0,
+    headerCompression: false,
     verbose: false
   }
   for (let i = 0; i < argv.length; i++) {
@@ -56,6 +64,9 @@ function parseArgs (argv) {
       case '--post': case '--data': opts.post = next(); break
       case '--expect-error': opts.expectError.push(next()); break
       case '--timeout': opts.timeout = parseFloat(next()); break
+      case '--pause-after': opts.pauseAfter = parseInt(next(), 10); break
+      case '--pause': opts.pause = parseFloat(next()); break
+      case '--header-compression': opts.headerCompression = true; break
       case '--verbose': case '-v': opts.verbose = true; break
       case '--help': case '-h': usage()
         break
@@ -94,6 +105,7 @@ const spdyOptions = {
   protocols: [opts.protocol],
   protocol: opts.protocol
 }
+if (opts.headerCompression) spdyOptions.connection = { headerCompression: true }
 if (!secure) {
   spdyOptions.plain = true
   spdyOptions.ssl = false
@@ -275,6 +287,7 @@ function startOne (u) {
       pushed: false,
       elapsed_ms: Date.now() - started
     })
+    if (completed >= 0) completed++
     next()
   }
 
@@ -315,9 +328,22 @@ function startOne (u) {
   if (postBody !== null) stream.end(postBody)
 }
 
+let completed = 0
+let pausing = false
+
 function next () {
   if (connection === null && !sessionError) return
+  if (pausing) return
+  if (completed === opts.pauseAfter && opts.pause > 0 && queue.length > 0) {
+    if (active.size > 0) return
+    pausing = true
+    completed = -1 // pause once
+    log('pausing', opts.pause, 's')
+    setTimeout(function () { pausing = false; next() }, opts.pause * 1000)
+    return
+  }
   while (queue.length > 0 && active.size < opts.concurrency) {
+    if (opts.pauseAfter >= 0 && completed >= 0 && completed + active.size >= opts.pauseAfter) break
     if (sessionError) {
       const u = queue.shift()
       failures++

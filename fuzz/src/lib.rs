@@ -4,13 +4,16 @@
 //! - [`frame_decode`]: a byte stream through `Frame::decode`; every frame decoded must
 //!   survive encode → decode unchanged.
 //! - [`header_block`]: raw name/value blocks, compressed blocks fed to a decompressor,
-//!   and compress → decompress round trips under arbitrary compressor settings.
+//!   and compress → decompress round trips under arbitrary compressor settings, with
+//!   either context parked between blocks when the fuzzer says so.
 //! - [`session`]: a server or client `Session` fed by a peer that either writes raw bytes
 //!   or runs a script of real frames (encoded with its own compressor, so header blocks
 //!   are valid zlib), corrupts some of them, and drives the session's own API. Bytes are
-//!   delivered in arbitrary chunkings. Everything the session writes must decode cleanly,
-//!   its stream ids must increase, no DATA frame may exceed `max_data_frame` or overdraw
-//!   the stream window, and a session error must end with GOAWAY.
+//!   delivered in arbitrary chunkings, with the session parked (idle memory given back,
+//!   `Session::park`) between reads when the fuzzer says so. Everything the session
+//!   writes must decode cleanly, its stream ids must increase, no DATA frame may exceed
+//!   `max_data_frame` or overdraw the stream window, and a session error must end with
+//!   GOAWAY.
 
 use bytes::{Bytes, BytesMut};
 use spdy::codes::{GoAwayStatus, RstStatus, SettingId};
@@ -176,7 +179,11 @@ pub fn header_block(data: &[u8]) {
             let mut dec = HeaderDecompressor::new(v, limit);
             while !inp.is_empty() {
                 let n = inp.u16() as usize;
-                let block = inp.bytes(n);
+                let block = inp.bytes(n & 0x7fff);
+                // Park between blocks (or mid-block: then it must refuse).
+                if n & 0x8000 != 0 {
+                    dec.park();
+                }
                 if matches!(
                     dec.decompress(block),
                     Err(spdy::compress::DecompressError::Zlib(_))
@@ -221,6 +228,10 @@ pub fn header_block(data: &[u8]) {
                 // SPDY/2 lengths are 16-bit: longer values cannot be written.
                 if v == Version::V2 && h.iter().any(|(_, val)| val.len() > 0xffff) {
                     continue;
+                }
+                if inp.byte() & 1 == 1 {
+                    comp.park();
+                    dec.park();
                 }
                 let mut raw = Vec::new();
                 h.encode(v, &mut raw);
@@ -410,11 +421,20 @@ pub fn session(role: Role, data: &[u8]) {
             );
         }
         // Deliver what the peer wrote, in a fuzzer-chosen chunking.
-        let chunk = 1 + inp.byte() as usize * 37;
+        let chunking = inp.byte();
+        let chunk = 1 + (chunking >> 1) as usize * 74;
         let pending = std::mem::take(&mut peer.pending);
         for c in pending.chunks(chunk) {
             inbox.extend_from_slice(c);
             s.recv(&mut inbox, now);
+            // An idle-memory park may come at any point between reads.
+            if chunking & 1 == 1 {
+                s.park();
+            }
+        }
+        if chunking & 1 == 1 {
+            peer.comp.park();
+            tap.dec.park();
         }
         while let Some(e) = s.poll_event() {
             match e {

@@ -152,6 +152,16 @@ impl HeaderCompressor {
     }
 }
 
+impl HeaderCompressor {
+    /// Gives back what an idle session need not hold: zlib's state (kept as its 2 KiB
+    /// history: the stream resumes as raw deflate primed with it) and the scratch buffer. The next block resumes
+    /// the same stream; the peer sees no difference.
+    pub fn park(&mut self) {
+        self.deflater.park();
+        self.scratch = Vec::new();
+    }
+}
+
 fn put_int(out: &mut Vec<u8>, v: Version, n: usize) {
     if v == Version::V2 {
         out.extend_from_slice(&(n as u16).to_be_bytes());
@@ -215,6 +225,14 @@ impl HeaderDecompressor {
             self.scratch = Vec::new();
         }
         r
+    }
+
+    /// Gives back what an idle session need not hold: zlib's state when it stands at a
+    /// block boundary (kept as the peer's window) and the
+    /// scratch buffer.
+    pub fn park(&mut self) {
+        self.inflater.park();
+        self.scratch = Vec::new();
     }
 
     /// Inflates part of a block that is being skipped (too large to buffer), discarding

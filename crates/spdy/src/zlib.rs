@@ -93,48 +93,104 @@ pub enum Strategy {
     HuffmanOnly,
 }
 
-/// A zlib-format deflate stream.
+// Declared here: `libz-sys` does not expose them; its bundled zlib (1.3) has them.
+extern "C" {
+    fn deflateGetDictionary(strm: z::z_streamp, dictionary: *mut u8, len: *mut c_uint) -> c_int;
+    fn inflateGetDictionary(strm: z::z_streamp, dictionary: *mut u8, len: *mut c_uint) -> c_int;
+}
+
+/// Where a stream's zlib state is.
+enum State {
+    /// Not allocated yet: the stream starts (zlib header, preset dictionary) on first use.
+    Unstarted,
+    /// zlib's state, allocated.
+    Live(Box<z::z_stream>),
+    /// Given back between blocks: only the history (the last window of uncompressed
+    /// bytes) is kept. The stream resumes as raw deflate primed with it, which the peer
+    /// cannot tell apart: at a byte-aligned block boundary a zlib stream is nothing but
+    /// its history.
+    Parked(Box<[u8]>),
+}
+
+/// Opens a zlib stream: `init` runs deflateInit2 or inflateInit2 on it.
+fn open_stream(init: impl FnOnce(&mut z::z_stream) -> c_int, what: &str) -> Box<z::z_stream> {
+    let mut strm = new_stream();
+    let rc = init(&mut strm);
+    assert_eq!(rc, z::Z_OK, "{what} failed (out of memory?)");
+    strm
+}
+
+/// A zlib-format deflate stream with a preset dictionary. zlib's state (about 15 KiB at
+/// windowBits 11, memLevel 1) is allocated at the first [`Deflater::deflate`] and can be
+/// given back between blocks with [`Deflater::park`].
 pub struct Deflater {
-    strm: Box<z::z_stream>,
+    state: State,
     level: c_int,
+    window_bits: c_int,
+    mem_level: c_int,
+    dictionary: &'static [u8],
+    /// The last call ended with a sync or full flush: all output is out, byte-aligned.
+    flushed: bool,
 }
 
 // SAFETY: the stream is owned exclusively and zlib keeps no thread-local state.
 unsafe impl Send for Deflater {}
 
 impl Deflater {
-    /// Creates a zlib-format compressor with a preset dictionary.
-    pub fn new(level: u32, window_bits: u8, mem_level: u8, dictionary: &[u8]) -> Deflater {
-        let mut strm = new_stream();
-        let level = level.min(9) as c_int;
-        let wb = window_bits.clamp(9, 15) as c_int;
-        let ml = mem_level.clamp(1, 9) as c_int;
-        // SAFETY: strm is a valid, boxed (pinned) z_stream; version/size match libz-sys.
-        unsafe {
-            let rc = z::deflateInit2_(
-                &mut *strm,
-                level,
-                z::Z_DEFLATED,
-                wb,
-                ml,
-                z::Z_DEFAULT_STRATEGY,
-                z::zlibVersion(),
-                std::mem::size_of::<z::z_stream>() as c_int,
-            );
-            assert_eq!(rc, z::Z_OK, "deflateInit2 failed (out of memory?)");
-            let rc = z::deflateSetDictionary(
-                &mut *strm,
-                dictionary.as_ptr(),
-                dictionary.len() as c_uint,
-            );
-            assert_eq!(rc, z::Z_OK, "deflateSetDictionary failed");
+    /// A zlib-format compressor with a preset dictionary (nothing allocated until used).
+    pub fn new(level: u32, window_bits: u8, mem_level: u8, dictionary: &'static [u8]) -> Deflater {
+        Deflater {
+            state: State::Unstarted,
+            level: level.min(9) as c_int,
+            window_bits: window_bits.clamp(9, 15) as c_int,
+            mem_level: mem_level.clamp(1, 9) as c_int,
+            dictionary,
+            flushed: true,
         }
-        Deflater { strm, level }
+    }
+
+    /// The live stream, started or resumed if need be.
+    fn stream(&mut self) -> &mut z::z_stream {
+        let (wb, history) = match &self.state {
+            State::Live(_) => (0, &[][..]),
+            State::Unstarted => (self.window_bits, self.dictionary),
+            State::Parked(h) => (-self.window_bits, &h[..]),
+        };
+        if wb != 0 {
+            let (level, ml) = (self.level, self.mem_level);
+            let strm = open_stream(
+                // SAFETY: a valid boxed stream; version and size match libz-sys.
+                |s| unsafe {
+                    z::deflateInit2_(
+                        s,
+                        level,
+                        z::Z_DEFLATED,
+                        wb,
+                        ml,
+                        z::Z_DEFAULT_STRATEGY,
+                        z::zlibVersion(),
+                        std::mem::size_of::<z::z_stream>() as c_int,
+                    )
+                },
+                "deflateInit2",
+            );
+            let mut strm = strm;
+            // SAFETY: initialised stream, nothing deflated yet; history is a valid slice.
+            let rc = unsafe {
+                z::deflateSetDictionary(&mut *strm, history.as_ptr(), history.len() as c_uint)
+            };
+            assert_eq!(rc, z::Z_OK, "deflateSetDictionary failed");
+            self.state = State::Live(strm);
+        }
+        match &mut self.state {
+            State::Live(s) => s,
+            _ => unreachable!("started above"),
+        }
     }
 
     /// Compresses `input` into `out` with the given flush mode.
     pub fn deflate(&mut self, input: &[u8], out: &mut Vec<u8>, flush: Flush) {
-        let s = &mut *self.strm;
+        let s = self.stream();
         s.next_in = input.as_ptr() as *mut u8;
         s.avail_in = input.len() as c_uint;
         loop {
@@ -157,6 +213,7 @@ impl Deflater {
         }
         s.next_in = std::ptr::null_mut();
         s.next_out = std::ptr::null_mut();
+        self.flushed = matches!(flush, Flush::Sync | Flush::Full);
     }
 
     /// Switches the strategy; any buffered input is first flushed to a block boundary.
@@ -166,26 +223,50 @@ impl Deflater {
             Strategy::Default => z::Z_DEFAULT_STRATEGY,
             Strategy::HuffmanOnly => z::Z_HUFFMAN_ONLY,
         };
-        // SAFETY: valid initialised stream; pending input was flushed above.
         // deflateParams may itself call deflate(Z_BLOCK): give it a valid output buffer.
         let mut spare = [0u8; 64];
-        let s = &mut *self.strm;
+        let level = self.level;
+        let s = self.stream();
         s.next_out = spare.as_mut_ptr();
         s.avail_out = spare.len() as c_uint;
         // SAFETY: valid initialised stream; next_out points to `spare`.
-        let rc = unsafe { z::deflateParams(s, self.level, st) };
+        let rc = unsafe { z::deflateParams(s, level, st) };
         let written = spare.len() - s.avail_out as usize;
         out.extend_from_slice(&spare[..written]);
         s.next_out = std::ptr::null_mut();
         assert_eq!(rc, z::Z_OK, "deflateParams failed after a block flush");
+        self.flushed = false;
+    }
+
+    /// Gives zlib's state back, keeping only the history (2 KiB at windowBits 11), if
+    /// the last block ended with a sync or full flush (as every header block does);
+    /// the next [`Deflater::deflate`] resumes. Returns whether the stream is now
+    /// parked (or was never started).
+    pub fn park(&mut self) -> bool {
+        let State::Live(s) = &mut self.state else {
+            return true;
+        };
+        if !self.flushed {
+            return false;
+        }
+        let mut history = vec![0u8; 1 << self.window_bits];
+        let mut len: c_uint = 0;
+        // SAFETY: valid stream; history holds a whole window, the most it copies.
+        let rc = unsafe { deflateGetDictionary(&mut **s, history.as_mut_ptr(), &mut len) };
+        assert_eq!(rc, z::Z_OK, "deflateGetDictionary failed");
+        history.truncate(len as usize);
+        // SAFETY: initialised stream, ended once: the state is replaced below.
+        unsafe { z::deflateEnd(&mut **s) };
+        self.state = State::Parked(history.into_boxed_slice());
+        true
     }
 }
 
 impl Drop for Deflater {
     fn drop(&mut self) {
-        // SAFETY: initialised in new().
-        unsafe {
-            z::deflateEnd(&mut *self.strm);
+        if let State::Live(s) = &mut self.state {
+            // SAFETY: initialised when it became Live.
+            unsafe { z::deflateEnd(&mut **s) };
         }
     }
 }
@@ -194,10 +275,14 @@ impl Drop for Deflater {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InflateError(pub String);
 
-/// A zlib-format inflate stream expecting a preset dictionary.
+/// A zlib-format inflate stream expecting a preset dictionary. zlib's state (about
+/// 7 KiB plus the peer's window) is allocated at the first [`Inflater::inflate`] and can
+/// be given back between blocks with [`Inflater::park`].
 pub struct Inflater {
-    strm: Box<z::z_stream>,
+    state: State,
     dictionary: &'static [u8],
+    /// log2 of the peer's window, from its zlib header (0 until that arrives).
+    window_bits: u8,
     failed: bool,
 }
 
@@ -205,25 +290,76 @@ pub struct Inflater {
 unsafe impl Send for Inflater {}
 
 impl Inflater {
-    /// Creates an inflater; windowBits 0 takes the window size from the peer's zlib header,
-    /// so a peer compressing with a 2 KiB window costs only 2 KiB here.
+    /// Creates an inflater (nothing allocated until used). windowBits 0 takes the
+    /// window size from the peer's zlib header, so a peer compressing with a 2 KiB
+    /// window costs only 2 KiB here.
     pub fn new(dictionary: &'static [u8]) -> Inflater {
-        let mut strm = new_stream();
-        // SAFETY: valid boxed stream.
-        unsafe {
-            let rc = z::inflateInit2_(
-                &mut *strm,
-                0,
-                z::zlibVersion(),
-                std::mem::size_of::<z::z_stream>() as c_int,
-            );
-            assert_eq!(rc, z::Z_OK, "inflateInit2 failed (out of memory?)");
-        }
         Inflater {
-            strm,
+            state: State::Unstarted,
             dictionary,
+            window_bits: 0,
             failed: false,
         }
+    }
+
+    /// The live stream, started or resumed if need be.
+    fn stream(&mut self) -> &mut z::z_stream {
+        let resume = match &self.state {
+            State::Live(_) => None,
+            State::Unstarted => Some((0, &[][..])),
+            State::Parked(h) => Some((-(self.window_bits as c_int), &h[..])),
+        };
+        if let Some((wb, history)) = resume {
+            let mut strm = open_stream(
+                // SAFETY: a valid boxed stream; version and size match libz-sys.
+                |s| unsafe {
+                    z::inflateInit2_(
+                        s,
+                        wb,
+                        z::zlibVersion(),
+                        std::mem::size_of::<z::z_stream>() as c_int,
+                    )
+                },
+                "inflateInit2",
+            );
+            if !history.is_empty() {
+                // SAFETY: a raw inflate stream accepts a dictionary before any input.
+                let rc = unsafe {
+                    z::inflateSetDictionary(&mut *strm, history.as_ptr(), history.len() as c_uint)
+                };
+                assert_eq!(rc, z::Z_OK, "inflateSetDictionary failed");
+            }
+            self.state = State::Live(strm);
+        }
+        match &mut self.state {
+            State::Live(s) => s,
+            _ => unreachable!("started above"),
+        }
+    }
+
+    /// Gives zlib's state back, keeping only the history (the peer's window), if the
+    /// stream stands at a byte-aligned block boundary (as it does after a block that
+    /// ended with a sync flush); the next [`Inflater::inflate`] resumes. Returns whether
+    /// the stream is now parked (or was never started).
+    pub fn park(&mut self) -> bool {
+        let State::Live(s) = &mut self.state else {
+            return true;
+        };
+        // data_type: 128 = at a block boundary, 64 = after the last block, 0-63 = bits
+        // held; 256 = inside a block.
+        if self.failed || self.window_bits == 0 || s.data_type & 0x1ff != 128 {
+            return false;
+        }
+        let mut history = vec![0u8; 1 << self.window_bits];
+        let mut len: c_uint = 0;
+        // SAFETY: valid stream; history holds a whole window, the most it copies.
+        let rc = unsafe { inflateGetDictionary(&mut **s, history.as_mut_ptr(), &mut len) };
+        assert_eq!(rc, z::Z_OK, "inflateGetDictionary failed");
+        history.truncate(len as usize);
+        // SAFETY: initialised stream, ended once: the state is replaced below.
+        unsafe { z::inflateEnd(&mut **s) };
+        self.state = State::Parked(history.into_boxed_slice());
+        true
     }
 
     /// Inflates all of `input`, appending at most `limit` bytes to `out`; output beyond the
@@ -235,20 +371,34 @@ impl Inflater {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> Result<bool, InflateError> {
+        let mut window_bits = None;
         if self.failed {
             return Err(InflateError(
                 "header compression context already failed".into(),
             ));
         }
         let mut overflow = false;
+        let mut stalled = false;
         let mut discard = [0u8; 4096];
-        let s = &mut *self.strm;
+        let dictionary = self.dictionary;
+        let first = self.window_bits == 0;
+        let s = self.stream();
+        if first && s.total_in == 0 {
+            if let Some(&cmf) = input.first() {
+                // The zlib header's CINFO: log2 of the peer's window, minus 8.
+                window_bits = Some(((cmf >> 4) + 8).min(15));
+            }
+        }
         s.next_in = input.as_ptr() as *mut u8;
         s.avail_in = input.len() as c_uint;
         let result = loop {
             let room = limit.saturating_sub(out.len());
             let (ptr, avail, into_out) = if room > 0 {
-                out.reserve(room.min(4096.max(input.len() * 4)));
+                // Z_BLOCK returns at each block: grow only when little room is left.
+                let want = room.min(4096.max(input.len() * 4));
+                if out.capacity() - out.len() < want.min(512) {
+                    out.reserve(want);
+                }
                 let spare = (out.capacity() - out.len()).min(room);
                 // SAFETY: within out's spare capacity.
                 (unsafe { out.as_mut_ptr().add(out.len()) }, spare, true)
@@ -259,7 +409,8 @@ impl Inflater {
             s.avail_out = avail as c_uint;
             let before_in = s.avail_in;
             // SAFETY: pointers valid for their lengths.
-            let rc = unsafe { z::inflate(s, z::Z_SYNC_FLUSH) };
+            // Z_BLOCK: stop at block boundaries, so `data_type` says when one is reached.
+            let rc = unsafe { z::inflate(s, z::Z_BLOCK) };
             let written = avail - s.avail_out as usize;
             if into_out {
                 // SAFETY: inflate initialised `written` bytes.
@@ -270,7 +421,7 @@ impl Inflater {
             match rc {
                 z::Z_NEED_DICT => {
                     let want = s.adler as u32;
-                    let have = adler32(self.dictionary);
+                    let have = adler32(dictionary);
                     if want != have {
                         break Err(InflateError(format!(
                             "dictionary id {want:#010x} is not the SPDY dictionary {have:#010x}"
@@ -278,11 +429,7 @@ impl Inflater {
                     }
                     // SAFETY: dictionary is a valid slice.
                     let rc = unsafe {
-                        z::inflateSetDictionary(
-                            s,
-                            self.dictionary.as_ptr(),
-                            self.dictionary.len() as c_uint,
-                        )
+                        z::inflateSetDictionary(s, dictionary.as_ptr(), dictionary.len() as c_uint)
                     };
                     if rc != z::Z_OK {
                         break Err(InflateError("inflateSetDictionary failed".into()));
@@ -292,8 +439,15 @@ impl Inflater {
                     if s.avail_in == 0 && s.avail_out != 0 {
                         break Ok(overflow);
                     }
+                    // One call without progress is normal under Z_BLOCK (it stops at
+                    // the boundary it starts on after a dictionary); two are not.
                     if rc == z::Z_BUF_ERROR && s.avail_in == before_in && written == 0 {
-                        break Err(InflateError("inflate made no progress".into()));
+                        if stalled {
+                            break Err(InflateError("inflate made no progress".into()));
+                        }
+                        stalled = true;
+                    } else {
+                        stalled = false;
                     }
                 }
                 z::Z_STREAM_END => {
@@ -317,6 +471,9 @@ impl Inflater {
         };
         s.next_in = std::ptr::null_mut();
         s.next_out = std::ptr::null_mut();
+        if let Some(wb) = window_bits {
+            self.window_bits = wb;
+        }
         if result.is_err() {
             self.failed = true;
         }
@@ -326,9 +483,9 @@ impl Inflater {
 
 impl Drop for Inflater {
     fn drop(&mut self) {
-        // SAFETY: initialised in new().
-        unsafe {
-            z::inflateEnd(&mut *self.strm);
+        if let State::Live(s) = &mut self.state {
+            // SAFETY: initialised when it became Live.
+            unsafe { z::inflateEnd(&mut **s) };
         }
     }
 }
@@ -345,4 +502,104 @@ pub fn adler32(data: &[u8]) -> u32 {
         b %= 65521;
     }
     (b << 16) | a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::SPDY3_DICTIONARY;
+
+    /// Header-like blocks from a fixed generator: repeats (so back-references span
+    /// blocks) and fresh bytes.
+    fn blocks(n: usize) -> Vec<Vec<u8>> {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        (0..n)
+            .map(|i| {
+                let mut b = format!(":path/img/{}.png user-agent Mozilla/5.0 accept */*", i % 7)
+                    .into_bytes();
+                for _ in 0..(next() % 600) {
+                    b.push(b"abcdefgh=; /0123"[(next() % 16) as usize]);
+                }
+                b
+            })
+            .collect()
+    }
+
+    fn inflate_all(inf: &mut Inflater, wire: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let r = inf.inflate(wire, &mut out, 1 << 20);
+        assert_eq!(r, Ok(false));
+        out
+    }
+
+    #[test]
+    fn parked_streams_continue_the_same_stream() {
+        let mut def = Deflater::new(9, 11, 1, SPDY3_DICTIONARY);
+        let mut never_parked = Inflater::new(SPDY3_DICTIONARY);
+        let mut parked = Inflater::new(SPDY3_DICTIONARY);
+        for (i, b) in blocks(300).iter().enumerate() {
+            let mut wire = Vec::new();
+            if i % 5 == 3 {
+                // A CRIME-safe-like block: a Huffman-only stretch and a full flush.
+                def.deflate(&b[..10], &mut wire, Flush::None);
+                def.set_strategy(Strategy::HuffmanOnly, &mut wire);
+                def.deflate(&b[10..], &mut wire, Flush::Full);
+                def.set_strategy(Strategy::Default, &mut wire);
+                def.deflate(&[], &mut wire, Flush::Sync);
+            } else {
+                def.deflate(b, &mut wire, Flush::Sync);
+            }
+            if i == 0 {
+                assert_eq!(wire[0], 0x38, "a zlib header for a 2 KiB window");
+            }
+            assert_eq!(&inflate_all(&mut never_parked, &wire), b, "block {i}");
+            assert_eq!(&inflate_all(&mut parked, &wire), b, "block {i}, parked");
+            if i % 3 != 1 {
+                assert!(def.park(), "deflater parks after a sync flush ({i})");
+                assert!(matches!(&def.state, State::Parked(h) if h.len() <= 2048));
+            }
+            if i % 2 == 0 {
+                assert!(parked.park(), "inflater parks at a block boundary ({i})");
+                assert!(matches!(&parked.state, State::Parked(h) if h.len() <= 2048));
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_is_parked_mid_block() {
+        let mut def = Deflater::new(9, 11, 1, SPDY3_DICTIONARY);
+        assert!(def.park(), "an unstarted stream has nothing to give back");
+        assert!(matches!(def.state, State::Unstarted));
+        let data = blocks(2).concat();
+        let mut wire = Vec::new();
+        def.deflate(&data[..100], &mut wire, Flush::None);
+        assert!(!def.park(), "input is buffered");
+        def.deflate(&data[100..], &mut wire, Flush::Sync);
+        let mut inf = Inflater::new(SPDY3_DICTIONARY);
+        let half = wire.len() / 2;
+        let mut out = inflate_all(&mut inf, &wire[..half]);
+        assert!(!inf.park(), "half a block in");
+        out.extend(inflate_all(&mut inf, &wire[half..]));
+        assert_eq!(out, data);
+        assert!(inf.park());
+    }
+
+    #[test]
+    fn a_failed_or_finished_stream_is_not_parked() {
+        let mut inf = Inflater::new(SPDY3_DICTIONARY);
+        assert!(inf
+            .inflate(b"\x78\x9c\xff\xff", &mut Vec::new(), 100)
+            .is_err());
+        assert!(!inf.park());
+        assert!(
+            inf.inflate(b"\x00", &mut Vec::new(), 100).is_err(),
+            "still failed"
+        );
+    }
 }

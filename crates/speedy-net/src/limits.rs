@@ -14,6 +14,7 @@
 //! | `header_read_timeout` | `http1.rs` (hyper): a request head, and the wait for the next one on a keep-alive connection | close |
 //! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1.rs`, `h2_server.rs`, `spdy_server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
 //! | `idle_timeout` | `spdy_server.rs`, `h2_server.rs`: no open stream for this long | GOAWAY, then close |
+//! | `park_after` | `spdy_conn.rs` (server sessions): quiet this long, the session's zlib contexts shrink to their histories and its empty read buffer is freed (~27 KiB → ~5 KiB a session) | nothing |
 //! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest) | a delayed accept |
 //! | `max_connections_per_ip` | `server.rs`: connections from one address (IPv6: one /64) at once, counted at accept | closed at once, so one peer cannot take every slot |
 //!
@@ -44,6 +45,9 @@ pub struct Limits {
     pub body_read_timeout: Duration,
     /// SPDY and h2 sessions with no open stream for this long get GOAWAY and are closed.
     pub idle_timeout: Duration,
+    /// SPDY sessions quiet this long give back what they can rebuild (zlib contexts,
+    /// read buffer); see `spdy_conn::Tuning::park_after`.
+    pub park_after: Duration,
     /// Connections served at once; accepting waits for a slot.
     pub max_connections: usize,
     /// Connections from one address (IPv6: one /64) at once; more are closed as they are
@@ -60,6 +64,7 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
+            park_after: Duration::from_secs(1),
             max_connections: 4096,
             max_connections_per_ip: 1024,
         }

@@ -72,7 +72,11 @@ pub(crate) async fn run(
         credit: None,
         peer_closed: false,
     };
-    match spdy_conn::run(io, &mut session, &mut owner, Tuning::SERVER).await {
+    let tuning = Tuning {
+        park_after: Some(cfg.limits.park_after),
+        ..Tuning::SERVER
+    };
+    match spdy_conn::run(io, &mut session, &mut owner, tuning).await {
         (spdy_conn::End::WriteFailed(e), _) => Err(e),
         _ => Ok(()),
     }

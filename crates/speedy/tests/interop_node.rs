@@ -110,3 +110,73 @@ fn harness_node_client_to_node_server() {
         }
     }
 }
+
+// A session quiet for longer than `--park-after` gives back its zlib contexts (kept as
+// their histories) and resumes them on the next request: node-spdy's inflater must read
+// the resumed deflate stream, and speedy's must go on inflating node's. Headers repeat
+// across the pause, so back-references into the kept history are exercised (node's
+// client compresses its headers only when asked: `--header-compression`).
+#[test]
+fn node_client_across_a_parked_session() {
+    support::interop::require_node_setup();
+    let dir = support::TempDir::new("park");
+    let files: Vec<(String, Vec<u8>)> = (0..4)
+        .map(|i| {
+            let body: Vec<u8> = (0..3000 + i * 777).map(|j| (j * 7 + i) as u8).collect();
+            (format!("f{i}.bin"), body)
+        })
+        .collect();
+    for (name, body) in &files {
+        std::fs::write(dir.0.join(name), body).unwrap();
+    }
+    let root = dir.0.to_str().unwrap();
+    let server = support::Server::start(&["--root", root, "--park-after", "0.2"]);
+    for version in ["spdy/3.1", "spdy/3", "spdy/2"] {
+        let urls: Vec<String> = files
+            .iter()
+            .map(|(n, _)| format!("http://{}/{n}", server.addr))
+            .collect();
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(support::interop::interop_dir().join("client.js"))
+            .args(&urls)
+            .args([
+                "--protocol",
+                version,
+                "--pause-after",
+                "2",
+                "--pause",
+                "0.8",
+            ])
+            .args(["--timeout", "30", "--header-compression"]);
+        let t0 = std::time::Instant::now();
+        let out = support::run_bounded(&mut cmd, std::time::Duration::from_secs(40));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{version}: node client failed: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            t0.elapsed() >= std::time::Duration::from_millis(800),
+            "{version}: the client paused"
+        );
+        let lines: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), files.len(), "{version}: {stdout}");
+        for (name, body) in &files {
+            let line = lines
+                .iter()
+                .find(|l| l["url"].as_str().unwrap().ends_with(&format!("/{name}")))
+                .unwrap_or_else(|| panic!("{version}: no line for {name}: {stdout}"));
+            assert_eq!(line["status"], 200, "{version} {name}: {line}");
+            let want = support::interop::sha256_hex(body);
+            assert_eq!(
+                line["sha256"].as_str(),
+                Some(want.as_str()),
+                "{version} {name}"
+            );
+        }
+    }
+}

@@ -725,6 +725,39 @@ impl Session {
         self.goaway_received.is_some()
     }
 
+    /// Gives back memory an idle session can rebuild when it is needed: both zlib
+    /// contexts shrink to their histories (about 4 KiB instead of 29 KiB at Chromium's
+    /// settings) and empty queues and buffers are freed. Nothing on the wire changes. A
+    /// server holding many keep-alive sessions calls this once one has been quiet for a
+    /// while; it is safe at any time, only slower when the session is busy.
+    pub fn park(&mut self) {
+        self.comp.park();
+        self.decomp.park();
+        self.scratch = Vec::new();
+        if self.streams.is_empty() {
+            self.streams = HashMap::new();
+        }
+        if self.pings.is_empty() {
+            self.pings = HashMap::new();
+        }
+        for q in [&mut self.urgent, &mut self.control] {
+            if q.is_empty() {
+                *q = VecDeque::new();
+            }
+        }
+        if self.events.is_empty() {
+            self.events = VecDeque::new();
+        }
+        if self.syn_queue.is_empty() {
+            self.syn_queue = VecDeque::new();
+        }
+        for q in &mut self.ready {
+            if q.is_empty() {
+                *q = VecDeque::new();
+            }
+        }
+    }
+
     /// Number of open streams.
     pub fn open_streams(&self) -> usize {
         self.streams.len()

@@ -149,6 +149,11 @@ pub struct ServeArgs {
     /// is closed.
     #[arg(long, default_value = "120", value_name = "SECS", value_parser = parse_secs)]
     idle_timeout: Duration,
+    /// Seconds a SPDY session may stay quiet (no open stream, nothing to write) before
+    /// it gives back the memory it can rebuild: its zlib contexts shrink to their
+    /// histories and its empty read buffer is freed (about 27 KiB of a session's 31).
+    #[arg(long, default_value = "1", value_name = "SECS", value_parser = parse_secs)]
+    park_after: Duration,
     /// Seconds streams have to finish after SIGTERM/SIGINT before the server exits
     /// anyway.
     #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
@@ -198,6 +203,7 @@ impl ServeArgs {
         cfg.limits.header_read_timeout = self.header_read_timeout;
         cfg.limits.body_read_timeout = self.body_read_timeout;
         cfg.limits.idle_timeout = self.idle_timeout;
+        cfg.limits.park_after = self.park_after;
     }
 
     /// The SPDY session settings of the command line (and the TCP series, if asked).

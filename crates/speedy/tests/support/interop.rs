@@ -179,12 +179,12 @@ fn require_file(path: &Path, build: &str) {
 // Paths, temp dirs, fixtures
 // ---------------------------------------------------------------------------
 
-fn interop_dir() -> PathBuf {
+pub fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop")
 }
 
 /// Fails (never skips) when the node side is not installed.
-fn require_node_setup() {
+pub fn require_node_setup() {
     let dir = interop_dir();
     let spdy = dir.join("node_modules/spdy/package.json");
     let transport = dir.join("node_modules/spdy-transport/package.json");
@@ -256,7 +256,7 @@ impl Rng {
     }
 }
 
-fn sha256_hex(data: &[u8]) -> String {
+pub fn sha256_hex(data: &[u8]) -> String {
     let digest = Sha256::digest(data);
     let mut s = String::with_capacity(64);
     for b in digest {
