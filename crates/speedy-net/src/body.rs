@@ -144,27 +144,22 @@ impl Body {
     }
 
     /// A file read in `chunk`-byte pieces as the consumer asks for them (never whole).
-    pub fn file(file: tokio::fs::File, len: u64, chunk: usize) -> Body {
-        use tokio::io::AsyncReadExt;
-        let state = (file, len, chunk.max(1));
-        let s = futures_util::stream::unfold(state, |(mut f, left, chunk)| async move {
-            if left == 0 {
+    /// Each piece is one `pread` on the blocking pool straight into the buffer sent
+    /// (no zeroing, no second copy as `tokio::fs::File` makes); a file shorter than
+    /// `len` ends the body with an error.
+    pub fn file(file: std::fs::File, len: u64, chunk: usize) -> Body {
+        let state = (std::sync::Arc::new(file), 0u64, chunk.max(1));
+        let s = futures_util::stream::unfold(state, move |(f, off, chunk)| async move {
+            if off >= len {
                 return None;
             }
-            let want = (left as usize).min(chunk);
-            let mut buf = BytesMut::zeroed(want);
-            let mut got = 0;
-            while got < want {
-                match f.read(&mut buf[got..]).await {
-                    Ok(0) => {
-                        let e = io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank");
-                        return Some((Err(e), (f, 0, chunk)));
-                    }
-                    Ok(n) => got += n,
-                    Err(e) => return Some((Err(e), (f, 0, chunk))),
-                }
+            let want = ((len - off) as usize).min(chunk);
+            let file = f.clone();
+            let read = tokio::task::spawn_blocking(move || read_at(&file, off, want)).await;
+            match read.unwrap_or_else(|e| Err(io::Error::other(e))) {
+                Ok(b) => Some((Ok(b), (f, off + want as u64, chunk))),
+                Err(e) => Some((Err(e), (f, len, chunk))),
             }
-            Some((Ok(buf.freeze()), (f, left - want as u64, chunk)))
         });
         Body::stream(s, Some(len))
     }
@@ -457,6 +452,40 @@ impl hyper::body::Body for Body {
     }
 }
 
+/// Reads exactly `want` bytes of `f` at `off` into a fresh buffer.
+fn read_at(f: &std::fs::File, off: u64, want: usize) -> io::Result<Bytes> {
+    use std::os::fd::AsRawFd;
+    let mut buf = BytesMut::with_capacity(want);
+    while buf.len() < want {
+        let at = off + buf.len() as u64;
+        let left = want - buf.len();
+        let spare = buf.spare_capacity_mut();
+        let room = spare.len().min(left);
+        // SAFETY: pread writes at most `room` bytes into the buffer's spare capacity,
+        // which has at least that many; the bytes it reports written become the length.
+        let n = unsafe {
+            libc::pread(
+                f.as_raw_fd(),
+                spare.as_mut_ptr() as *mut libc::c_void,
+                room,
+                at as libc::off_t,
+            )
+        };
+        match n {
+            0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank")),
+            n if n < 0 => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            // SAFETY: pread initialised n bytes past the length.
+            n => unsafe { buf.set_len(buf.len() + n as usize) },
+        }
+    }
+    Ok(buf.freeze())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,7 +508,7 @@ mod tests {
         let p = dir.join("f");
         let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&p, &data).unwrap();
-        let f = tokio::fs::File::open(&p).await.unwrap();
+        let f = std::fs::File::open(&p).unwrap();
         let mut body = Body::file(f, data.len() as u64, 4096);
         let mut sizes = vec![];
         let mut all = vec![];

@@ -14,6 +14,11 @@ use tokio::time::Instant;
 /// limit (one number for both); a connection with no open stream for
 /// `idle_timeout`, or told to shut down, gets GOAWAY and drains its streams (a peer
 /// that does not let it finish is dropped one `idle_timeout` after an idle GOAWAY).
+/// The h2 crate writes each frame with its own system call (one per 16 KiB DATA frame
+/// at the default frame size); frames it produces in one turn are gathered up to this
+/// many bytes and written together, as the SPDY loop does (`spdy_conn::OUT_HIGH`).
+const H2_WRITE_BATCH: usize = 128 * 1024;
+
 pub(crate) async fn serve(
     io: BoxIo,
     scheme: &'static str,
@@ -28,7 +33,7 @@ pub(crate) async fn serve(
         .initial_window_size(1 << 20)
         .initial_connection_window_size(8 << 20)
         .max_header_list_size(cfg.spdy.max_header_block as u32)
-        .handshake::<_, Bytes>(io);
+        .handshake::<_, Bytes>(tokio::io::BufWriter::with_capacity(H2_WRITE_BATCH, io));
     // Over TLS the preface was not sniffed yet: it gets the sniffing time.
     let mut conn = tokio::time::timeout(limits.sniff_timeout, handshake)
         .await

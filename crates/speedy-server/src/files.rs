@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// Files up to this size are kept in memory once read.
 pub const CACHE_MAX_FILE: u64 = 16 << 20;
 /// Larger files are read in pieces of this size.
-pub const FILE_CHUNK: usize = 64 * 1024;
+pub const FILE_CHUNK: usize = 256 * 1024;
 /// How long a URL path's lookup of a cached file is trusted before it is checked again.
 pub const REVALIDATE: Duration = Duration::from_secs(1);
 
@@ -165,7 +165,10 @@ impl FileServer {
                     r.head_len = Some(len);
                     return r;
                 }
-                match tokio::fs::File::open(&file).await {
+                match tokio::task::spawn_blocking(move || std::fs::File::open(file))
+                    .await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+                {
                     Ok(f) => Response::new(200, ct, Body::file(f, len, FILE_CHUNK)),
                     Err(_) => Response::new(404, "text/plain", format!("not found: {path_only}\n")),
                 }
