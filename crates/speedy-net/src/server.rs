@@ -150,22 +150,26 @@ impl Drop for Held {
     }
 }
 
-/// Connections that must have closed since the last trim before the next one.
+/// Connections that must have closed (or sessions parked) since the last trim before the
+/// next one.
 const TRIM_AFTER_CLOSED: usize = 64;
 
 /// Gives the heap that closed connections freed back to the system. glibc's malloc keeps
 /// freed memory in its per-thread arenas: after 10,000 idle sessions closed, the server
-/// stayed at 400 MB resident (`bench/soak.sh`). Once a burst of closes is over (at least
-/// [`TRIM_AFTER_CLOSED`] connections closed since the last trim, and none in the last
-/// 2 s), `malloc_trim(0)` runs on a blocking thread: never while connections keep
-/// turning over, when the freed memory is about to be reused anyway.
+/// stayed at 400 MB resident (`bench/soak.sh`). Sessions that park (`spdy_conn`'s
+/// `park_after`) free most of their memory the same way: 10,000 sessions that went quiet
+/// together left holes that stayed resident. Once a burst of closes and parks is over
+/// (at least [`TRIM_AFTER_CLOSED`] since the last trim, and none in the last 2 s),
+/// `malloc_trim(0)` runs on a blocking thread: never while connections keep turning
+/// over, when the freed memory is about to be reused anyway.
 async fn trim_after_closes(closed: Arc<std::sync::atomic::AtomicUsize>) {
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (mut seen, mut trimmed) = (0, 0);
     loop {
         tick.tick().await;
-        let now = closed.load(std::sync::atomic::Ordering::Relaxed);
+        let now = closed.load(std::sync::atomic::Ordering::Relaxed)
+            + crate::spdy_conn::PARKS.load(std::sync::atomic::Ordering::Relaxed);
         let quiet = now == seen;
         seen = now;
         if !quiet || now - trimmed < TRIM_AFTER_CLOSED {

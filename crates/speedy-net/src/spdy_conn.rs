@@ -25,6 +25,10 @@ const FLOW_STALL: Duration = Duration::from_millis(500);
 /// See [`Tuning::park_after`].
 const PARK_AFTER: Duration = Duration::from_secs(1);
 
+/// Sessions parked in this process so far: the server trims the heap after a burst of
+/// them (`server.rs`), since the memory they free sits in holes malloc keeps resident.
+pub(crate) static PARKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Buffer sizes: small for servers holding many idle sessions, larger for clients that
 /// download.
 #[derive(Clone, Copy, Debug)]
@@ -197,6 +201,7 @@ pub async fn run<O: Owner>(
             }
             _ = sleep_until_opt(park_deadline), if park_deadline.is_some() => {
                 session.park();
+                PARKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if rbuf.is_empty() {
                     // The next read starts small and the buffer grows as it fills.
                     rbuf = BytesMut::new();

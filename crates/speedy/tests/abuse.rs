@@ -538,9 +538,18 @@ fn memory_goes_back_after_a_burst_of_sessions() {
     let site = site();
     // One address opens them all: no per-address cap here (see
     // one_address_cannot_take_every_slot).
+    // Sessions do not park here (a_quiet_burst_of_sessions_is_parked_and_trimmed does):
+    // the memory goes back only through the closes.
     let srv = start(
         &site,
-        &["--idle-timeout", "60", "--max-connections-per-ip", "0"],
+        &[
+            "--idle-timeout",
+            "60",
+            "--max-connections-per-ip",
+            "0",
+            "--park-after",
+            "60",
+        ],
     );
     // 2,000 SPDY sessions, one request each, held 2 s, then closed (bench/soak.sh is the
     // 10,000-session version with churning load).
@@ -576,5 +585,73 @@ fn memory_goes_back_after_a_burst_of_sessions() {
     assert!(
         rss <= 32 * 1024,
         "{rss} KiB resident 10 s after the sessions closed"
+    );
+}
+
+/// Sessions that stay open but quiet park (`--park-after`) and the heap they freed is
+/// trimmed: 2,000 held sessions end up under 24 KiB of RSS each (issue 17's bound),
+/// where unparked they take about 35 KiB.
+#[test]
+fn a_quiet_burst_of_sessions_is_parked_and_trimmed() {
+    let site = site();
+    let srv = start(
+        &site,
+        &[
+            "--idle-timeout",
+            "0.5",
+            "--max-connections-per-ip",
+            "0",
+            "--park-after",
+            "60",
+        ],
+    );
+    let base = proc_status_kib(srv.pid(), "VmRSS");
+    let mut bench = std::process::Command::new(support::BIN)
+        .args([
+            "bench",
+            &format!("http://{}/index.html", srv.addr),
+            "--idle",
+            "2000",
+            "--hold",
+            "12s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start speedy bench");
+    // bench says "holding N idle sessions" once every session has had its answer.
+    let stdout = bench.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.starts_with("holding") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let holding = rx.recv_timeout(Duration::from_secs(30));
+    let at_once = proc_status_kib(srv.pid(), "VmRSS");
+    // Parked 0.5 s after each session's request, trimmed up to 4 s after the last park.
+    let end = Instant::now() + Duration::from_secs(7);
+    let bound = base + 2000 * 24;
+    let mut rss = at_once;
+    while rss > bound && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(250));
+        rss = proc_status_kib(srv.pid(), "VmRSS");
+    }
+    let _ = bench.kill();
+    let _ = bench.wait();
+    eprintln!("2,000 quiet sessions: {base} KiB before, {at_once} KiB as the last was answered, {rss} KiB held");
+    assert!(
+        holding.as_deref().is_ok_and(|l| l.contains("(0 failed)")),
+        "the sessions did not all open: {holding:?}"
+    );
+    assert!(
+        rss <= bound,
+        "{rss} KiB resident while 2,000 quiet sessions are held ({base} KiB before)"
     );
 }
