@@ -295,8 +295,8 @@ impl Client {
                     .enable_push(false)
                     // A response head is held to the SPDY header-block bound.
                     .max_header_list_size(cfg.spdy.max_header_block as u32)
-                    .initial_window_size(1 << 20)
-                    .initial_connection_window_size(8 << 20)
+                    .initial_window_size(crate::protocol::H2_STREAM_WINDOW)
+                    .initial_connection_window_size(crate::protocol::H2_SESSION_WINDOW)
                     .handshake(io.expect("dialled"))
                     .await
                     .map_err(|e| {

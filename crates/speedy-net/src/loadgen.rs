@@ -157,8 +157,8 @@ async fn h2_connect(
 ) -> Result<h2::client::SendRequest<Bytes>, ClientError> {
     let io = open(url, verify, "h2").await?;
     let (send, conn) = h2::client::Builder::new()
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(8 << 20)
+        .initial_window_size(crate::protocol::H2_STREAM_WINDOW)
+        .initial_connection_window_size(crate::protocol::H2_SESSION_WINDOW)
         .handshake(io)
         .await
         .map_err(|e| ClientError::Connect(format!("h2 handshake with {}: {e}", url.authority())))?;

@@ -27,10 +27,11 @@ pub struct H2 {
 }
 
 impl Default for H2 {
+    /// Chromium's windows.
     fn default() -> Self {
         H2 {
-            initial_window: 1 << 20,
-            connection_window: 8 << 20,
+            initial_window: speedy_net::protocol::H2_STREAM_WINDOW,
+            connection_window: speedy_net::protocol::H2_SESSION_WINDOW,
         }
     }
 }
