@@ -112,6 +112,33 @@ enum State {
     Parked(Box<[u8]>),
 }
 
+/// zlib's deflateGetDictionary or inflateGetDictionary.
+type GetDictionary = unsafe extern "C" fn(z::z_streamp, *mut u8, *mut c_uint) -> c_int;
+
+/// Ends a live stream and returns it parked: its history, at most `2^window_bits` bytes
+/// read by `get`.
+///
+/// # Safety
+/// `s` is an initialised stream of the kind `get` and `end` take; it is ended here and
+/// must be replaced by the result.
+unsafe fn parked(
+    s: &mut z::z_stream,
+    window_bits: u32,
+    get: GetDictionary,
+    end: unsafe extern "C" fn(z::z_streamp) -> c_int,
+) -> State {
+    let mut history = vec![0u8; 1 << window_bits];
+    let mut len: c_uint = 0;
+    // SAFETY: valid stream (the caller's promise); history holds a whole window, the most
+    // zlib copies.
+    let rc = unsafe { get(s, history.as_mut_ptr(), &mut len) };
+    assert_eq!(rc, z::Z_OK, "zlib refused to give its history");
+    history.truncate(len as usize);
+    // SAFETY: valid stream, ended once; the caller replaces it.
+    unsafe { end(s) };
+    State::Parked(history.into_boxed_slice())
+}
+
 /// Opens a zlib stream: `init` runs deflateInit2 or inflateInit2 on it.
 fn open_stream(init: impl FnOnce(&mut z::z_stream) -> c_int, what: &str) -> Box<z::z_stream> {
     let mut strm = new_stream();
@@ -249,15 +276,15 @@ impl Deflater {
         if !self.flushed {
             return false;
         }
-        let mut history = vec![0u8; 1 << self.window_bits];
-        let mut len: c_uint = 0;
-        // SAFETY: valid stream; history holds a whole window, the most it copies.
-        let rc = unsafe { deflateGetDictionary(&mut **s, history.as_mut_ptr(), &mut len) };
-        assert_eq!(rc, z::Z_OK, "deflateGetDictionary failed");
-        history.truncate(len as usize);
-        // SAFETY: initialised stream, ended once: the state is replaced below.
-        unsafe { z::deflateEnd(&mut **s) };
-        self.state = State::Parked(history.into_boxed_slice());
+        // SAFETY: a live deflate stream, replaced by what this returns.
+        self.state = unsafe {
+            parked(
+                s,
+                self.window_bits as u32,
+                deflateGetDictionary,
+                z::deflateEnd,
+            )
+        };
         true
     }
 }
@@ -350,15 +377,15 @@ impl Inflater {
         if self.failed || self.window_bits == 0 || s.data_type & 0x1ff != 128 {
             return false;
         }
-        let mut history = vec![0u8; 1 << self.window_bits];
-        let mut len: c_uint = 0;
-        // SAFETY: valid stream; history holds a whole window, the most it copies.
-        let rc = unsafe { inflateGetDictionary(&mut **s, history.as_mut_ptr(), &mut len) };
-        assert_eq!(rc, z::Z_OK, "inflateGetDictionary failed");
-        history.truncate(len as usize);
-        // SAFETY: initialised stream, ended once: the state is replaced below.
-        unsafe { z::inflateEnd(&mut **s) };
-        self.state = State::Parked(history.into_boxed_slice());
+        // SAFETY: a live inflate stream, replaced by what this returns.
+        self.state = unsafe {
+            parked(
+                s,
+                self.window_bits as u32,
+                inflateGetDictionary,
+                z::inflateEnd,
+            )
+        };
         true
     }
 
