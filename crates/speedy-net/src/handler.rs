@@ -118,10 +118,30 @@ impl Response {
 /// A boxed response future.
 pub type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
 
+/// An answer known at once: status 200, a content type and a body held in memory.
+#[derive(Clone, Debug)]
+pub struct Ready {
+    /// The `content-type` value.
+    pub content_type: &'static str,
+    /// The body (a HEAD gets its length only).
+    pub body: Bytes,
+}
+
 /// What answers requests.
 pub trait Handler: Send + Sync + 'static {
     /// Answers one request (its body may still be arriving).
     fn handle(&self, req: Request) -> ResponseFuture;
+
+    /// The answer to a GET or HEAD of `path` (path and query, as the request names it)
+    /// when it is known at once and does not depend on anything else in the request,
+    /// such as a file held in memory: exactly what [`Handler::handle`] would answer,
+    /// with status 200 and a `content-type` as its only header. `None` (the default):
+    /// the request goes to `handle`. HTTP/1.1 answers such requests without building a
+    /// [`Request`] (`http1_ready.rs`); a wrapper that must see every request (a log)
+    /// keeps the default.
+    fn ready(&self, _path: &str) -> Option<Ready> {
+        None
+    }
 }
 
 /// Server settings.

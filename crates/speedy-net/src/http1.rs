@@ -1,4 +1,6 @@
-//! HTTP/1.1 through hyper, answering with the same [`Handler`] as SPDY. Bodies stream
+//! HTTP/1.1 through hyper, answering with the same [`Handler`] as SPDY (requests the
+//! handler answers at once, from memory, are answered before hyper sees the connection:
+//! [`crate::http1_ready`]). Bodies stream
 //! both ways: hyper pulls the response body as the socket takes it, and reads the
 //! request body only as the handler does (a handler that does not read it makes the
 //! client wait). A declared body over `max_body` is answered 413 with
@@ -16,7 +18,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Serves HTTP/1.1 (keep-alive) on one connection.
+/// Serves HTTP/1.1 (keep-alive) on one connection: requests the handler answers at once
+/// in [`crate::http1_ready`], from the first one that is not, through hyper.
 pub(crate) async fn serve(
     io: BoxIo,
     _peer: SocketAddr,
@@ -24,6 +27,10 @@ pub(crate) async fn serve(
     cfg: &ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
+    let io = match crate::http1_ready::serve(io, cfg, &handler).await? {
+        crate::http1_ready::Outcome::Done => return Ok(()),
+        crate::http1_ready::Outcome::Hyper(io) => io,
+    };
     let max_body = cfg.max_body;
     let body_read_timeout = cfg.limits.body_read_timeout;
     let upgrade_cfg = cfg.clone();

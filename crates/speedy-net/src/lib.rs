@@ -16,6 +16,7 @@ pub mod client;
 mod h2_server;
 pub mod handler;
 mod http1;
+mod http1_ready;
 pub mod io;
 pub mod kube;
 #[cfg(feature = "kube-double")]

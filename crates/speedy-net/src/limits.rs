@@ -11,7 +11,7 @@
 //! | `max_buffered` | `spdy_server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control, SPDY/3 only per-stream windows, and a lenient session accepts overruns from peers without flow control) | the connection is not read while half of it waits (`Owner::wants_read`: TCP holds the peer); RST_STREAM CANCEL on the stream whose DATA would still go over |
 //! | `sniff_timeout` | `server.rs`: the first bytes of a plain connection | close |
 //! | `tls_handshake_timeout` | `server.rs` | close |
-//! | `header_read_timeout` | `http1.rs` (hyper): a request head, and the wait for the next one on a keep-alive connection | close |
+//! | `header_read_timeout` | `http1_ready.rs`, then `http1.rs` (hyper) once a request went there: a request head, and the wait for the next one on a keep-alive connection | close |
 //! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1.rs`, `h2_server.rs`, `spdy_server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
 //! | `idle_timeout` | `spdy_server.rs`, `h2_server.rs`: no open stream for this long | GOAWAY, then close |
 //! | `park_after` | `spdy_conn.rs` (server sessions): quiet this long, the session's zlib contexts shrink to their histories and its empty read buffer is freed (~27 KiB → ~5 KiB a session) | nothing |

@@ -6,7 +6,7 @@
 //! h2c; anything else → HTTP/1.1). TLS: ALPN decides (`h2`, `spdy/3.1`, `spdy/3`,
 //! `spdy/2`, `http/1.1`; no ALPN → HTTP/1.1).
 
-pub use crate::handler::{Handler, Push, Request, Response, ResponseFuture, ServerConfig};
+pub use crate::handler::{Handler, Push, Ready, Request, Response, ResponseFuture, ServerConfig};
 use crate::io::{BoxIo, Prefixed};
 use bytes::Bytes;
 use spdy::Version;

@@ -12,7 +12,7 @@
 //! stale for at most that long.
 
 use bytes::Bytes;
-use speedy_net::server::{Handler, Push, Request, Response, ResponseFuture};
+use speedy_net::server::{Handler, Push, Ready, Request, Response, ResponseFuture};
 use speedy_net::Body;
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
@@ -196,6 +196,18 @@ impl FileServer {
 }
 
 impl Handler for FileServer {
+    /// A file held in memory, unless its path is one to reset.
+    fn ready(&self, path: &str) -> Option<Ready> {
+        let path_only = path.split('?').next().unwrap_or("/");
+        if self.reset.contains(path_only) {
+            return None;
+        }
+        match self.lookup(path) {
+            Lookup::Cached(content_type, body) => Some(Ready { content_type, body }),
+            _ => None,
+        }
+    }
+
     fn handle(&self, req: Request) -> ResponseFuture {
         self.respond(req)
     }
