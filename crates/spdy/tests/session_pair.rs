@@ -2417,3 +2417,30 @@ fn resets_a_stream_whose_headers_frames_add_up_past_the_block_limit() {
         );
     }
 }
+
+#[test]
+fn small_data_is_copied_out_of_the_read_buffer_and_large_data_is_not() {
+    // A small DATA payload held by its reader must not keep the read buffer: the next
+    // read reuses it in place instead of allocating another (many small responses).
+    // A large one is handed over without a copy, sharing the buffer.
+    let v = Version::V3_1;
+    let mut h = Hostile::server(v);
+    h.syn_stream(1, false);
+    h.inbox.reserve(64 * 1024);
+    h.data(1, 1000, false);
+    assert!(matches!(h.events.last(), Some(Event::Data { data, .. }) if data.len() == 1000));
+    assert!(h.inbox.is_empty());
+    // More than is free behind the empty view: only the buffer's front can give it.
+    let more = h.inbox.capacity() + 1;
+    assert!(
+        h.inbox.try_reclaim(more),
+        "a 1,000-byte DATA payload pins the read buffer"
+    );
+    h.data(1, 8192, false);
+    assert!(matches!(h.events.last(), Some(Event::Data { data, .. }) if data.len() == 8192));
+    let more = h.inbox.capacity() + 1;
+    assert!(
+        !h.inbox.try_reclaim(more),
+        "an 8 KiB DATA payload was copied"
+    );
+}

@@ -7,8 +7,14 @@ use crate::frame::{
     decode_control, Frame, FrameError, FrameHeader, StreamId, SynStream, HEADER_LEN,
 };
 use crate::Version;
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::time::Instant;
+
+/// DATA pieces smaller than this are copied out of the read buffer; larger ones are split
+/// off it without a copy. A piece split off keeps the whole read buffer (64 KiB on a
+/// client) allocated for as long as its reader holds it, and the next read needs a new
+/// one: a reader holding small bodies held a read buffer for every few of them.
+const ZERO_COPY_DATA_MIN: usize = 4096;
 
 /// Where the frame reader is.
 #[derive(Debug, Default)]
@@ -106,7 +112,13 @@ impl Session {
                         };
                         return;
                     }
-                    let chunk = buf.split_to(n).freeze();
+                    let chunk = if n < ZERO_COPY_DATA_MIN {
+                        let c = Bytes::copy_from_slice(&buf[..n]);
+                        buf.advance(n);
+                        c
+                    } else {
+                        buf.split_to(n).freeze()
+                    };
                     let remaining = remaining - n;
                     let ignore = self.on_data(id, chunk, fin && remaining == 0, ignore);
                     if remaining > 0 {
