@@ -12,8 +12,8 @@
 //!   delivered in arbitrary chunkings, with the session parked (idle memory given back,
 //!   `Session::park`) between reads when the fuzzer says so. Everything the session
 //!   writes must decode cleanly, its stream ids must increase, no DATA frame may exceed
-//!   `max_data_frame` or overdraw the stream window, and a session error must end with
-//!   GOAWAY.
+//!   `max_data_frame` (`lone_data_frame` when larger) or overdraw the stream window, and
+//!   a session error must end with GOAWAY.
 
 use bytes::{Bytes, BytesMut};
 use spdy::codes::{GoAwayStatus, RstStatus, SettingId};
@@ -370,6 +370,7 @@ pub fn session(role: Role, data: &[u8]) {
         cfg.initial_window = interesting_u32(&mut inp);
         cfg.session_window = interesting_u32(&mut inp);
         cfg.max_data_frame = [0usize, 1, 100, 8192][(inp.byte() % 4) as usize];
+        cfg.lone_data_frame = [0usize, 50, 1000, 65_536][(inp.byte() % 4) as usize];
         cfg.max_control_frame = [0usize, 8192, 65_536][(inp.byte() % 3) as usize];
         cfg.max_header_block = [0usize, 100, 16_384, 65_536][(inp.byte() % 4) as usize];
         cfg.compression = compression(&mut inp);
@@ -377,7 +378,8 @@ pub fn session(role: Role, data: &[u8]) {
     cfg.accept_push = knobs & 2 == 0;
     cfg.auto_spdy31 = knobs & 4 != 0;
     cfg.log_frames = knobs & 8 != 0;
-    let max_data_frame = cfg.max_data_frame;
+    // The largest DATA frame the session may write (a lone stream may use the larger).
+    let max_data_frame = cfg.max_data_frame.max(cfg.lone_data_frame);
     let mut s = Session::new(cfg);
     let t0 = Instant::now();
     let mut now = t0;

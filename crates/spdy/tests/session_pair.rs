@@ -365,6 +365,36 @@ fn cuts_data_into_frames_no_larger_than_max_data_frame() {
     );
 }
 
+#[test]
+fn a_lone_stream_gets_larger_frames_until_another_has_data() {
+    let v = Version::V3;
+    let mut s = cfg(Role::Server, v);
+    s.max_data_frame = 1000;
+    s.lone_data_frame = 4000;
+    let mut p = Pair::new(cfg(Role::Client, v), s);
+    let a = p.c.s.open(request(v, "/a"), 0, true).unwrap();
+    let b = p.c.s.open(request(v, "/b"), 0, true).unwrap();
+    p.pump();
+    // Alone: 4,000-byte frames.
+    let mark = p.s.sent.len();
+    p.s.s.reply(a, response(v), false).unwrap();
+    p.s.s.send_data(a, pattern(10_500, 0), false).unwrap();
+    p.pump();
+    let sizes: Vec<usize> = p.s.data_sent_since(mark).iter().map(|d| d.1).collect();
+    assert_eq!(sizes, [4000, 4000, 2500]);
+    // Two streams with data: 1,000-byte frames, taking turns, until one is done.
+    let mark = p.s.sent.len();
+    p.s.s.reply(b, response(v), false).unwrap();
+    p.s.s.send_data(a, pattern(3000, 1), true).unwrap();
+    p.s.s.send_data(b, pattern(3000, 2), true).unwrap();
+    p.pump();
+    let frames = p.s.data_sent_since(mark);
+    assert_eq!(frames.len(), 6, "{frames:?}");
+    assert!(frames.iter().all(|f| f.1 == 1000), "{frames:?}");
+    assert_eq!(p.c.body(a).len(), 13_500);
+    assert_eq!(p.c.body(b).len(), 3000);
+}
+
 // =======================================================================================
 // Flow control.
 

@@ -56,6 +56,10 @@ pub struct Config {
     pub session_window: u32,
     /// Largest DATA payload we send in one frame; the scheduler re-decides after each.
     pub max_data_frame: usize,
+    /// Largest DATA payload while one stream alone has data to send, when larger than
+    /// `max_data_frame` (0: no different). Fewer frames for a lone download; as soon as
+    /// another stream has data, frames are `max_data_frame` again.
+    pub lone_data_frame: usize,
     /// Largest control frame we buffer (header-bearing ones beyond it are inflated and
     /// discarded, then refused with RST_STREAM FRAME_TOO_LARGE). At least 8192.
     pub max_control_frame: usize,
@@ -89,6 +93,7 @@ impl Config {
             initial_window: 1 << 20,
             session_window: 8 << 20,
             max_data_frame: 8192,
+            lone_data_frame: 0,
             max_control_frame: 64 * 1024,
             max_header_block: 64 * 1024,
             compression: CompressionConfig::default(),

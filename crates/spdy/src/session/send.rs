@@ -155,6 +155,12 @@ impl Session {
                 let Some(id) = self.ready[level].pop_front() else {
                     break;
                 };
+                let alone = self.ready.iter().all(|q| q.is_empty());
+                let frame_max = if alone {
+                    self.cfg.max_data_frame.max(self.cfg.lone_data_frame)
+                } else {
+                    self.cfg.max_data_frame
+                };
                 let session_credit = self.session_credit();
                 let Some(st) = self.streams.get_mut(&id.0) else {
                     continue;
@@ -181,7 +187,7 @@ impl Session {
                             .min(credit)
                             .min(session_credit)
                             // At least one byte: 0 would write empty frames forever.
-                            .min(self.cfg.max_data_frame.max(1));
+                            .min(frame_max.max(1));
                         let chunk = if n == data.len() {
                             std::mem::take(data)
                         } else {

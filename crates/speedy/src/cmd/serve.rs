@@ -327,6 +327,9 @@ pub(crate) fn not_a_file(flag: &str, p: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The SPDY DATA frame size for a stream alone on its session, serving `--root`.
+const LONE_DATA_FRAME: usize = 64 * 1024;
+
 pub async fn run(a: ServeArgs) -> Result<()> {
     // Every value is checked before anything starts, whichever mode uses it.
     a.push
@@ -355,6 +358,10 @@ pub async fn run(a: ServeArgs) -> Result<()> {
     let mut cfg = ServerConfig::default();
     a.apply_limits(&mut cfg);
     a.apply_spdy(&mut cfg)?;
+    // Files: a download alone on its session goes out in 64 KiB DATA frames (8 KiB once
+    // another stream has data). Archive replay keeps 8 KiB throughout, as the lab's
+    // SPDY loads have always been framed.
+    cfg.spdy.lone_data_frame = LONE_DATA_FRAME;
     set_tls(
         &mut cfg,
         a.tls_self_signed,
