@@ -12,6 +12,8 @@
 #   DURATION=10s WARMUP=2s ROUNDS=3      per run, and how many interleaved rounds
 #   CONNS=100 STREAMS=10                 connections, streams per connection (SPDY, h2)
 #   IDLE=10000                           idle SPDY sessions for the memory line
+#   DL_ROUNDS=7                          100 MiB downloads per protocol (one takes
+#                                        ~0.1 s on loopback; single runs vary ±30%)
 #   SERVE_ARGS="--header-level 1"        arguments for speedy serve (zlib level 1 for
 #                                        response headers, as nginx's SPDY module's 0-1)
 #
@@ -21,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}; WARMUP=${WARMUP:-2s}; ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-100}; STREAMS=${STREAMS:-10}; IDLE=${IDLE:-10000}
+DL_ROUNDS=${DL_ROUNDS:-7}
 need=()
 command -v nginx >/dev/null || need+=(nginx)
 command -v h2load >/dev/null || need+=(nghttp2-client)
@@ -129,10 +132,10 @@ for r in $(seq 1 "$ROUNDS"); do
     run h1b.nginx   "$npid" bench --protocol http1 -c "$CONNS" http://127.0.0.1:18080/1k.bin
 done
 
-echo "== 100 MiB single-stream download from speedy serve (3 each, interleaved)"
+echo "== 100 MiB single-stream download from speedy serve ($DL_ROUNDS each, interleaved)"
 dl() { taskset -c 1 "$S" bench --threads 1 -c 1 -m 1 -n 1 --warmup 0s --json --protocol "$1" http://127.0.0.1:18090/100m.bin \
         | python3 -c "import json,sys; print(json.load(sys.stdin)['bytes_per_s'])"; }
-for r in 1 2 3; do
+for r in $(seq "$DL_ROUNDS"); do
     for p in http1 spdy/3.1 h2; do echo "dl.${p//\//} $(dl "$p")" >> "$W/dl"; done
 done
 
