@@ -74,17 +74,20 @@ pub(crate) async fn serve(
     loop {
         let mut closing = false;
         let mut other = false;
+        // Written to `io` in this batch, so it must be flushed (TLS keeps records back).
+        let mut wrote = false;
         loop {
             match parse(&buf, handler.as_ref()) {
                 Head::Answer(len, head_only, ready) => {
                     closing = cfg.shutdown.is_triggered();
-                    let big = write_head(&mut out, &ready, closing, date.get());
+                    write_head(&mut out, &ready, closing, date.get());
                     buf.advance(len);
                     if !head_only {
-                        if big {
+                        if ready.body.len() > COPY_BODY_MAX {
                             io.write_all(&out).await?;
                             out.clear();
                             io.write_all(&ready.body).await?;
+                            wrote = true;
                         } else {
                             out.extend_from_slice(&ready.body);
                         }
@@ -103,8 +106,11 @@ pub(crate) async fn serve(
         }
         if !out.is_empty() {
             io.write_all(&out).await?;
-            io.flush().await?;
             out.clear();
+            wrote = true;
+        }
+        if wrote {
+            io.flush().await?;
             deadline = Instant::now() + limit;
         }
         if closing {
@@ -187,48 +193,18 @@ fn plain_header(h: &httparse::Header<'_>) -> bool {
         || n.eq_ignore_ascii_case("expect"))
 }
 
-/// Appends the response head to `out`; true when the body is too large to copy behind
-/// it.
-fn write_head(out: &mut Vec<u8>, r: &Ready, close: bool, date: &[u8]) -> bool {
+/// Appends the response head to `out`.
+fn write_head(out: &mut Vec<u8>, r: &Ready, close: bool, date: &[u8]) {
     out.extend_from_slice(b"HTTP/1.1 200 OK\r\ncontent-type: ");
     out.extend_from_slice(r.content_type.as_bytes());
     out.extend_from_slice(b"\r\ncontent-length: ");
-    out.extend_from_slice(itoa_buf(r.body.len()).as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(r.body.len()).as_bytes());
     if close {
         out.extend_from_slice(b"\r\nconnection: close");
     }
     out.extend_from_slice(b"\r\ndate: ");
     out.extend_from_slice(date);
     out.extend_from_slice(b"\r\n\r\n");
-    r.body.len() > COPY_BODY_MAX
-}
-
-/// A decimal number without allocating.
-fn itoa_buf(mut v: usize) -> Digits {
-    let mut d = Digits {
-        buf: [0; 20],
-        start: 20,
-    };
-    loop {
-        d.start -= 1;
-        d.buf[d.start] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return d;
-        }
-    }
-}
-
-/// The digits of [`itoa_buf`].
-struct Digits {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl Digits {
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[self.start..]
-    }
 }
 
 /// The `date` header's value (RFC 9110 §5.6.7), formatted once per second.
@@ -320,18 +296,11 @@ mod tests {
             content_type: "text/plain",
             body: bytes::Bytes::from_static(b"hello"),
         };
-        assert!(!write_head(
-            &mut out,
-            &r,
-            false,
-            b"Wed, 25 Nov 2026 20:01:09 GMT"
-        ));
+        write_head(&mut out, &r, false, b"Wed, 25 Nov 2026 20:01:09 GMT");
         assert_eq!(
             out,
             b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\
               date: Wed, 25 Nov 2026 20:01:09 GMT\r\n\r\n"
         );
-        assert_eq!(itoa_buf(0).as_bytes(), b"0");
-        assert_eq!(itoa_buf(16_777_216).as_bytes(), b"16777216");
     }
 }
