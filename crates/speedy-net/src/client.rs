@@ -41,6 +41,9 @@ pub struct ClientConfig {
     /// its body: a server that stalls cannot hold a request longer than this at a time.
     /// `None` (load generators, whose run has its own duration): no timer per request.
     pub read_timeout: Option<std::time::Duration>,
+    /// Carry the SPDY session over SCTP (over UDP, `docs/sctp.md`) instead of TCP: plain
+    /// `http` SPDY only.
+    pub sctp: Option<crate::sctp::SctpConfig>,
 }
 
 impl Default for ClientConfig {
@@ -57,6 +60,7 @@ impl Default for ClientConfig {
             connect_to: None,
             upgrade: None,
             read_timeout: Some(std::time::Duration::from_secs(30)),
+            sctp: None,
         }
     }
 }
@@ -226,7 +230,27 @@ impl Client {
             format!("{host}:{port}")
         };
         let mut stream_protocol = None;
-        let (io, proto): (Option<BoxIo>, Protocol) = if scheme == "https" {
+        let (io, proto): (Option<BoxIo>, Protocol) = if let Some(sctp) = &cfg.sctp {
+            let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
+            if scheme != "http" || !matches!(proto, Protocol::Spdy(_)) || cfg.upgrade.is_some() {
+                return Err(ClientError::Connect(format!(
+                    "SCTP carries plain SPDY only (http://, no Upgrade), not {scheme}:// {}",
+                    proto.alpn()
+                )));
+            }
+            let addr = match cfg.connect_to {
+                Some(a) => a,
+                None => tokio::net::lookup_host((host, port))
+                    .await
+                    .ok()
+                    .and_then(|mut a| a.next())
+                    .ok_or_else(|| ClientError::Connect(format!("{host}: no address")))?,
+            };
+            let io = crate::sctp::dial(addr, sctp)
+                .await
+                .map_err(|e| ClientError::Connect(format!("{host}:{port} over SCTP: {e}")))?;
+            (Some(io), proto)
+        } else if scheme == "https" {
             let offer: Vec<&str> = match cfg.protocol {
                 Some(p) => vec![p.alpn()],
                 None => crate::tls::CLIENT_ALPN.to_vec(),

@@ -26,6 +26,7 @@ pub mod loadgen;
 pub mod mux;
 pub mod protocol;
 mod reply;
+pub mod sctp;
 pub mod server;
 pub mod sockinfo;
 mod spdy_client;

@@ -8,6 +8,7 @@
 
 pub use crate::handler::{Handler, Push, Ready, Request, Response, ResponseFuture, ServerConfig};
 use crate::io::{BoxIo, Prefixed};
+use crate::sctp::SctpListener;
 use bytes::Bytes;
 use spdy::Version;
 use std::net::SocketAddr;
@@ -28,6 +29,45 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// with a timeout around this future.
 pub async fn serve(
     listener: TcpListener,
+    cfg: ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<()> {
+    serve_on(Listener::Tcp(listener), cfg, handler).await
+}
+
+/// [`serve`] for SPDY over SCTP: the same limits, shutdown and drain, on associations
+/// from an [`SctpListener`] (SPDY/2, 3 and 3.1, told apart by the first frame).
+pub async fn serve_sctp(
+    listener: SctpListener,
+    cfg: ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<()> {
+    serve_on(Listener::Sctp(listener), cfg, handler).await
+}
+
+/// Where connections come from.
+enum Listener {
+    Tcp(TcpListener),
+    Sctp(SctpListener),
+}
+
+/// One accepted connection.
+enum Accepted {
+    Tcp(TcpStream),
+    Sctp(BoxIo),
+}
+
+impl Listener {
+    async fn accept(&mut self) -> std::io::Result<(Accepted, SocketAddr)> {
+        match self {
+            Listener::Tcp(l) => l.accept().await.map(|(s, a)| (Accepted::Tcp(s), a)),
+            Listener::Sctp(l) => l.accept().await.map(|(s, a)| (Accepted::Sctp(s), a)),
+        }
+    }
+}
+
+async fn serve_on(
+    mut listener: Listener,
     cfg: ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
@@ -64,7 +104,11 @@ pub async fn serve(
         let handler = handler.clone();
         let closed = closed.clone();
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(sock, peer, &cfg, handler).await {
+            let served = match sock {
+                Accepted::Tcp(sock) => serve_connection(sock, peer, &cfg, handler).await,
+                Accepted::Sctp(io) => serve_sctp_connection(io, &cfg, handler).await,
+            };
+            if let Err(e) = served {
                 tracing::debug!("connection {peer}: {e}");
             }
             closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -257,6 +301,36 @@ pub async fn serve_connection(
         [0x80, 3] => crate::spdy_server::run(io, Version::V3, true, "http", cfg, handler).await,
         _ => crate::http1::serve(io, peer, "http", cfg, handler).await,
     }
+}
+
+/// Serves one SCTP association: SPDY only, its version from the first frame.
+async fn serve_sctp_connection(
+    mut io: BoxIo,
+    cfg: &ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<()> {
+    let mut first = [0u8; 2];
+    let read = within(
+        cfg.limits.sniff_timeout,
+        "first frame",
+        io.read_exact(&mut first),
+    );
+    tokio::select! {
+        r = read => { r?; }
+        _ = cfg.shutdown.wait() => return Ok(()),
+    }
+    let version = match first {
+        [0x80, 2] => Version::V2,
+        [0x80, 3] => Version::V3,
+        _ => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("over SCTP only SPDY is spoken; the first bytes were {first:02x?}"),
+            ))
+        }
+    };
+    let io: BoxIo = Box::new(Prefixed::new(Bytes::copy_from_slice(&first), io));
+    crate::spdy_server::run(io, version, version == Version::V3, "http", cfg, handler).await
 }
 
 /// Reads the first bytes of a connection: two (a TLS record type or a SPDY control

@@ -77,13 +77,19 @@ async fn drive(
         failure: None,
         buffered: 0,
     };
-    let (end, _) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
+    let (end, traffic) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
+    let why = || match &end {
+        // Nothing ever came: the connection was never made (an SCTP association the
+        // peer refused or never answered).
+        End::ReadFailed(e) if traffic.bytes_in == 0 => ClientError::Connect(e.to_string()),
+        _ => ClientError::Closed,
+    };
     if !matches!(end, End::Finished) {
-        owner.fail_all(ClientError::Closed);
+        owner.fail_all(why());
         // Fail later requests at once.
         while let Ok(c) = owner.cmds.try_recv() {
             if let Cmd::Request { reply, .. } = c {
-                let _ = reply.send(Err(ClientError::Closed));
+                let _ = reply.send(Err(why()));
             }
         }
     }

@@ -119,8 +119,10 @@ pub trait Owner: Send {
 pub enum End {
     /// The owner's work was done and everything was written.
     Finished,
-    /// The peer closed the connection (or reading failed).
+    /// The peer closed the connection.
     PeerClosed,
+    /// Reading failed (the transport says why: reset, refused, an SCTP association lost).
+    ReadFailed(std::io::Error),
     /// Writing failed.
     WriteFailed(std::io::Error),
 }
@@ -211,10 +213,16 @@ pub async fn run<O: Owner>(
             }
             r = rd.read_buf(&mut rbuf), if may_read => {
                 match r {
-                    Ok(0) | Err(_) => {
+                    Ok(0) => {
                         read_closed = true;
                         if !owner.on_peer_closed(session) {
                             break End::PeerClosed;
+                        }
+                    }
+                    Err(e) => {
+                        read_closed = true;
+                        if !owner.on_peer_closed(session) {
+                            break End::ReadFailed(e);
                         }
                     }
                     Ok(n) => {

@@ -1,0 +1,673 @@
+//! SPDY over SCTP, in user space over UDP (RFC 6951: an SCTP packet is a UDP datagram's
+//! payload), on the sans-IO SCTP stack of the `sctp-proto` crate.
+//!
+//! Each association is one task that owns the [`sctp_proto::Association`] and hands
+//! the SPDY connection loop an ordinary byte stream ([`BoxIo`]): the session runs on
+//! [`crate::spdy_conn::run`] unchanged, and [`route::Router`] maps its frames onto SCTP
+//! streams (control frames on stream 0, each SPDY stream's DATA on its own stream) and
+//! back. The mapping is specified in `docs/sctp.md`. A server's [`SctpListener`] is one
+//! UDP socket and one endpoint task that routes datagrams to the association tasks; a
+//! client's [`dial`] is one socket and one task.
+//!
+//! Timers are the stack's defaults, which are also Linux's SCTP defaults
+//! (`net.sctp.rto_initial` 3 s, `rto_min` 1 s, `rto_max` 60 s). With
+//! [`SctpConfig::bundle_cookie_echo`] (the default) the first DATA travels in the
+//! COOKIE ECHO's packet ([`packet::Bundler`]); without it, as with Linux's SCTP, data
+//! waits for the COOKIE ACK, one round trip more.
+
+pub mod packet;
+pub mod route;
+
+use crate::io::BoxIo;
+use bytes::{Buf, Bytes};
+use sctp_proto::{
+    Association, AssociationHandle, ClientConfig, DatagramEvent, Endpoint, EndpointConfig,
+    EndpointEvent, Event, Payload, PayloadProtocolIdentifier, ServerConfig, StreamEvent,
+    TransportConfig,
+};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+
+/// SCTP settings of one end.
+#[derive(Clone, Copy, Debug)]
+pub struct SctpConfig {
+    /// Client: send the first DATA in the COOKIE ECHO's packet (the default). `false`:
+    /// data waits for the COOKIE ACK, as with Linux's SCTP.
+    pub bundle_cookie_echo: bool,
+    /// Streams offered each way (at least 2: stream 0 carries control frames).
+    pub streams: u16,
+}
+
+impl Default for SctpConfig {
+    fn default() -> Self {
+        SctpConfig {
+            bundle_cookie_echo: true,
+            streams: 256,
+        }
+    }
+}
+
+/// Payload protocol identifier on every DATA chunk (no number is assigned to SPDY; this
+/// is the one for binary messages).
+const PPI: PayloadProtocolIdentifier = PayloadProtocolIdentifier::Binary;
+/// The largest message: the largest SPDY frame.
+const MAX_MESSAGE: u32 = (spdy::frame::HEADER_LEN + spdy::frame::MAX_PAYLOAD) as u32;
+/// The receive buffer the association advertises.
+const RECEIVE_BUFFER: u32 = 4 << 20;
+/// Stop reading the session's output while this much waits in SCTP's send queues.
+const SEND_HIGH: usize = 1 << 20;
+/// Stop reading SCTP streams while this much waits for the session to read it.
+const RECEIVE_HIGH: usize = 1 << 20;
+/// Early DATA held for its stream's opening frame at most (see [`route::Router`]).
+const HOLD_LIMIT: usize = 16 << 20;
+/// The byte stream between the session and the association task.
+const DUPLEX: usize = 256 << 10;
+/// The first T1-cookie timeout (RFC 9260 RTO.Initial as Linux sets it).
+const RTO_INITIAL: Duration = Duration::from_secs(3);
+/// How long an association may take to be established (INIT retransmissions included:
+/// the client gives up earlier).
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(300);
+/// How long a closing association may take to finish its SHUTDOWN exchange.
+const LINGER: Duration = Duration::from_secs(30);
+/// UDP socket buffers (a burst of a fast sender fits).
+const SOCKET_BUFFER: libc::c_int = 4 << 20;
+
+fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
+    let streams = cfg.streams.max(2);
+    Arc::new(
+        TransportConfig::default()
+            .with_max_num_outbound_streams(streams)
+            .with_max_num_inbound_streams(streams)
+            .with_max_send_message_size(MAX_MESSAGE)
+            .with_max_receive_message_size(MAX_MESSAGE)
+            .with_max_receive_buffer_size(RECEIVE_BUFFER),
+    )
+}
+
+/// Why an association ended, for the byte stream's reader.
+type Fate = Arc<Mutex<Option<(io::ErrorKind, String)>>>;
+
+/// The session's end of an association: a byte stream whose end carries the reason the
+/// association ended (refused, timed out, aborted).
+struct SctpIo {
+    inner: DuplexStream,
+    fate: Fate,
+}
+
+impl SctpIo {
+    fn error(&self) -> Option<io::Error> {
+        let f = self.fate.lock().expect("fate");
+        f.as_ref().map(|(k, m)| io::Error::new(*k, m.clone()))
+    }
+}
+
+impl AsyncRead for SctpIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) if buf.filled().len() == before && buf.remaining() > 0 => {
+                Poll::Ready(self.error().map_or(Ok(()), Err))
+            }
+            other => other,
+        }
+    }
+}
+
+impl AsyncWrite for SctpIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, buf) {
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.error().unwrap_or(e))),
+            other => other,
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// A session's byte stream and the association task's end of it.
+fn pair() -> (BoxIo, DuplexStream, Fate) {
+    let (app, ours) = tokio::io::duplex(DUPLEX);
+    let fate = Fate::default();
+    let io = SctpIo {
+        inner: app,
+        fate: fate.clone(),
+    };
+    (Box::new(io), ours, fate)
+}
+
+/// Larger UDP buffers than the default: a congestion window's burst fits.
+fn grow_buffers(sock: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: a valid socket and a c_int option value of the right size.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&SOCKET_BUFFER as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+/// Opens an association to `addr` and returns the session's byte stream at once, before
+/// the handshake: what the session writes first is sent as soon as the association
+/// allows (in the COOKIE ECHO's packet with bundling). A handshake that fails ends the
+/// stream with the reason as the read error.
+pub async fn dial(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<BoxIo> {
+    let any: SocketAddr = if addr.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let sock = UdpSocket::bind(any).await?;
+    sock.connect(addr).await?;
+    grow_buffers(&sock);
+    let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::new()), None);
+    let mut client = ClientConfig::new();
+    client.transport = transport(cfg);
+    let (ch, assoc) = endpoint
+        .connect(client, addr)
+        .map_err(|e| io::Error::other(format!("SCTP association to {addr}: {e}")))?;
+    let (io, ours, fate) = pair();
+    let feed = Feed::Client {
+        endpoint: Box::new(endpoint),
+        bundler: cfg.bundle_cookie_echo.then(packet::Bundler::default),
+    };
+    let conn = Conn::new(assoc, ch, true, cfg, fate);
+    tokio::spawn(conn.run(feed, Arc::new(sock), ours));
+    Ok(io)
+}
+
+/// Accepts SCTP associations on one UDP socket.
+pub struct SctpListener {
+    accepted: mpsc::UnboundedReceiver<(BoxIo, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl SctpListener {
+    /// Binds a UDP socket at `addr` and starts accepting associations on it. Dropping the
+    /// listener stops accepting; associations already accepted carry on.
+    pub async fn bind(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<SctpListener> {
+        let sock = UdpSocket::bind(addr).await?;
+        grow_buffers(&sock);
+        let local = sock.local_addr()?;
+        let mut server = ServerConfig::new();
+        server.transport = transport(cfg);
+        let endpoint = Endpoint::new(Arc::new(EndpointConfig::new()), Some(Arc::new(server)));
+        let (tx, accepted) = mpsc::unbounded_channel();
+        tokio::spawn(serve_endpoint(Arc::new(sock), endpoint, tx, *cfg));
+        Ok(SctpListener { accepted, local })
+    }
+
+    /// The next association: the session's byte stream and the peer's address.
+    pub async fn accept(&mut self) -> io::Result<(BoxIo, SocketAddr)> {
+        self.accepted
+            .recv()
+            .await
+            .ok_or_else(|| io::Error::other("the SCTP endpoint stopped"))
+    }
+
+    /// The UDP address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+/// What the endpoint task hears from an association task: its endpoint events, and
+/// `None` when it is done.
+type ToEndpoint = (AssociationHandle, Option<EndpointEvent>);
+
+/// A server's endpoint task: datagrams in, routed to their associations; new
+/// associations spawned and handed to the listener.
+async fn serve_endpoint(
+    sock: Arc<UdpSocket>,
+    mut endpoint: Endpoint,
+    accept: mpsc::UnboundedSender<(BoxIo, SocketAddr)>,
+    cfg: SctpConfig,
+) {
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<ToEndpoint>();
+    let mut routes: HashMap<AssociationHandle, mpsc::UnboundedSender<Datagram>> = HashMap::new();
+    let mut buf = vec![0u8; 65536];
+    let mut accepting = true;
+    while accepting || !routes.is_empty() {
+        tokio::select! {
+            r = sock.recv_from(&mut buf) => {
+                let Ok((n, from)) = r else { continue };
+                let data = Bytes::copy_from_slice(&buf[..n]);
+                match endpoint.handle(Instant::now(), from, None, None, data) {
+                    Some((ch, DatagramEvent::NewAssociation(assoc))) => {
+                        let (io, ours, fate) = pair();
+                        if !accepting || accept.send((io, from)).is_err() {
+                            endpoint.handle_event(ch, EndpointEvent::drained());
+                            continue;
+                        }
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        routes.insert(ch, tx);
+                        let feed = Feed::Server { rx, done: done_tx.clone() };
+                        let conn = Conn::new(assoc, ch, false, &cfg, fate);
+                        tokio::spawn(conn.run(feed, sock.clone(), ours));
+                    }
+                    Some((ch, DatagramEvent::AssociationEvent(ev))) => {
+                        if let Some(tx) = routes.get(&ch) {
+                            let _ = tx.send(Datagram(ev));
+                        }
+                    }
+                    None => {}
+                }
+                while let Some(t) = endpoint.poll_transmit() {
+                    send_transmit(&sock, t, false).await;
+                }
+            }
+            Some((ch, _)) = done_rx.recv() => {
+                if routes.remove(&ch).is_some() {
+                    endpoint.handle_event(ch, EndpointEvent::drained());
+                }
+            }
+            _ = accept.closed(), if accepting => {
+                accepting = false;
+                endpoint.reject_new_associations();
+            }
+        }
+    }
+}
+
+/// One datagram for an association, as the endpoint decoded it.
+struct Datagram(sctp_proto::AssociationEvent);
+
+/// What arrived for an association: a client's raw datagram, a server's decoded one.
+enum In {
+    Packet(Bytes),
+    Event(sctp_proto::AssociationEvent),
+}
+
+/// Where an association's datagrams come from.
+enum Feed {
+    /// A client: its own socket (connected to the server) and endpoint.
+    Client {
+        endpoint: Box<Endpoint>,
+        bundler: Option<packet::Bundler>,
+    },
+    /// A server's association: datagrams from the endpoint task.
+    Server {
+        rx: mpsc::UnboundedReceiver<Datagram>,
+        done: mpsc::UnboundedSender<ToEndpoint>,
+    },
+}
+
+async fn send_transmit(sock: &UdpSocket, t: sctp_proto::Transmit, connected: bool) {
+    if let Payload::RawEncode(packets) = t.payload {
+        for p in packets {
+            send_packet(sock, &p, t.remote, connected).await;
+        }
+    }
+}
+
+async fn send_packet(sock: &UdpSocket, p: &[u8], to: SocketAddr, connected: bool) {
+    let r = if connected {
+        sock.send(p).await
+    } else {
+        sock.send_to(p, to).await
+    };
+    if let Err(e) = r {
+        // Like a packet lost on the way: SCTP retransmits.
+        tracing::debug!("SCTP send to {to}: {e}");
+    }
+}
+
+/// One association and its session's byte stream.
+struct Conn {
+    assoc: Association,
+    ch: AssociationHandle,
+    router: route::Router,
+    /// Stream ids this end has written to (for the send-queue total).
+    written: Vec<u16>,
+    /// Frames for SCTP that wait for the association (handshake, full send queues).
+    to_sctp: VecDeque<(u16, Bytes)>,
+    /// Frames for the session not yet written to it.
+    to_app: VecDeque<Bytes>,
+    to_app_bytes: usize,
+    /// Streams with messages left unread while `to_app` was full.
+    unread: Vec<u16>,
+    established: bool,
+    /// The session closed its side: shut the association down once `to_sctp` is sent.
+    app_done: bool,
+    shutdown_at: Option<Instant>,
+    fate: Fate,
+}
+
+impl Conn {
+    fn new(
+        assoc: Association,
+        ch: AssociationHandle,
+        client: bool,
+        cfg: &SctpConfig,
+        fate: Fate,
+    ) -> Conn {
+        Conn {
+            assoc,
+            ch,
+            router: route::Router::new(client, cfg.streams.max(2), HOLD_LIMIT),
+            written: Vec::new(),
+            to_sctp: VecDeque::new(),
+            to_app: VecDeque::new(),
+            to_app_bytes: 0,
+            unread: Vec::new(),
+            established: false,
+            app_done: false,
+            shutdown_at: None,
+            fate,
+        }
+    }
+
+    fn fail(&self, kind: io::ErrorKind, msg: String) {
+        tracing::debug!("SCTP association: {msg}");
+        let mut f = self.fate.lock().expect("fate");
+        f.get_or_insert((kind, msg));
+    }
+
+    /// The association's events: establishment, readable streams, the end.
+    fn poll_events(&mut self) -> Result<(), ()> {
+        while let Some(ev) = self.assoc.poll() {
+            match ev {
+                Event::Connected => self.established = true,
+                Event::HandshakeFailed { reason } => {
+                    self.fail(
+                        io::ErrorKind::ConnectionRefused,
+                        format!("SCTP handshake failed: {reason}"),
+                    );
+                    return Err(());
+                }
+                Event::AssociationLost { reason } => {
+                    if !self.app_done {
+                        self.fail(
+                            io::ErrorKind::ConnectionAborted,
+                            format!("SCTP association lost: {reason}"),
+                        );
+                    }
+                    return Err(());
+                }
+                Event::Stream(StreamEvent::Readable { id }) if !self.unread.contains(&id) => {
+                    self.unread.push(id);
+                }
+                Event::Stream(StreamEvent::Opened { .. }) => {
+                    while self.assoc.accept_stream().is_some() {}
+                }
+                _ => {}
+            }
+        }
+        self.read_streams()
+    }
+
+    /// Reads whole messages from readable streams into `to_app` while it has room.
+    fn read_streams(&mut self) -> Result<(), ()> {
+        let mut frames = Vec::new();
+        while self.to_app_bytes < RECEIVE_HIGH {
+            let Some(&id) = self.unread.first() else {
+                break;
+            };
+            let msg = match self.assoc.stream(id).and_then(|mut s| s.read_sctp()) {
+                Ok(Some(chunks)) => {
+                    let mut v = vec![0; chunks.len()];
+                    chunks.read(&mut v).map_err(|_| ())?;
+                    v
+                }
+                _ => {
+                    self.unread.remove(0);
+                    continue;
+                }
+            };
+            if let Err(e) = self.router.incoming(id, msg.into(), &mut frames) {
+                self.fail(io::ErrorKind::InvalidData, e.to_string());
+                let _ = self.assoc.close();
+                return Err(());
+            }
+            for f in frames.drain(..) {
+                self.to_app_bytes += f.len();
+                self.to_app.push_back(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes waiting in SCTP's send queues.
+    fn queued(&mut self) -> usize {
+        let Conn { assoc, written, .. } = self;
+        written
+            .iter()
+            .filter_map(|&id| assoc.stream(id).and_then(|s| s.buffered_amount()).ok())
+            .sum()
+    }
+
+    /// Hands waiting frames to their SCTP streams while the send queues have room.
+    fn flush_to_sctp(&mut self) -> Result<(), ()> {
+        if !self.established {
+            return Ok(());
+        }
+        while !self.to_sctp.is_empty() && self.queued() < SEND_HIGH {
+            let (id, frame) = self.to_sctp.pop_front().expect("non-empty");
+            if !self.written.contains(&id) {
+                if self.assoc.stream(id).is_err() {
+                    if let Err(e) = self.assoc.open_stream(id, PPI) {
+                        self.fail(io::ErrorKind::Other, format!("SCTP stream {id}: {e}"));
+                        return Err(());
+                    }
+                }
+                self.written.push(id);
+            }
+            let r = self
+                .assoc
+                .stream(id)
+                .and_then(|mut s| s.write_sctp(&frame, PPI));
+            if let Err(e) = r {
+                self.fail(io::ErrorKind::Other, format!("SCTP stream {id}: {e}"));
+                return Err(());
+            }
+        }
+        if self.app_done && self.to_sctp.is_empty() && self.shutdown_at.is_none() {
+            self.shutdown_at = Some(Instant::now());
+            if self.assoc.shutdown().is_err() {
+                let _ = self.assoc.close();
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the association until it closes and the session has read everything.
+    async fn run(mut self, mut feed: Feed, sock: Arc<UdpSocket>, io: DuplexStream) {
+        let (mut rd, mut wr) = tokio::io::split(io);
+        let mut from_app = vec![0u8; 64 << 10];
+        let mut datagram = vec![0u8; 65536];
+        let mut outgoing = Vec::new();
+        let client = matches!(feed, Feed::Client { .. });
+        let remote = self.assoc.remote_addr();
+        let mut app_gone = false;
+        let mut dead = false;
+        let born = Instant::now();
+        loop {
+            let now = Instant::now();
+            dead |= self.poll_events().is_err() || self.flush_to_sctp().is_err();
+            let mut packets = Vec::new();
+            while let Some(t) = self.assoc.poll_transmit(now) {
+                if let Payload::RawEncode(p) = t.payload {
+                    packets.extend(p);
+                }
+            }
+            let mut inject = None;
+            if let Feed::Client {
+                bundler: Some(b), ..
+            } = &mut feed
+            {
+                let out = b.outgoing(packets, now, RTO_INITIAL);
+                packets = out.send;
+                inject = out.inject;
+            }
+            for p in &packets {
+                send_packet(&sock, p, remote, client).await;
+            }
+            // The association's endpoint events say "drained" already when a shutdown
+            // starts; the endpoint hears it only when the association is done, so that the
+            // SHUTDOWN exchange still reaches it.
+            while self.assoc.poll_endpoint_event().is_some() {}
+            if let (Some(ack), Feed::Client { endpoint, .. }) = (inject, &mut feed) {
+                if let Some((_, DatagramEvent::AssociationEvent(ev))) =
+                    endpoint.handle(now, remote, None, None, ack)
+                {
+                    self.assoc.handle_event(ev);
+                }
+                continue;
+            }
+            // A server's association is in the closed state until the COOKIE ECHO.
+            let closed = dead || (self.assoc.is_closed() && self.established);
+            if !self.established && now >= born + HANDSHAKE_LIMIT {
+                self.fail(
+                    io::ErrorKind::TimedOut,
+                    "SCTP handshake: no COOKIE ECHO".into(),
+                );
+                break;
+            }
+            if closed && (self.to_app.is_empty() || app_gone) {
+                break;
+            }
+            if let Some(at) = self.shutdown_at {
+                if now >= at + LINGER {
+                    let _ = self.assoc.close();
+                    break;
+                }
+            }
+            let mut deadline = self.assoc.poll_timeout();
+            if let Feed::Client {
+                bundler: Some(b), ..
+            } = &feed
+            {
+                deadline = match (deadline, b.deadline()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            let sleep = async move {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let want_app = !self.app_done && !closed && self.to_sctp.len() < 1024;
+            let next = async {
+                match &mut feed {
+                    Feed::Client { .. } => sock
+                        .recv(&mut datagram)
+                        .await
+                        .map(|n| In::Packet(Bytes::copy_from_slice(&datagram[..n]))),
+                    Feed::Server { rx, .. } => match rx.recv().await {
+                        Some(Datagram(ev)) => Ok(In::Event(ev)),
+                        None => Err(io::Error::other("the SCTP endpoint stopped")),
+                    },
+                }
+            };
+            tokio::select! {
+                r = next, if !closed => match r {
+                    Ok(In::Packet(bytes)) => {
+                        if let Feed::Client { endpoint, bundler } = &mut feed {
+                            if let Some(b) = bundler {
+                                b.heard();
+                            }
+                            if let Some((_, DatagramEvent::AssociationEvent(ev))) =
+                                endpoint.handle(Instant::now(), remote, None, None, bytes)
+                            {
+                                self.assoc.handle_event(ev);
+                            }
+                        }
+                    }
+                    Ok(In::Event(ev)) => self.assoc.handle_event(ev),
+                    Err(e) => {
+                        self.fail(e.kind(), format!("SCTP to {remote}: {e}"));
+                        break;
+                    }
+                },
+                _ = sleep, if !closed => {
+                    let now = Instant::now();
+                    self.assoc.handle_timeout(now);
+                    if let Feed::Client { bundler: Some(b), .. } = &mut feed {
+                        match b.on_deadline(now) {
+                            packet::Cookie::Resend(cookie) => {
+                                send_packet(&sock, &cookie, remote, client).await
+                            }
+                            packet::Cookie::Wait => {}
+                            packet::Cookie::GiveUp => {
+                                self.fail(io::ErrorKind::TimedOut, format!("SCTP to {remote}: COOKIE ECHO unanswered"));
+                                break;
+                            }
+                        }
+                    }
+                }
+                r = rd.read(&mut from_app), if want_app => match r {
+                    Ok(0) | Err(_) => self.app_done = true,
+                    Ok(n) => {
+                        self.router.outgoing(&from_app[..n], &mut outgoing);
+                        self.to_sctp.extend(outgoing.drain(..));
+                    }
+                },
+                r = wr.write(self.to_app.front().map_or(&[][..], |b| &b[..])), if !self.to_app.is_empty() && !app_gone => match r {
+                    Ok(n) => {
+                        self.to_app_bytes -= n;
+                        let front = self.to_app.front_mut().expect("non-empty");
+                        front.advance(n);
+                        if front.is_empty() {
+                            self.to_app.pop_front();
+                        }
+                        if self.to_app_bytes < RECEIVE_HIGH / 2 && self.read_streams().is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => {
+                        app_gone = true;
+                        self.to_app.clear();
+                        self.to_app_bytes = 0;
+                        self.app_done = true;
+                    }
+                },
+                else => break,
+            }
+        }
+        if !self.assoc.is_closed() {
+            let _ = self.assoc.close();
+            let now = Instant::now();
+            while let Some(t) = self.assoc.poll_transmit(now) {
+                send_transmit(&sock, t, client).await;
+            }
+        }
+        let _ = wr.shutdown().await;
+        match feed {
+            Feed::Client { mut endpoint, .. } => {
+                endpoint.handle_event(self.ch, EndpointEvent::drained());
+            }
+            Feed::Server { done, .. } => {
+                let _ = done.send((self.ch, None));
+            }
+        }
+    }
+}
