@@ -51,6 +51,9 @@ pub struct ServeStartup {
     /// with `--root`).
     #[serde(default)]
     pub origins: Vec<ServedOrigin>,
+    /// `--sctp`: SPDY over SCTP is accepted on UDP at the same addresses.
+    #[serde(default)]
+    pub sctp: bool,
 }
 
 /// One origin of an archive and where it is served.
@@ -76,6 +79,7 @@ impl ServeStartup {
             root: None,
             archive: None,
             origins: Vec::new(),
+            sctp: false,
         }
     }
 
@@ -394,6 +398,7 @@ mod tests {
                     addr: "[fd00::2]:8443".parse().unwrap(),
                 },
             ],
+            sctp: true,
         }
     }
 

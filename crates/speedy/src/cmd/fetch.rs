@@ -114,6 +114,23 @@ pub struct FetchArgs {
     /// (repeatable, most preferred first); the chosen one is printed on stderr.
     #[arg(long, value_name = "PROTOCOL", requires = "upgrade")]
     stream_protocol: Vec<String>,
+    /// tcp, or sctp: SPDY over SCTP over UDP to the same port number (plain http://
+    /// SPDY only; `speedy serve --sctp` answers; docs/sctp.md).
+    #[arg(long, default_value = "tcp", value_name = "tcp|sctp")]
+    transport: Transport,
+    /// With --transport sctp: send the first request after the COOKIE ACK, as Linux's
+    /// SCTP does, instead of in the COOKIE ECHO's packet (one round trip later).
+    #[arg(long)]
+    no_cookie_bundling: bool,
+}
+
+/// What carries the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// TCP (and TLS over it for https://).
+    Tcp,
+    /// SCTP over UDP (RFC 6951 framing).
+    Sctp,
 }
 
 struct Target {
@@ -301,6 +318,15 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
     cfg.spdy.compression.level = a.header_level;
     cfg.spdy.compression.crime_safe = !a.no_crime_safe;
     cfg.spdy.flow_control = a.flow_control;
+    if a.no_cookie_bundling && a.transport != Transport::Sctp {
+        bail!("--no-cookie-bundling: only with --transport sctp");
+    }
+    if a.transport == Transport::Sctp {
+        cfg.sctp = Some(speedy_net::sctp::SctpConfig {
+            bundle_cookie_echo: !a.no_cookie_bundling,
+            ..Default::default()
+        });
+    }
     cfg.http1_connections = a.concurrency.min(6);
     if a.verbose {
         let t0 = Instant::now();

@@ -3,7 +3,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
-use speedy_net::server::{serve, Handler, Request, ResponseFuture, ServerConfig};
+use speedy_net::sctp::{SctpConfig, SctpListener};
+use speedy_net::server::{serve, serve_sctp, Handler, Request, ResponseFuture, ServerConfig};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1).\n\n\
 Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...)`, with \
 --archive one `origin HOST IP:PORT` per origin, then one JSON line for programs:\n  \
 {\"listening\":\"IP:PORT\",\"tls\":BOOL,\"plain\":BOOL,\"protocols\":[\"spdy/3.1\",\"spdy/3\",\
-\"spdy/2\",\"h2\",\"http/1.1\"],\"root\":DIR | \"archive\":DIR,\"origins\":[{\"host\":HOST,\"addr\":\"IP:PORT\"},...]}\n\
+\"spdy/2\",\"h2\",\"http/1.1\"],\"root\":DIR | \"archive\":DIR,\"origins\":[{\"host\":HOST,\"addr\":\"IP:PORT\"},...],\"sctp\":BOOL}\n\
 `tls`/`plain`: which connections the port accepts (an archive with https origins: both); \
 `origins` is empty with --root. Read the first line that starts with `{`; fields may be \
 added, so ignore unknown ones. Details: docs/serve.md.\n\n\
@@ -165,6 +166,10 @@ pub struct ServeArgs {
     /// Milliseconds between --tcp-series samples.
     #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
     tcp_interval_ms: u64,
+    /// Also accept SPDY over SCTP (SCTP over UDP, RFC 6951 framing) on the same
+    /// addresses and port numbers, over UDP (docs/sctp.md).
+    #[arg(long)]
+    sctp: bool,
 }
 
 /// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
@@ -275,6 +280,7 @@ pub(crate) fn tcp_series(
 /// second signal exits the process at once (status 130).
 pub(crate) async fn serve_until_signal(
     listeners: Vec<tokio::net::TcpListener>,
+    sctp: Vec<SctpListener>,
     cfg: ServerConfig,
     handler: Arc<dyn Handler>,
     drain: Duration,
@@ -286,6 +292,9 @@ pub(crate) async fn serve_until_signal(
     let mut tasks = tokio::task::JoinSet::new();
     for l in listeners {
         tasks.spawn(serve(l, cfg.clone(), handler.clone()));
+    }
+    for l in sctp {
+        tasks.spawn(serve_sctp(l, cfg.clone(), handler.clone()));
     }
     let all_done = async {
         while let Some(r) = tasks.join_next().await {
@@ -372,17 +381,20 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         .await
         .with_context(|| format!("--listen {}", a.listen))?;
     let addr = listener.local_addr()?;
+    let sctp = bind_sctp(a.sctp, &[addr]).await?;
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
     // Human line, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let startup = speedy_lab::testbed::ServeStartup {
         root: Some(root.display().to_string()),
+        sctp: !sctp.is_empty(),
         ..speedy_lab::testbed::ServeStartup::new(addr, cfg.tls.is_some())
     };
     let human = format!(
-        "listening on {addr} ({mode}; {}; root {})\n",
+        "listening on {addr} ({mode}; {}; root {}){}\n",
         protocols.join(", "),
-        root.display()
+        root.display(),
+        sctp_note(&sctp)
     );
     startup.announce(&human, std::io::stdout().lock())?;
     let handler = Arc::new(speedy_server::files::FileServer::new(
@@ -391,7 +403,30 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         a.echo_upload,
         a.reset_path.into_iter().collect(),
     ));
-    serve_until_signal(vec![listener], cfg, handler, a.drain_timeout).await
+    serve_until_signal(vec![listener], sctp, cfg, handler, a.drain_timeout).await
+}
+
+/// With `--sctp`: an SCTP endpoint on UDP at each of `addrs`.
+async fn bind_sctp(on: bool, addrs: &[std::net::SocketAddr]) -> Result<Vec<SctpListener>> {
+    let mut out = Vec::new();
+    if on {
+        for a in addrs {
+            let l = SctpListener::bind(*a, &SctpConfig::default())
+                .await
+                .with_context(|| format!("--sctp: binding UDP {a}"))?;
+            out.push(l);
+        }
+    }
+    Ok(out)
+}
+
+/// The human start-up line's note on SCTP.
+fn sctp_note(sctp: &[SctpListener]) -> String {
+    if sctp.is_empty() {
+        String::new()
+    } else {
+        "; SPDY over SCTP on UDP, same port".into()
+    }
 }
 
 async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
@@ -469,6 +504,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         .iter()
         .map(|l| l.local_addr())
         .collect::<std::io::Result<_>>()?;
+    let sctp = bind_sctp(a.sctp, &addrs).await?;
     // Human lines, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let origins: Vec<speedy_lab::testbed::ServedOrigin> = hosts
@@ -480,11 +516,12 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         })
         .collect();
     let mut human = format!(
-        "listening on {} ({mode}; {}; archive {}, {} origins)\n",
+        "listening on {} ({mode}; {}; archive {}, {} origins){}\n",
         addrs[0],
         protocols.join(", "),
         dir.display(),
-        hosts.len()
+        hosts.len(),
+        sctp_note(&sctp)
     );
     for o in &origins {
         human.push_str(&format!("origin {} {}\n", o.host, o.addr));
@@ -492,10 +529,11 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
     let startup = speedy_lab::testbed::ServeStartup {
         archive: Some(dir.display().to_string()),
         origins,
+        sctp: !sctp.is_empty(),
         ..speedy_lab::testbed::ServeStartup::new(addrs[0], cfg.tls.is_some())
     };
     startup.announce(&human, std::io::stdout().lock())?;
-    serve_until_signal(listeners, cfg, handler, a.drain_timeout).await
+    serve_until_signal(listeners, sctp, cfg, handler, a.drain_timeout).await
 }
 
 /// Wraps a handler and writes `METHOD HOST PATH PROTOCOL` per request (`--log-requests`).
