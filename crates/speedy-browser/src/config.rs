@@ -264,6 +264,8 @@ pub struct LoadConfig {
     /// During a browsing session's think time, a SPDY PING on every open connection this
     /// often (the cellular study's keep-alive, holding the radio in DCH).
     pub keepalive: Option<Duration>,
+    /// SPDY over SCTP instead of TCP (plain connections only; `docs/sctp.md`).
+    pub sctp: Option<speedy_net::sctp::SctpConfig>,
 }
 
 /// Default script execution cost, ms per KiB (see `docs/loader.md`, "Script cost").
@@ -299,6 +301,7 @@ impl LoadConfig {
             script_ms_per_kb: SCRIPT_MS_PER_KB,
             proxy: None,
             keepalive: None,
+            sctp: None,
         }
     }
 }

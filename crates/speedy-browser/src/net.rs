@@ -152,6 +152,11 @@ pub struct DialSpec<'a> {
     /// `host` is an HTTP proxy: ask it to CONNECT to this `host:port`, then speak TLS
     /// (SNI and certificate: this host) inside the tunnel.
     pub tunnel: Option<(&'a str, u16)>,
+    /// SCTP over UDP instead of TCP (no TLS, no tunnel). The association's handshake
+    /// is not waited for: the session's first frames go with it (the COOKIE ECHO's
+    /// packet, when bundling), so its time shows in the first request's wait, and the
+    /// connect phase is only the socket's set-up.
+    pub sctp: Option<speedy_net::sctp::SctpConfig>,
 }
 
 /// Resolves and connects, timing each phase.
@@ -164,6 +169,28 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
         .or(spec.url_port)
         .unwrap_or(if spec.tls.is_some() { 443 } else { 80 });
     let peer = SocketAddr::new(target.ip, port);
+    if let Some(sctp) = &spec.sctp {
+        if spec.tls.is_some() || spec.tunnel.is_some() {
+            return Err(format!("{}: SCTP carries plain SPDY only", spec.host));
+        }
+        let io = speedy_net::sctp::dial(peer, sctp)
+            .await
+            .map_err(|e| format!("SCTP association to {peer} for {}: {e}", spec.host))?;
+        let ready = Instant::now();
+        return Ok(Dialed {
+            io,
+            fd: None,
+            times: DialTimes {
+                start,
+                dns_end,
+                tcp_end: ready,
+                ready,
+                tls: false,
+            },
+            peer,
+            alpn: None,
+        });
+    }
     let mut tcp = TcpStream::connect(peer)
         .await
         .map_err(|e| format!("connecting to {peer} for {}: {e}", spec.host))?;

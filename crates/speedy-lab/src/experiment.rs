@@ -66,6 +66,9 @@
 //! #                         # connection per waiting request until the first is up)
 //! # partition = false       # one connection pool per origin for every frame (default
 //! #                         # true: a cross-site frame's own, as Chromium since 2020)
+//! # transport = "sctp"      # SPDY over SCTP over UDP (plain spdy only; docs/sctp.md)
+//! # cookie_bundling = false # with sctp: the first request after the COOKIE ACK, as
+//! #                         # Linux's SCTP (default true: in the COOKIE ECHO's packet)
 //! # calibration = "web-2025"      # this variant's own synthesized pages
 //! # against = "http1-2025"        # the variant its speedup is computed against
 //! ```
@@ -192,6 +195,11 @@ pub struct Variant {
     pub known_servers: Option<bool>,
     /// Cross-site frames get connections of their own (`false`: `--no-partition`).
     pub partition: Option<bool>,
+    /// SPDY over SCTP instead of TCP (`transport = "sctp"`).
+    pub sctp: bool,
+    /// With `sctp`: the first DATA in the COOKIE ECHO's packet (`cookie_bundling`,
+    /// default true).
+    pub cookie_bundling: bool,
 }
 
 #[derive(Deserialize)]
@@ -284,6 +292,8 @@ struct VariantSpec {
     tls_hello: Option<String>,
     known_servers: Option<bool>,
     partition: Option<bool>,
+    transport: Option<String>,
+    cookie_bundling: Option<bool>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -765,6 +775,21 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
             return Err(format!("rto_min_ms = {ms}: between 1 and 120000"));
         }
     }
+    let sctp = match v.transport.as_deref() {
+        None | Some("tcp") => false,
+        Some("sctp") => true,
+        Some(t) => return Err(format!("transport = {t:?}: tcp or sctp")),
+    };
+    if sctp && (protocol != "spdy" || v.tls == Some(true) || v.proxy.is_some()) {
+        return Err(
+            "transport = \"sctp\": protocol = \"spdy\", without tls or proxy (SCTP carries \
+             plain SPDY)"
+                .into(),
+        );
+    }
+    if v.cookie_bundling.is_some() && !sctp {
+        return Err("cookie_bundling: only with transport = \"sctp\"".into());
+    }
     if v.name.is_empty() || v.name.contains(['/', ' ']) {
         return Err(format!(
             "variant name {:?}: non-empty, no '/' or spaces",
@@ -802,6 +827,8 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
             .map_err(|e| format!("tls_hello = {e}"))?,
         known_servers: v.known_servers,
         partition: v.partition,
+        sctp,
+        cookie_bundling: v.cookie_bundling.unwrap_or(true),
     })
 }
 
@@ -837,6 +864,11 @@ pub const BUILT_INS: &[BuiltIn] = &[
         name: "chart",
         about: "\"Visualizing SPDY vs HTTP\": 300 web-2010 pages at 2 Mbit/s / 386 kbit/s, 100 ms, no loss, HTTP/1.1 against SPDY, one point per page, repeated over the whitepaper's networks and loss rates",
         toml: include_str!("../experiments/chart.toml"),
+    },
+    BuiltIn {
+        name: "sctp",
+        about: "the SPDY-over-SCTP note: SPDY/3.1 over TCP against SPDY over SCTP (user space, over UDP), with and without the first request in the COOKIE ECHO's packet, 5 Mbit/s, 100 ms, 0%/1%/2% loss, 23 cellular-2013 pages, 3 runs; per page TCP minus SCTP onLoad and the counts of pages >5% faster, >5% slower, within",
+        toml: include_str!("../experiments/sctp.toml"),
     },
 ];
 

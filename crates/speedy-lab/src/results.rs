@@ -153,6 +153,12 @@ pub struct Row {
     /// Whether cross-site frames had connections of their own (`partition`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<bool>,
+    /// `sctp` when the session ran over SCTP (TCP otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// Over SCTP: whether the first request rode the COOKIE ECHO's packet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie_bundling: Option<bool>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

@@ -507,6 +507,7 @@ fn start_servers(
             push: &key.1,
             hint: key.2,
             header_compression: key.3,
+            sctp: exp.variants.iter().any(|v| v.sctp),
         };
         let server = ReplayServer::start(topo, &spec)?;
         servers.insert(key, server);
@@ -1007,6 +1008,12 @@ fn load(
     if v.partition == Some(false) {
         cmd.arg("--no-partition");
     }
+    if v.sctp {
+        cmd.args(["--transport", "sctp"]);
+        if !v.cookie_bundling {
+            cmd.arg("--no-cookie-bundling");
+        }
+    }
     if let Some(n) = v.max_connections {
         cmd.args(["--max-connections", &n.to_string()]);
     }
@@ -1127,6 +1134,8 @@ fn row_from_har(
         loader_lag_max_us: t.event_loop_lag_max_us,
         headroom: None,
         proxy: v.proxy.clone(),
+        transport: v.sctp.then(|| "sctp".to_string()),
+        cookie_bundling: v.sctp.then_some(v.cookie_bundling),
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,

@@ -152,6 +152,8 @@ pub struct ReplaySpec<'a> {
     pub hint: bool,
     /// `--header-compression` (`zlib`, `crime-safe`, `none`).
     pub header_compression: &'a str,
+    /// `--sctp`: SPDY over SCTP too, on UDP at the same addresses and port.
+    pub sctp: bool,
 }
 
 /// `speedy serve --archive` running in the server namespace, every server address bound
@@ -178,6 +180,9 @@ impl ReplayServer {
             .args(["--header-compression", spec.header_compression]);
         if spec.hint {
             cmd.arg("--hint");
+        }
+        if spec.sctp {
+            cmd.arg("--sctp");
         }
         let (child, startup) = spawn_announced(cmd, spec.speedy, "the replay server")?;
         let server = ReplayServer { child, startup };

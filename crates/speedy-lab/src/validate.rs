@@ -467,6 +467,7 @@ impl NetLab {
                 push: "none",
                 hint: false,
                 header_compression: "crime-safe",
+                sctp: false,
             },
         )?;
         let origins = server.resolve();

@@ -436,6 +436,7 @@ pub async fn load_session(
     let mut shell = Shell {
         driver: driver.clone(),
         tls,
+        sctp: cfg.sctp,
         resolver,
         events: ev_tx,
         ids: ids.clone(),
@@ -573,6 +574,8 @@ async fn dns_cost(cfg: &LoadConfig, root_url: &Url) -> Duration {
 struct Shell {
     driver: Arc<dyn Driver>,
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// SPDY over SCTP ([`LoadConfig::sctp`](crate::config::LoadConfig)).
+    sctp: Option<speedy_net::sctp::SctpConfig>,
     resolver: Arc<Resolver>,
     events: mpsc::UnboundedSender<ConnEvent>,
     ids: Arc<AtomicU64>,
@@ -615,6 +618,7 @@ impl Shell {
         rx: mpsc::UnboundedReceiver<ConnCmd>,
     ) {
         let tls = if use_tls { self.tls.clone() } else { None };
+        let sctp = self.sctp;
         let resolver = self.resolver.clone();
         let driver = self.driver.clone();
         let events = self.events.clone();
@@ -634,6 +638,7 @@ impl Shell {
                     url_port: port,
                     tls,
                     tunnel: tunnel.as_ref().map(|(h, p)| (h.as_str(), *p)),
+                    sctp,
                 },
             )
             .await;

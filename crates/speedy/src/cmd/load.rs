@@ -67,6 +67,15 @@ pub struct LoadArgs {
     /// Plain TCP on every connection (SPDY and h2 by prior knowledge).
     #[arg(long)]
     plain: bool,
+    /// tcp, or sctp: SPDY sessions over SCTP over UDP to the same port numbers (plain
+    /// SPDY only: with --protocol spdy and --plain; `speedy serve --sctp` answers;
+    /// docs/sctp.md).
+    #[arg(long, default_value = "tcp", value_name = "tcp|sctp")]
+    transport: super::fetch::Transport,
+    /// With --transport sctp: each session's first request after the COOKIE ACK, as
+    /// Linux's SCTP sends it, instead of in the COOKIE ECHO's packet.
+    #[arg(long)]
+    no_cookie_bundling: bool,
     /// Map a host to an address: HOST=IP[:PORT]; HOST `*` matches every other host.
     #[arg(long, value_name = "HOST=IP[:PORT]")]
     resolve: Vec<String>,
@@ -179,6 +188,18 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     } else {
         Transport::Auto
     };
+    if a.no_cookie_bundling && a.transport != super::fetch::Transport::Sctp {
+        bail!("--no-cookie-bundling: only with --transport sctp");
+    }
+    if a.transport == super::fetch::Transport::Sctp {
+        if cfg.proto != Proto::Spdy || !a.plain || a.proxy.is_some() {
+            bail!("--transport sctp: SPDY over plain connections only (--protocol spdy --plain, no --proxy)");
+        }
+        cfg.sctp = Some(speedy_net::sctp::SctpConfig {
+            bundle_cookie_echo: !a.no_cookie_bundling,
+            ..Default::default()
+        });
+    }
     for r in &a.resolve {
         let (h, t) = super::fetch::split_resolve(r)?;
         let t =
