@@ -22,6 +22,7 @@ mod era;
 mod har;
 mod html;
 mod links;
+mod sctp;
 mod sections;
 mod svg;
 mod transport;
@@ -135,6 +136,7 @@ fn render_linked(
         ("phases", "Object time", transport::phases),
         ("traffic", "Packets and bytes", transport::traffic),
         ("proxy-tcp", "The proxy's TCP over time", cellular::section),
+        ("sctp", "SPDY over SCTP against TCP", sctp::section),
         ("headers", "Header compression", transport::headers),
         ("waterfalls", "Waterfalls", transport::waterfalls),
         ("limits", "What the lab cannot model", transport::limits),

@@ -156,3 +156,34 @@ fn waterfalls_link_their_har_only_when_it_exists() {
     );
     assert_eq!(html.matches(r#"<a class="har""#).count(), 1);
 }
+
+#[test]
+fn the_sctp_section_compares_each_page_with_tcp_in_the_notes_form() {
+    let mut rows = Vec::new();
+    for run in 0..2 {
+        // Over SCTP: page a 10% faster, b 2% slower (within 5%), c 20% slower.
+        for (page, tcp, sctp) in [
+            ("a", 2000.0, 1800.0),
+            ("b", 1000.0, 1020.0),
+            ("c", 1500.0, 1800.0),
+        ] {
+            rows.push(row(page, "http1", run, tcp, ""));
+            let mut r = row(page, "spdy", run, sctp, "");
+            r.transport = Some("sctp".into());
+            rows.push(r);
+        }
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    let a = html.find(r#"<h2 id="sctp">"#).expect("an SCTP section");
+    let end = html[a + 4..].find("<h2 ").map_or(html.len(), |i| a + 4 + i);
+    let sec = &html[a..end];
+    // Mean of +200, -20 and -300.
+    assert!(
+        sec.contains("3 pages: 1 more than 5% faster over SCTP, 1 more than 5% slower, 1 within 5%; mean TCP − SCTP onLoad -40 ms"),
+        "{sec}"
+    );
+    assert!(sec.contains("+200") && sec.contains("-300"), "{sec}");
+    // Without SCTP rows there is no section.
+    let html = render(&disagreeing(), Path::new("."), &ReportOptions::default());
+    assert!(!html.contains(r#"<h2 id="sctp">"#));
+}
