@@ -413,3 +413,49 @@ fn objects_arrive_intact_through_speedy_link_with_1_and_5_percent_loss() {
         eprintln!("loss {loss}: {}", err.trim());
     }
 }
+
+#[test]
+fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_reports_them() {
+    if !can_run_link() {
+        return;
+    }
+    let dir = TempDir::new("sctp-lab");
+    let out = dir.0.join("out");
+    let o = run_bounded(
+        Command::new(BIN)
+            .args(["lab", "sctp", "--pages", "1", "--runs", "1", "--out"])
+            .arg(&out),
+        Duration::from_secs(300),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "speedy lab sctp: {stderr}");
+    let rows: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3 * 3, "networks × variants: {stderr}");
+    let objects = rows[0]["objects"].as_u64().unwrap();
+    for r in &rows {
+        assert_eq!(r["failed_objects"], 0, "{r}");
+        assert_eq!(r["objects"].as_u64(), Some(objects), "the same page: {r}");
+        assert_eq!(r["protocol"], "spdy/3.1", "{r}");
+        let (transport, bundling) = match r["variant"].as_str().unwrap() {
+            "spdy-tcp" => (None, None),
+            "spdy-sctp" => (Some("sctp"), Some(true)),
+            "spdy-sctp-nobundle" => (Some("sctp"), Some(false)),
+            v => panic!("variant {v}"),
+        };
+        assert_eq!(r["transport"].as_str(), transport, "{r}");
+        assert_eq!(r["cookie_bundling"].as_bool(), bundling, "{r}");
+    }
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        report.contains(r#"<h2 id="sctp">"#),
+        "the report's SCTP section"
+    );
+    assert_eq!(
+        report.matches("spdy-tcp (TCP) against spdy-sctp").count(),
+        6
+    );
+}
