@@ -571,6 +571,31 @@ fn never_announces_a_session_window_past_the_maximum() {
 }
 
 #[test]
+fn a_session_window_set_below_64_kib_still_returns_credit_per_half_window() {
+    // Every SPDY/3.1 session window starts at 64 KiB and only grows, so a configured
+    // window below it (0 here) is 64 KiB: credit goes back per 32 KiB consumed, not per
+    // byte (a fuzzed input had a session send one WINDOW_UPDATE per DATA byte received).
+    let v = Version::V3_1;
+    let mut c = cfg(Role::Client, v);
+    c.session_window = 0;
+    let mut p = Pair::new(c, cfg(Role::Server, v));
+    let id = p.c.s.open(request(v, "/"), 0, true).unwrap();
+    p.pump();
+    p.s.s.reply(id, response(v), false).unwrap();
+    p.s.s.send_data(id, pattern(200_000, 3), true).unwrap();
+    p.pump();
+    assert_eq!(p.c.body(id), pattern(200_000, 3));
+    let updates = p
+        .c
+        .sent
+        .iter()
+        .filter(|f| matches!(f, Frame::WindowUpdate { stream_id: StreamId(0), .. }))
+        .count();
+    assert!(updates <= 200_000 / 32_768 + 1, "{updates} session WINDOW_UPDATEs");
+    assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
+}
+
+#[test]
 fn spdy3_has_no_session_window() {
     let v = Version::V3;
     let mut p = Pair::of(v);

@@ -588,6 +588,13 @@ impl Session {
         }
     }
 
+    /// Our session receive window as the peer has it: every SPDY/3.1 session window
+    /// starts at 64 KiB and only grows, so a [`Config::session_window`] below that is 64
+    /// KiB (credit goes back per half of it, never per byte).
+    fn session_window(&self) -> u32 {
+        self.cfg.session_window.max(DEFAULT_WINDOW)
+    }
+
     /// Returns session credit for `n` consumed (or ignored) bytes.
     fn release_session(&mut self, n: usize) {
         // Counted in SPDY/3 too, in case the peer turns out to speak 3.1.
@@ -599,10 +606,10 @@ impl Session {
             // Undecided plain TCP: a 3.1 peer that waits for our credit has used half of
             // its 64 KiB; grant before it stalls (a pure SPDY/3 peer sees this frame only
             // after uploading 32 KiB, and the peers tested ignore it: docs/flow-control.md).
-            let _ = self.session_recv.release(n, self.cfg.session_window, false);
+            let _ = self.session_recv.release(n, self.session_window(), false);
             return self.grant_session_window();
         }
-        if let Some(delta) = self.session_recv.release(n, self.cfg.session_window, live) {
+        if let Some(delta) = self.session_recv.release(n, self.session_window(), live) {
             self.control.push_back(Frame::WindowUpdate {
                 stream_id: StreamId(0),
                 delta,
