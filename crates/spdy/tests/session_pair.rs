@@ -585,13 +585,23 @@ fn a_session_window_set_below_64_kib_still_returns_credit_per_half_window() {
     p.s.s.send_data(id, pattern(200_000, 3), true).unwrap();
     p.pump();
     assert_eq!(p.c.body(id), pattern(200_000, 3));
-    let updates = p
-        .c
-        .sent
-        .iter()
-        .filter(|f| matches!(f, Frame::WindowUpdate { stream_id: StreamId(0), .. }))
-        .count();
-    assert!(updates <= 200_000 / 32_768 + 1, "{updates} session WINDOW_UPDATEs");
+    let updates =
+        p.c.sent
+            .iter()
+            .filter(|f| {
+                matches!(
+                    f,
+                    Frame::WindowUpdate {
+                        stream_id: StreamId(0),
+                        ..
+                    }
+                )
+            })
+            .count();
+    assert!(
+        updates <= 200_000 / 32_768 + 1,
+        "{updates} session WINDOW_UPDATEs"
+    );
     assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
 }
 

@@ -258,7 +258,7 @@ async fn serve_endpoint(
         tokio::select! {
             r = sock.recv_from(&mut buf) => {
                 let Ok((n, from)) = r else { continue };
-                let data = Bytes::copy_from_slice(&buf[..n]);
+                let data = incoming(&buf[..n]);
                 match endpoint.handle(Instant::now(), from, None, None, data) {
                     Some((ch, DatagramEvent::NewAssociation(assoc))) => {
                         let (io, ours, fate) = pair();
@@ -293,6 +293,15 @@ async fn serve_endpoint(
                 endpoint.reject_new_associations();
             }
         }
+    }
+}
+
+/// A received datagram as the SCTP stack gets it: a multihomed peer's INIT or INIT ACK
+/// without its address list ([`packet::strip_addresses`]).
+fn incoming(datagram: &[u8]) -> Bytes {
+    match packet::strip_addresses(datagram) {
+        Some(p) => p.into(),
+        None => Bytes::copy_from_slice(datagram),
     }
 }
 
@@ -581,7 +590,7 @@ impl Conn {
                     Feed::Client { .. } => sock
                         .recv(&mut datagram)
                         .await
-                        .map(|n| In::Packet(Bytes::copy_from_slice(&datagram[..n]))),
+                        .map(|n| In::Packet(incoming(&datagram[..n]))),
                     Feed::Server { rx, .. } => match rx.recv().await {
                         Some(Datagram(ev)) => Ok(In::Event(ev)),
                         None => Err(io::Error::other("the SCTP endpoint stopped")),
@@ -661,6 +670,19 @@ impl Conn {
             }
         }
         let _ = wr.shutdown().await;
+        if std::env::var_os("SPEEDY_SCTP_STATS").is_some() {
+            let mut st = self.assoc.stats();
+            eprintln!(
+                "SCTP association with {remote} ended: {} DATA chunks in, {} SACKs in, {} T3 \
+                 timeouts, {} fast retransmissions, {} delayed-ACK timeouts, RTO {:?}",
+                st.get_num_datas(),
+                st.get_num_sacks(),
+                st.get_num_t3timeouts(),
+                st.get_num_fast_retrans(),
+                st.get_num_ack_timeouts(),
+                self.assoc.rtt()
+            );
+        }
         match feed {
             Feed::Client { mut endpoint, .. } => {
                 endpoint.handle_event(self.ch, EndpointEvent::drained());

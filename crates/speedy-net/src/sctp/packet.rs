@@ -1,5 +1,7 @@
-//! Raw SCTP packets (RFC 9260 §3): just enough to see chunk types, and to bundle the
-//! first DATA with the COOKIE ECHO, which the SCTP stack itself does not do.
+//! Raw SCTP packets (RFC 9260 §3): just enough to see chunk types, to take from a
+//! multihomed peer's INIT and INIT ACK the address lists the SCTP stack cannot parse
+//! ([`strip_addresses`]), and to bundle the first DATA with the COOKIE ECHO, which the
+//! stack itself does not do.
 //!
 //! The client's handshake without bundling is INIT → INIT ACK → COOKIE ECHO → COOKIE
 //! ACK → DATA: the first request leaves two round trips after the connect. RFC 9260
@@ -80,6 +82,54 @@ pub fn checksum_ok(packet: &[u8]) -> bool {
     let mut copy = packet.to_vec();
     seal(&mut copy);
     copy[8..12] == packet[8..12]
+}
+
+/// Parameter types a single-homed endpoint over UDP has no use for and the SCTP stack
+/// refuses: IPv4 (5) and IPv6 (6) Address, Cookie Preservative (9). RFC 9260 §3.3.2
+/// lets an INIT or INIT ACK list every address of a multihomed peer (usrsctp and
+/// Linux's SCTP always do); `sctp-proto` knows none of these and, their type's top bit
+/// being 0, drops the whole chunk, so no association with such a peer would ever form.
+const STRIPPED_PARAMS: [u16; 3] = [5, 6, 9];
+
+/// A received INIT or INIT ACK without the parameters of [`STRIPPED_PARAMS`] (the
+/// association then uses the address the packet came from, as a single-homed endpoint
+/// must), checksummed again; `None` when there is nothing to strip or the packet's
+/// own checksum is wrong (it is left for the stack to drop).
+pub fn strip_addresses(packet: &[u8]) -> Option<Vec<u8>> {
+    let (kind, _, value) = chunks(packet).next()?;
+    if !matches!(kind, chunk::INIT | chunk::INIT_ACK) || value.len() < 16 {
+        return None;
+    }
+    let mut params = Vec::with_capacity(value.len());
+    let mut stripped = false;
+    let mut at = 16;
+    while at + 4 <= value.len() {
+        let ty = u16::from_be_bytes([value[at], value[at + 1]]);
+        let len = usize::from(u16::from_be_bytes([value[at + 2], value[at + 3]]));
+        if len < 4 || at + len > value.len() {
+            return None;
+        }
+        let end = (at + ((len + 3) & !3)).min(value.len());
+        if STRIPPED_PARAMS.contains(&ty) {
+            stripped = true;
+        } else {
+            params.extend_from_slice(&value[at..end]);
+        }
+        at = end;
+    }
+    if !stripped || !checksum_ok(packet) {
+        return None;
+    }
+    let chunk_len = 4 + 16 + params.len();
+    let mut out = Vec::with_capacity(COMMON + chunk_len);
+    out.extend_from_slice(&packet[..COMMON]);
+    out.extend_from_slice(&packet[COMMON..COMMON + 2]);
+    out.extend_from_slice(&(chunk_len as u16).to_be_bytes());
+    out.extend_from_slice(&value[..16]);
+    out.extend_from_slice(&params);
+    // Chunks bundled after an INIT or INIT ACK are not allowed (RFC 9260 §6.10).
+    seal(&mut out);
+    Some(out)
 }
 
 /// A COOKIE ACK from `from_port` to `to_port` with verification tag `tag`.
@@ -305,6 +355,36 @@ mod tests {
         assert_eq!(b.deadline(), Some(now + rto * 3));
         b.heard();
         assert_eq!(b.deadline(), None);
+    }
+
+    #[test]
+    fn address_parameters_are_stripped_from_an_init_ack_and_the_rest_kept() {
+        // INIT ACK: fixed part, Forward-TSN (0xc000), IPv4 192.0.2.2, IPv4 127.0.0.1,
+        // a 6-byte state cookie (padded), as usrsctp 0.9.5 sends them (shortened).
+        let mut v = vec![0u8; 16];
+        v[..4].copy_from_slice(&0x1234_5678u32.to_be_bytes());
+        v.extend_from_slice(&[0xc0, 0, 0, 4]);
+        v.extend_from_slice(&[0, 5, 0, 8, 192, 0, 2, 2]);
+        v.extend_from_slice(&[0, 5, 0, 8, 127, 0, 0, 1]);
+        v.extend_from_slice(&[0, 7, 0, 10, 1, 2, 3, 4, 5, 6, 0, 0]);
+        let p = packet(9, &[(chunk::INIT_ACK, &v)]);
+        let s = strip_addresses(&p).expect("stripped");
+        assert!(checksum_ok(&s));
+        let (t, _, value) = chunks(&s).next().unwrap();
+        assert_eq!(t, chunk::INIT_ACK);
+        assert_eq!(&value[..16], &v[..16]);
+        assert_eq!(
+            &value[16..],
+            &[0xc0, 0, 0, 4, 0, 7, 0, 10, 1, 2, 3, 4, 5, 6, 0, 0]
+        );
+        assert_eq!(s.len(), p.len() - 16);
+        // Nothing to strip, not an INIT, or a bad checksum: left alone.
+        let plain = packet(9, &[(chunk::INIT_ACK, &v[..20])]);
+        assert_eq!(strip_addresses(&plain), None);
+        assert_eq!(strip_addresses(&packet(9, &[(chunk::DATA, &v)])), None);
+        let mut bad = p.to_vec();
+        bad[8] ^= 1;
+        assert_eq!(strip_addresses(&bad), None);
     }
 
     #[test]
