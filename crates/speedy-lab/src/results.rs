@@ -159,6 +159,9 @@ pub struct Row {
     /// Over SCTP: whether the first request rode the COOKIE ECHO's packet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cookie_bundling: Option<bool>,
+    /// Over SCTP: RTO.Initial at both ends, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sctp_rto_initial_ms: Option<u32>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

@@ -469,7 +469,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
 }
 
 /// What tells replay servers apart: corpus, push policy, hint, header compression.
-type ServerKey = (usize, String, bool, &'static str);
+/// (corpus, push, hint, header compression, SCTP RTO.Initial of an SCTP variant).
+type ServerKey = (usize, String, bool, &'static str, Option<u32>);
 
 /// The server a variant loads from.
 fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
@@ -479,6 +480,7 @@ fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
         var.push.clone(),
         var.hint,
         var.header_compression.name(),
+        var.sctp_rto_initial_ms.filter(|_| var.sctp),
     )
 }
 
@@ -508,6 +510,7 @@ fn start_servers(
             hint: key.2,
             header_compression: key.3,
             sctp: exp.variants.iter().any(|v| v.sctp),
+            sctp_rto_initial_ms: key.4,
         };
         let server = ReplayServer::start(topo, &spec)?;
         servers.insert(key, server);
@@ -1013,6 +1016,9 @@ fn load(
         if !v.cookie_bundling {
             cmd.arg("--no-cookie-bundling");
         }
+        if let Some(ms) = v.sctp_rto_initial_ms {
+            cmd.args(["--sctp-rto-initial-ms", &ms.to_string()]);
+        }
     }
     if let Some(n) = v.max_connections {
         cmd.args(["--max-connections", &n.to_string()]);
@@ -1136,6 +1142,7 @@ fn row_from_har(
         proxy: v.proxy.clone(),
         transport: v.sctp.then(|| "sctp".to_string()),
         cookie_bundling: v.sctp.then_some(v.cookie_bundling),
+        sctp_rto_initial_ms: v.sctp.then(|| v.sctp_rto_initial_ms.unwrap_or(3000)),
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,

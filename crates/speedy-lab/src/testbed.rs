@@ -154,6 +154,8 @@ pub struct ReplaySpec<'a> {
     pub header_compression: &'a str,
     /// `--sctp`: SPDY over SCTP too, on UDP at the same addresses and port.
     pub sctp: bool,
+    /// `--sctp-rto-initial-ms`, with `sctp`.
+    pub sctp_rto_initial_ms: Option<u32>,
 }
 
 /// `speedy serve --archive` running in the server namespace, every server address bound
@@ -183,6 +185,9 @@ impl ReplayServer {
         }
         if spec.sctp {
             cmd.arg("--sctp");
+            if let Some(ms) = spec.sctp_rto_initial_ms {
+                cmd.args(["--sctp-rto-initial-ms", &ms.to_string()]);
+            }
         }
         let (child, startup) = spawn_announced(cmd, spec.speedy, "the replay server")?;
         let server = ReplayServer { child, startup };

@@ -468,6 +468,7 @@ impl NetLab {
                 hint: false,
                 header_compression: "crime-safe",
                 sctp: false,
+                sctp_rto_initial_ms: None,
             },
         )?;
         let origins = server.resolve();

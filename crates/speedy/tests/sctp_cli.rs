@@ -434,20 +434,22 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 3 * 4, "networks × variants: {stderr}");
+    assert_eq!(rows.len(), 3 * 5, "networks × variants: {stderr}");
     let objects = rows[0]["objects"].as_u64().unwrap();
     for r in &rows {
         assert_eq!(r["failed_objects"], 0, "{r}");
         assert_eq!(r["objects"].as_u64(), Some(objects), "the same page: {r}");
         assert_eq!(r["protocol"], "spdy/3.1", "{r}");
-        let (transport, bundling) = match r["variant"].as_str().unwrap() {
-            "spdy-tcp" | "spdy-tcp-reno3" => (None, None),
-            "spdy-sctp" => (Some("sctp"), Some(true)),
-            "spdy-sctp-nobundle" => (Some("sctp"), Some(false)),
+        let (transport, bundling, rto) = match r["variant"].as_str().unwrap() {
+            "spdy-tcp" | "spdy-tcp-reno3" => (None, None, None),
+            "spdy-sctp" => (Some("sctp"), Some(true), Some(3000)),
+            "spdy-sctp-nobundle" => (Some("sctp"), Some(false), Some(3000)),
+            "spdy-sctp-rto1s" => (Some("sctp"), Some(true), Some(1000)),
             v => panic!("variant {v}"),
         };
         assert_eq!(r["transport"].as_str(), transport, "{r}");
         assert_eq!(r["cookie_bundling"].as_bool(), bundling, "{r}");
+        assert_eq!(r["sctp_rto_initial_ms"].as_u64(), rto, "{r}");
     }
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(

@@ -10,7 +10,8 @@
 //! client's [`dial`] is one socket and one task.
 //!
 //! Timers are the stack's defaults, which are also Linux's SCTP defaults
-//! (`net.sctp.rto_initial` 3 s, `rto_min` 1 s, `rto_max` 60 s). With
+//! (`net.sctp.rto_initial` 3 s, `rto_min` 1 s, `rto_max` 60 s); RTO.Initial can be set
+//! ([`SctpConfig::rto_initial`]: RFC 9260 lowered it to 1 s). With
 //! [`SctpConfig::bundle_cookie_echo`] (the default) the first DATA travels in the
 //! COOKIE ECHO's packet ([`packet::Bundler`]); without it, as with Linux's SCTP, data
 //! waits for the COOKIE ACK, one round trip more.
@@ -44,6 +45,10 @@ pub struct SctpConfig {
     pub bundle_cookie_echo: bool,
     /// Streams offered each way (at least 2: stream 0 carries control frames).
     pub streams: u16,
+    /// RTO.Initial: the retransmission timeout before the first round trip is measured
+    /// (INIT, COOKIE ECHO, the first DATA). Default 3 s, RFC 4960's and Linux's
+    /// (`net.sctp.rto_initial`); RFC 9260 lowered it to 1 s.
+    pub rto_initial: Duration,
 }
 
 impl Default for SctpConfig {
@@ -51,6 +56,7 @@ impl Default for SctpConfig {
         SctpConfig {
             bundle_cookie_echo: true,
             streams: 256,
+            rto_initial: Duration::from_secs(3),
         }
     }
 }
@@ -70,8 +76,6 @@ const RECEIVE_HIGH: usize = 1 << 20;
 const HOLD_LIMIT: usize = 16 << 20;
 /// The byte stream between the session and the association task.
 const DUPLEX: usize = 256 << 10;
-/// The first T1-cookie timeout (RFC 9260 RTO.Initial as Linux sets it).
-const RTO_INITIAL: Duration = Duration::from_secs(3);
 /// How long an association may take to be established (INIT retransmissions included:
 /// the client gives up earlier).
 const HANDSHAKE_LIMIT: Duration = Duration::from_secs(300);
@@ -88,7 +92,8 @@ fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
             .with_max_num_inbound_streams(streams)
             .with_max_send_message_size(MAX_MESSAGE)
             .with_max_receive_message_size(MAX_MESSAGE)
-            .with_max_receive_buffer_size(RECEIVE_BUFFER),
+            .with_max_receive_buffer_size(RECEIVE_BUFFER)
+            .with_rto_initial_ms(cfg.rto_initial.as_millis().clamp(1, 60_000) as u64),
     )
 }
 
@@ -367,6 +372,8 @@ struct Conn {
     app_done: bool,
     shutdown_at: Option<Instant>,
     fate: Fate,
+    /// The first T1-cookie timeout of a bundled COOKIE ECHO ([`SctpConfig::rto_initial`]).
+    rto_initial: Duration,
 }
 
 impl Conn {
@@ -390,6 +397,7 @@ impl Conn {
             app_done: false,
             shutdown_at: None,
             fate,
+            rto_initial: cfg.rto_initial,
         }
     }
 
@@ -531,7 +539,7 @@ impl Conn {
                 bundler: Some(b), ..
             } = &mut feed
             {
-                let out = b.outgoing(packets, now, RTO_INITIAL);
+                let out = b.outgoing(packets, now, self.rto_initial);
                 packets = out.send;
                 inject = out.inject;
             }

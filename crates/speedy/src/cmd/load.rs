@@ -76,6 +76,10 @@ pub struct LoadArgs {
     /// Linux's SCTP sends it, instead of in the COOKIE ECHO's packet.
     #[arg(long)]
     no_cookie_bundling: bool,
+    /// With --transport sctp: SCTP's RTO.Initial in ms (default 3000, as Linux; RFC 9260
+    /// says 1000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    sctp_rto_initial_ms: Option<u32>,
     /// Map a host to an address: HOST=IP[:PORT]; HOST `*` matches every other host.
     #[arg(long, value_name = "HOST=IP[:PORT]")]
     resolve: Vec<String>,
@@ -188,17 +192,9 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
     } else {
         Transport::Auto
     };
-    if a.no_cookie_bundling && a.transport != super::fetch::Transport::Sctp {
-        bail!("--no-cookie-bundling: only with --transport sctp");
-    }
-    if a.transport == super::fetch::Transport::Sctp {
-        if cfg.proto != Proto::Spdy || !a.plain || a.proxy.is_some() {
-            bail!("--transport sctp: SPDY over plain connections only (--protocol spdy --plain, no --proxy)");
-        }
-        cfg.sctp = Some(speedy_net::sctp::SctpConfig {
-            bundle_cookie_echo: !a.no_cookie_bundling,
-            ..Default::default()
-        });
+    cfg.sctp = super::fetch::sctp_config(a.transport, a.no_cookie_bundling, a.sctp_rto_initial_ms)?;
+    if cfg.sctp.is_some() && (cfg.proto != Proto::Spdy || !a.plain || a.proxy.is_some()) {
+        bail!("--transport sctp: SPDY over plain connections only (--protocol spdy --plain, no --proxy)");
     }
     for r in &a.resolve {
         let (h, t) = super::fetch::split_resolve(r)?;

@@ -170,6 +170,10 @@ pub struct ServeArgs {
     /// addresses and port numbers, over UDP (docs/sctp.md).
     #[arg(long)]
     sctp: bool,
+    /// With --sctp: SCTP's RTO.Initial in ms, the timeout before an association's first
+    /// round trip is measured (default 3000, as Linux; RFC 9260 says 1000).
+    #[arg(long, value_name = "MS", requires = "sctp", value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    sctp_rto_initial_ms: Option<u32>,
 }
 
 /// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
@@ -381,7 +385,7 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         .await
         .with_context(|| format!("--listen {}", a.listen))?;
     let addr = listener.local_addr()?;
-    let sctp = bind_sctp(a.sctp, &[addr]).await?;
+    let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &[addr]).await?;
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
     // Human line, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
@@ -407,11 +411,19 @@ pub async fn run(a: ServeArgs) -> Result<()> {
 }
 
 /// With `--sctp`: an SCTP endpoint on UDP at each of `addrs`.
-async fn bind_sctp(on: bool, addrs: &[std::net::SocketAddr]) -> Result<Vec<SctpListener>> {
+async fn bind_sctp(
+    on: bool,
+    rto_initial_ms: Option<u32>,
+    addrs: &[std::net::SocketAddr],
+) -> Result<Vec<SctpListener>> {
+    let mut cfg = SctpConfig::default();
+    if let Some(ms) = rto_initial_ms {
+        cfg.rto_initial = Duration::from_millis(ms.into());
+    }
     let mut out = Vec::new();
     if on {
         for a in addrs {
-            let l = SctpListener::bind(*a, &SctpConfig::default())
+            let l = SctpListener::bind(*a, &cfg)
                 .await
                 .with_context(|| format!("--sctp: binding UDP {a}"))?;
             out.push(l);
@@ -504,7 +516,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         .iter()
         .map(|l| l.local_addr())
         .collect::<std::io::Result<_>>()?;
-    let sctp = bind_sctp(a.sctp, &addrs).await?;
+    let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &addrs).await?;
     // Human lines, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let origins: Vec<speedy_lab::testbed::ServedOrigin> = hosts
