@@ -63,6 +63,13 @@ pub struct LinkArgs {
     /// Loss of the uplink.
     #[arg(long, value_name = "P")]
     pub loss_up: Option<String>,
+    /// Reordering in both directions: each packet is held back --reorder-ms with
+    /// probability P (0.02 or 2%), and the packets behind it overtake it.
+    #[arg(long, value_name = "P")]
+    pub reorder: Option<String>,
+    /// How long a reordered packet is held back, in ms.
+    #[arg(long, value_name = "MS", default_value = "10", requires = "reorder")]
+    pub reorder_ms: String,
     /// Bottleneck queue of both directions: infinite, droptail:packets=N, droptail:bytes=N,
     /// drophead:packets=N, drophead:bytes=N, codel[:target=MS,interval=MS,packets=N].
     #[arg(long, value_name = "SPEC")]
@@ -182,6 +189,12 @@ pub fn link_config(a: &LinkArgs) -> Result<LinkConfig, String> {
     }
     if let Some(l) = &a.loss_down {
         cfg.down.loss = parse_loss(l).map_err(|e| format!("--loss-down: {e}"))?;
+    }
+    if let Some(r) = &a.reorder {
+        let p = config::parse_probability(r).map_err(|e| format!("--reorder: {e}"))?;
+        let hold = parse_duration(&a.reorder_ms).map_err(|e| format!("--reorder-ms: {e}"))?;
+        cfg.down.reorder = Some((p, hold));
+        cfg.up.reorder = Some((p, hold));
     }
     if let Some(l) = &a.loss_up {
         cfg.up.loss = parse_loss(l).map_err(|e| format!("--loss-up: {e}"))?;

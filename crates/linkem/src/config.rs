@@ -71,6 +71,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * scale))
 }
 
+/// A probability written `0.02` or `2%`.
+pub fn parse_probability(s: &str) -> Result<f64, String> {
+    parse_prob(s, "probability")
+}
+
 fn parse_prob(s: &str, what: &str) -> Result<f64, String> {
     let t = s.trim();
     let v = if let Some(p) = t.strip_suffix('%') {

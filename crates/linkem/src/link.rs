@@ -9,6 +9,7 @@ use crate::stage::loss::{Loss, LossModel};
 use crate::stage::queue::QueueSpec;
 use crate::stage::radio::{Radio, RadioSpec};
 use crate::stage::rate::{Bottleneck, Server};
+use crate::stage::reorder::Reorder;
 use crate::stage::{DropCause, Dropped, Drops, Pipeline, Stage};
 use crate::time::Time;
 use crate::Direction;
@@ -28,6 +29,8 @@ pub struct DirectionConfig {
     pub jitter: Duration,
     /// Random loss.
     pub loss: LossModel,
+    /// Reordering: each packet held back by `.1` with probability `.0`, after the delay.
+    pub reorder: Option<(f64, Duration)>,
 }
 
 impl Default for DirectionConfig {
@@ -38,6 +41,7 @@ impl Default for DirectionConfig {
             delay: Duration::ZERO,
             jitter: Duration::ZERO,
             loss: LossModel::None,
+            reorder: None,
         }
     }
 }
@@ -102,6 +106,9 @@ fn build_pipeline(c: &DirectionConfig, seed: u64) -> Pipeline {
             c.jitter,
             seed ^ 0x5555_5555,
         )));
+    }
+    if let Some((p, hold)) = c.reorder.filter(|(p, _)| *p > 0.0) {
+        stages.push(Box::new(Reorder::new(p, hold, seed ^ 0x3333_3333)));
     }
     Pipeline::new(stages)
 }

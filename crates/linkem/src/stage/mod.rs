@@ -15,6 +15,7 @@ pub mod loss;
 pub mod queue;
 pub mod radio;
 pub mod rate;
+pub mod reorder;
 pub mod trace;
 
 use crate::packet::Packet;
