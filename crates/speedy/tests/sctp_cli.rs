@@ -460,8 +460,9 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
         report.contains(r#"<h2 id="sctp">"#),
         "the report's SCTP section"
     );
+    // One table per network and SCTP variant.
     assert_eq!(
         report.matches("spdy-tcp (TCP) against spdy-sctp").count(),
-        6
+        3 * 3
     );
 }
