@@ -131,3 +131,44 @@ async fn an_association_nobody_answers_fails_with_the_reason() {
     let e = r.err().expect("no response from nobody").to_string();
     assert!(e.to_lowercase().contains("refused"), "{e}");
 }
+
+#[test]
+fn a_client_that_goes_away_mid_association_aborts_it() {
+    // The server side: a listener on its own runtime; the client on another runtime that
+    // is then dropped, as when `speedy fetch` exits. The peer's ABORT ends the server's
+    // byte stream at once (without it, the association would sit idle).
+    let server_rt = tokio::runtime::Runtime::new().unwrap();
+    let mut l = server_rt
+        .block_on(SctpListener::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            &SctpConfig::default(),
+        ))
+        .unwrap();
+    let addr = l.local_addr();
+    let client_rt = tokio::runtime::Runtime::new().unwrap();
+    let mut io = client_rt
+        .block_on(speedy_net::sctp::dial(addr, &SctpConfig::default()))
+        .unwrap();
+    let ping = [0x80u8, 3, 0, 6, 0, 0, 0, 4, 0, 0, 0, 1];
+    client_rt.block_on(async {
+        use tokio::io::AsyncWriteExt;
+        io.write_all(&ping).await.unwrap();
+    });
+    use tokio::io::AsyncReadExt;
+    let mut s = server_rt.block_on(async {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut got = [0u8; 12];
+        s.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, ping);
+        s
+    });
+    drop(client_rt);
+    server_rt.block_on(async {
+        let mut rest = Vec::new();
+        let r = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+        let e = r
+            .expect("the server's stream ended within 5 s")
+            .expect_err("an error");
+        assert!(e.to_string().contains("lost"), "{e}");
+    });
+}

@@ -374,6 +374,26 @@ struct Conn {
     fate: Fate,
     /// The first T1-cookie timeout of a bundled COOKIE ECHO ([`SctpConfig::rto_initial`]).
     rto_initial: Duration,
+    /// The first 8 bytes of the last packet sent (ports, the peer's tag), the socket and
+    /// the peer: enough to send an ABORT if the task is dropped mid-association (the
+    /// process exits), so the peer does not hold the association until it times out.
+    last_header: Option<[u8; 8]>,
+    abort_to: Option<(Arc<UdpSocket>, SocketAddr, bool)>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let (false, Some(h), Some((sock, to, connected))) =
+            (self.assoc.is_closed(), self.last_header, &self.abort_to)
+        {
+            let p = packet::abort(&h);
+            let _ = if *connected {
+                sock.try_send(&p)
+            } else {
+                sock.try_send_to(&p, *to)
+            };
+        }
+    }
 }
 
 impl Conn {
@@ -398,6 +418,8 @@ impl Conn {
             shutdown_at: None,
             fate,
             rto_initial: cfg.rto_initial,
+            last_header: None,
+            abort_to: None,
         }
     }
 
@@ -522,6 +544,7 @@ impl Conn {
         let mut outgoing = Vec::new();
         let client = matches!(feed, Feed::Client { .. });
         let remote = self.assoc.remote_addr();
+        self.abort_to = Some((sock.clone(), remote, client));
         let mut app_gone = false;
         let mut dead = false;
         let born = Instant::now();
@@ -542,6 +565,9 @@ impl Conn {
                 let out = b.outgoing(packets, now, self.rto_initial);
                 packets = out.send;
                 inject = out.inject;
+            }
+            if let Some(h) = packets.last().and_then(|p| p.get(..8)) {
+                self.last_header = h.try_into().ok();
             }
             for p in &packets {
                 send_packet(&sock, p, remote, client).await;

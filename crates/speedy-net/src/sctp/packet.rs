@@ -26,6 +26,8 @@ pub mod chunk {
     pub const INIT_ACK: u8 = 2;
     /// SACK.
     pub const SACK: u8 = 3;
+    /// ABORT.
+    pub const ABORT: u8 = 6;
     /// COOKIE ECHO.
     pub const COOKIE_ECHO: u8 = 10;
     /// COOKIE ACK.
@@ -130,6 +132,18 @@ pub fn strip_addresses(packet: &[u8]) -> Option<Vec<u8>> {
     // Chunks bundled after an INIT or INIT ACK are not allowed (RFC 9260 §6.10).
     seal(&mut out);
     Some(out)
+}
+
+/// An ABORT for the association whose packets start with `header` (ports and the
+/// peer's verification tag, as in any packet we sent it): what an endpoint sends when it
+/// goes away without the SHUTDOWN exchange (RFC 9260 §9.1).
+pub fn abort(header: &[u8; 8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(COMMON + 4);
+    p.extend_from_slice(header);
+    p.extend_from_slice(&[0; 4]);
+    p.extend_from_slice(&[chunk::ABORT, 0, 0, 4]);
+    seal(&mut p);
+    p
 }
 
 /// A COOKIE ACK from `from_port` to `to_port` with verification tag `tag`.
@@ -355,6 +369,15 @@ mod tests {
         assert_eq!(b.deadline(), Some(now + rto * 3));
         b.heard();
         assert_eq!(b.deadline(), None);
+    }
+
+    #[test]
+    fn an_abort_carries_the_associations_ports_and_tag() {
+        let data = packet(0xabcd, &[(chunk::DATA, &[0u8; 16])]);
+        let a = abort(data[..8].try_into().unwrap());
+        assert_eq!(&a[..8], &data[..8]);
+        assert!(checksum_ok(&a));
+        assert_eq!(first_chunk(&a), Some(chunk::ABORT));
     }
 
     #[test]
