@@ -459,8 +459,8 @@ impl Client {
                     priority: req.priority,
                     reply: tx,
                 })
-                .map_err(|_| ClientError::Closed)?;
-                rx.await.map_err(|_| ClientError::Closed)?
+                .map_err(|_| h.gone())?;
+                rx.await.map_err(|_| h.gone())?
             }
             Inner::Http1(pool) => pool.request(&self.authority, req, &self.log).await,
             Inner::H2(send) => self.h2_request(send.clone(), req).await,

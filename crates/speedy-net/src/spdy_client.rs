@@ -34,6 +34,15 @@ struct Waiting {
 pub(crate) struct SpdyHandle {
     pub tx: mpsc::UnboundedSender<Cmd>,
     pub version: Version,
+    /// Why the session ended, once it has: a request that finds it gone gets this.
+    pub ended: std::sync::Arc<std::sync::OnceLock<ClientError>>,
+}
+
+impl SpdyHandle {
+    /// The error for a request the session can no longer take.
+    pub fn gone(&self) -> ClientError {
+        self.ended.get().cloned().unwrap_or(ClientError::Closed)
+    }
 }
 
 pub(crate) fn spawn(
@@ -48,8 +57,13 @@ pub(crate) fn spawn(
     let (tx, rx) = mpsc::unbounded_channel();
     let (push_tx, push_rx) = mpsc::unbounded_channel();
     let version = cfg.version;
-    let handle = SpdyHandle { tx, version };
-    let task = tokio::spawn(drive(io, cfg, rx, push_tx, log));
+    let ended = std::sync::Arc::new(std::sync::OnceLock::new());
+    let handle = SpdyHandle {
+        tx,
+        version,
+        ended: ended.clone(),
+    };
+    let task = tokio::spawn(drive(io, cfg, rx, push_tx, log, ended));
     (handle, push_rx, task)
 }
 
@@ -59,6 +73,7 @@ async fn drive(
     cmds: mpsc::UnboundedReceiver<Cmd>,
     pushes: mpsc::UnboundedSender<ResponseStream>,
     log: Option<FrameLog>,
+    ended: std::sync::Arc<std::sync::OnceLock<ClientError>>,
 ) {
     let (credit_tx, credit_rx) = mpsc::unbounded_channel();
     let mut cfg = cfg;
@@ -80,11 +95,14 @@ async fn drive(
     let (end, traffic) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
     let why = || match &end {
         // Nothing ever came: the connection was never made (an SCTP association the
-        // peer refused or never answered).
-        End::ReadFailed(e) if traffic.bytes_in == 0 => ClientError::Connect(e.to_string()),
+        // peer refused or never answered; whichever of reading and writing notices first).
+        End::ReadFailed(e) | End::WriteFailed(e) if traffic.bytes_in == 0 => {
+            ClientError::Connect(e.to_string())
+        }
         _ => ClientError::Closed,
     };
     if !matches!(end, End::Finished) {
+        let _ = ended.set(why());
         owner.fail_all(why());
         // Fail later requests at once.
         while let Ok(c) = owner.cmds.try_recv() {
