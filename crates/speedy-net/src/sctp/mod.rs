@@ -51,6 +51,17 @@ pub struct SctpConfig {
     pub rto_initial: Duration,
 }
 
+impl SctpConfig {
+    /// This config with RTO.Initial set to `ms` milliseconds, when given (the command
+    /// lines' `--sctp-rto-initial-ms`).
+    pub fn with_rto_initial_ms(mut self, ms: Option<u32>) -> SctpConfig {
+        if let Some(ms) = ms {
+            self.rto_initial = Duration::from_millis(ms.into());
+        }
+        self
+    }
+}
+
 impl Default for SctpConfig {
     fn default() -> Self {
         SctpConfig {
@@ -507,8 +518,11 @@ impl Conn {
         if !self.established {
             return Ok(());
         }
-        while !self.to_sctp.is_empty() && self.queued() < SEND_HIGH {
+        // The queues' total once, then what this flush adds to it.
+        let mut queued = self.queued();
+        while !self.to_sctp.is_empty() && queued < SEND_HIGH {
             let (id, frame) = self.to_sctp.pop_front().expect("non-empty");
+            queued += frame.len();
             if !self.written.contains(&id) {
                 if self.assoc.stream(id).is_err() {
                     if let Err(e) = self.assoc.open_stream(id, PPI) {

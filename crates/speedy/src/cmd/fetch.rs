@@ -144,14 +144,11 @@ pub(crate) fn sctp_config(
         }
         return Ok(None);
     }
-    let mut cfg = speedy_net::sctp::SctpConfig {
+    let cfg = speedy_net::sctp::SctpConfig {
         bundle_cookie_echo: !no_cookie_bundling,
         ..Default::default()
     };
-    if let Some(ms) = rto_initial_ms {
-        cfg.rto_initial = std::time::Duration::from_millis(ms.into());
-    }
-    Ok(Some(cfg))
+    Ok(Some(cfg.with_rto_initial_ms(rto_initial_ms)))
 }
 
 /// What carries the session.

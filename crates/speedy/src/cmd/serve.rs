@@ -416,10 +416,7 @@ async fn bind_sctp(
     rto_initial_ms: Option<u32>,
     addrs: &[std::net::SocketAddr],
 ) -> Result<Vec<SctpListener>> {
-    let mut cfg = SctpConfig::default();
-    if let Some(ms) = rto_initial_ms {
-        cfg.rto_initial = Duration::from_millis(ms.into());
-    }
+    let cfg = SctpConfig::default().with_rto_initial_ms(rto_initial_ms);
     let mut out = Vec::new();
     if on {
         for a in addrs {
