@@ -6,8 +6,6 @@
 
 use super::html::{self, Cell};
 use super::Ctx;
-use crate::results::Row;
-use std::collections::BTreeMap;
 
 /// A page more than this fraction faster or slower (of its TCP onLoad) is counted so.
 const BAND: f64 = 0.05;
@@ -16,19 +14,6 @@ const BAND: f64 = 0.05;
 /// in s, pages >5% faster, pages >5% slower), as the note states them.
 const PUBLISHED: &[(f64, &str, u32, u32)] =
     &[(0.01, "about 0.5 s", 8, 4), (0.02, "nearly 1.5 s", 15, 1)];
-
-/// Mean onLoad per page of `rows`.
-fn per_page<'a>(rows: impl Iterator<Item = &'a Row>) -> BTreeMap<&'a str, f64> {
-    let mut acc: BTreeMap<&str, (f64, u32)> = BTreeMap::new();
-    for r in rows.filter(|r| r.on_load_ms > 0.0) {
-        let e = acc.entry(r.page.as_str()).or_default();
-        e.0 += r.on_load_ms;
-        e.1 += 1;
-    }
-    acc.into_iter()
-        .map(|(p, (sum, n))| (p, sum / f64::from(n)))
-        .collect()
-}
 
 /// Counts of pages (faster, slower, within) given (TCP, SCTP) onLoads.
 fn counts(pairs: &[(f64, f64)]) -> (usize, usize, usize) {
@@ -63,7 +48,15 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
         else {
             continue;
         };
-        let tcp_pages = per_page(on_net().filter(|r| r.variant == tcp));
+        let mut pages: Vec<&str> = on_net().map(|r| r.page.as_str()).collect();
+        pages.sort();
+        pages.dedup();
+        // Mean onLoad of a page over its runs, as the report's statistics have it.
+        let mean = |page: &str, variant: &str| {
+            cx.stats
+                .page_cell(page, net, variant)
+                .map(|c| c.summary.mean)
+        };
         let mut sctp_variants: Vec<&str> = Vec::new();
         for r in on_net().filter(|r| r.transport.as_deref() == Some("sctp")) {
             if !sctp_variants.contains(&r.variant.as_str()) {
@@ -72,10 +65,9 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
         }
         let desc = on_net().next().map_or("", |r| r.network_desc.as_str());
         for v in sctp_variants {
-            let sctp_pages = per_page(on_net().filter(|r| r.variant == v));
-            let pairs: Vec<(&str, f64, f64)> = tcp_pages
+            let pairs: Vec<(&str, f64, f64)> = pages
                 .iter()
-                .filter_map(|(p, t)| sctp_pages.get(p).map(|s| (*p, *t, *s)))
+                .filter_map(|p| Some((*p, mean(p, &tcp)?, mean(p, v)?)))
                 .collect();
             if pairs.is_empty() {
                 continue;
