@@ -906,7 +906,7 @@ fn run_lane(
 }
 
 /// The link seed of one load: a hash of the experiment seed, the page and the run.
-fn load_seed(seed: u64, page: &str, run: u32) -> u64 {
+pub(crate) fn load_seed(seed: u64, page: &str, run: u32) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
     for b in page.bytes().chain(run.to_le_bytes()) {
         h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);

@@ -21,6 +21,9 @@
 //! onLoad waits for pending compute delays and what they request (docs/loader.md).
 //!
 //! Tools alternate run by run (run 0: Chromium first, run 1: the loader first, …).
+//! Every load starts on a fresh link seeded by (experiment seed, page, run), as in the
+//! runner: the four loads of a page in one run meet the same random loss sequence, so a
+//! tail loss that one client draws and the other does not no longer decides a ratio.
 
 use crate::experiment::{Experiment, Network};
 use crate::runner::{prepare_pages, PageInfo};
@@ -61,6 +64,10 @@ const PROTOCOLS: [(&str, &str, &[&str]); 2] = [
 pub struct ValidateRun {
     /// Run number (0-based).
     pub run: u32,
+    /// The link's seed for both clients' loads of this run (the same for every protocol
+    /// of the page: one loss sequence per page and run).
+    #[serde(default)]
+    pub link_seed: u64,
     /// Chromium's onLoad (`loadEventStart`), ms; `None` when the load failed.
     pub chromium_on_load_ms: Option<f64>,
     /// Chromium's DOMContentLoaded (`domContentLoadedEventStart`), ms.
@@ -248,12 +255,14 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
                 });
             }
         }
-        let lab = NetLab::start(exp, opts, net, ni, &pages, &archive, &ca_dir)?;
+        let mut lab = NetLab::start(exp, opts, net, ni, &pages, &archive, &ca_dir)?;
         for run in 0..runs {
             for (pi, page) in pages.iter().enumerate() {
                 for (k, (proto, loader_proto, flags)) in PROTOCOLS.iter().enumerate() {
+                    let link_seed = crate::runner::load_seed(exp.seed, &page.name, run);
                     let mut r = ValidateRun {
                         run,
+                        link_seed,
                         har: format!(
                             "hars/validate/{}/{}/{}-run{run}.har",
                             crate::runner::sanitize(&net.name),
@@ -264,6 +273,10 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
                     };
                     for step in 0..2 {
                         let chromium_turn = (step + run as usize).is_multiple_of(2);
+                        // Common random numbers, as the lab runner does: every load of
+                        // a page in one run (both clients, both protocols) meets the same
+                        // loss sequence, so a ratio compares the clients, not their luck.
+                        lab.restart_link(&net.link, link_seed)?;
                         let t0 = Instant::now();
                         let before = lab.topo.counters();
                         let (what, res) = if chromium_turn {
@@ -482,6 +495,16 @@ impl NetLab {
             origins,
             scratch,
         })
+    }
+
+    /// A fresh link seeded with `seed` (its counters start from zero).
+    fn restart_link(&mut self, link: &linkem::LinkConfig, seed: u64) -> Result<(), String> {
+        self.topo.stop_link();
+        let mut link = link.clone();
+        link.seed = seed;
+        self.topo
+            .start_link(&link)
+            .map_err(|e| format!("restarting the link: {e}"))
     }
 
     fn loader_load(

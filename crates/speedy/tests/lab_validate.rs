@@ -90,6 +90,13 @@ protocol = "http1"
         .map(|r| r["protocol"].as_str().unwrap())
         .collect();
     assert_eq!(protocols, ["http/1.1", "h2"], "{v}");
+    // Both clients and both protocols of a page's run met one loss sequence: the link
+    // was restarted with the same seed for each of the four loads.
+    let seeds: Vec<u64> = rows
+        .iter()
+        .map(|r| r["runs"][0]["link_seed"].as_u64().unwrap())
+        .collect();
+    assert!(seeds[0] != 0 && seeds[0] == seeds[1], "{seeds:?}");
     for r in rows {
         let (b, l, ratio) = (
             r["chromium_on_load_ms"].as_f64(),
