@@ -28,14 +28,14 @@ impl Proto {
     }
 
     /// The loader's protocol for a protocol of the one vocabulary; SPDY/3 and SPDY/2 are
-    /// refused by name (the loader speaks SPDY/3.1 only).
+    /// refused by name (the loader speaks SPDY/3.1 only), and so is HTTP/3 (not yet).
     pub fn from_protocol(p: speedy_net::Protocol) -> Result<Proto, String> {
         match p {
             speedy_net::Protocol::Http1 => Ok(Proto::Http1),
             speedy_net::Protocol::Spdy(spdy::Version::V3_1) => Ok(Proto::Spdy),
             speedy_net::Protocol::H2 => Ok(Proto::H2),
             other => Err(format!(
-                "the page loader speaks spdy/3.1, not {other} (use http1, spdy or h2)"
+                "the page loader speaks http1, spdy/3.1 and h2, not {other}"
             )),
         }
     }

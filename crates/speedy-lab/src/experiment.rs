@@ -702,7 +702,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         Ok(Protocol::H2) => "h2",
         Ok(_) => {
             return Err(format!(
-                "protocol = {:?}: the loader speaks SPDY/3.1 only (http1, spdy, h2)",
+                "protocol = {:?}: the loader speaks http1, spdy (SPDY/3.1) and h2",
                 v.protocol
             ))
         }

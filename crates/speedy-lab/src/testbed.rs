@@ -54,6 +54,9 @@ pub struct ServeStartup {
     /// `--sctp`: SPDY over SCTP is accepted on UDP at the same addresses.
     #[serde(default)]
     pub sctp: bool,
+    /// `--h3`: HTTP/3 over QUIC is accepted on UDP at the same addresses.
+    #[serde(default)]
+    pub h3: bool,
 }
 
 /// One origin of an archive and where it is served.
@@ -80,6 +83,7 @@ impl ServeStartup {
             archive: None,
             origins: Vec::new(),
             sctp: false,
+            h3: false,
         }
     }
 
@@ -409,6 +413,7 @@ mod tests {
                 },
             ],
             sctp: true,
+            h3: true,
         }
     }
 

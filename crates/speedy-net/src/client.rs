@@ -110,6 +110,8 @@ enum Inner {
     Http1(Arc<Http1Pool>),
     /// One h2 connection (the h2 crate's handle; cloned per request).
     H2(h2::client::SendRequest<Bytes>),
+    /// One HTTP/3 connection over QUIC.
+    H3(crate::h3::H3Client),
 }
 
 struct Http1Pool {
@@ -208,8 +210,13 @@ impl Client {
         tokio::time::timeout(limit, Client::connect_now(scheme, host, port, cfg))
             .await
             .unwrap_or_else(|_| {
+                let over = if cfg.protocol == Some(Protocol::H3) {
+                    " over QUIC"
+                } else {
+                    ""
+                };
                 Err(ClientError::Connect(format!(
-                    "{scheme}://{host}:{port}: not connected within {limit:?}"
+                    "{scheme}://{host}:{port}{over}: not connected within {limit:?}"
                 )))
             })
     }
@@ -229,6 +236,29 @@ impl Client {
         } else {
             format!("{host}:{port}")
         };
+        if cfg.protocol == Some(Protocol::H3) {
+            if scheme != "https" || cfg.sctp.is_some() || cfg.upgrade.is_some() {
+                return Err(ClientError::Connect(format!(
+                    "HTTP/3 runs over QUIC, which is always encrypted and has no Upgrade: \
+                     use https:// with no SCTP, not {scheme}://"
+                )));
+            }
+            let tls =
+                client_config(&cfg.verify, &[crate::h3::ALPN]).map_err(ClientError::Connect)?;
+            let (h, summary) =
+                crate::h3::connect(host, port, cfg.connect_to, &tls, cfg.spdy.max_header_block)
+                    .await?;
+            info(&cfg.log, || format!("{host}:{port}: {summary}"));
+            return Ok(Client {
+                scheme: scheme.into(),
+                authority,
+                inner: Inner::H3(h),
+                pushes: None,
+                stream_protocol: None,
+                read_timeout: cfg.read_timeout,
+                log: cfg.log.clone(),
+            });
+        }
         let mut stream_protocol = None;
         let (io, proto): (Option<BoxIo>, Protocol) = if let Some(sctp) = &cfg.sctp {
             let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
@@ -294,6 +324,7 @@ impl Client {
                     Some(Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo)
                 }
                 Protocol::Http1 => None,
+                Protocol::H3 => unreachable!("HTTP/3 connected above"),
             };
             (io, proto)
         };
@@ -376,6 +407,7 @@ impl Client {
                     log: cfg.log.clone(),
                 })
             }
+            Protocol::H3 => unreachable!("HTTP/3 connected above"),
         }
     }
 
@@ -385,6 +417,7 @@ impl Client {
             Inner::Spdy(h) => h.version.alpn(),
             Inner::Http1(_) => "http/1.1",
             Inner::H2(_) => "h2",
+            Inner::H3(_) => "h3",
         }
     }
 
@@ -464,7 +497,46 @@ impl Client {
             }
             Inner::Http1(pool) => pool.request(&self.authority, req, &self.log).await,
             Inner::H2(send) => self.h2_request(send.clone(), req).await,
+            Inner::H3(h) => self.h3_request(h, req).await,
         }
+    }
+
+    async fn h3_request(
+        &self,
+        h: &crate::h3::H3Client,
+        req: ClientRequest,
+    ) -> Result<ResponseStream, ClientError> {
+        let uri = format!("{}://{}{}", self.scheme, self.authority, req.path);
+        let mut b = hyper::Request::builder()
+            .method(req.method.as_str())
+            .uri(uri.as_str())
+            .header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")))
+            .header("accept", "*/*");
+        for (n, v) in &req.headers {
+            b = b.header(n.as_str(), v.as_str());
+        }
+        if !req.body.is_empty() {
+            b = b.header("content-length", req.body.len());
+        }
+        let hreq = b.body(()).map_err(|e| ClientError::Http(e.to_string()))?;
+        log_head(
+            &self.log,
+            LogKind::Sent,
+            &format!("{} {uri} h3", req.method),
+            hreq.headers()
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        );
+        let resp = h.request(hreq, req.body).await?;
+        log_head(
+            &self.log,
+            LogKind::Received,
+            &format!("h3 {}", resp.status),
+            resp.headers
+                .iter()
+                .map(|(n, v)| (std::str::from_utf8(n).unwrap_or("?"), v)),
+        );
+        Ok(resp)
     }
 
     async fn h2_request(

@@ -229,7 +229,9 @@ async fn answer(
     send.send_data(Bytes::new(), true)
 }
 
-fn build(
+/// A response head for the `http` crate's h2 and h3 servers: hop-by-hop headers and any
+/// handler-set `content-length` dropped, `len` (when known) sent as `content-length`.
+pub(crate) fn build(
     status: u16,
     headers: &[(String, String)],
     len: Option<u64>,

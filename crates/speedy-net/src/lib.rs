@@ -9,11 +9,13 @@
 //! [`mux`] is a SPDY/3.1 stream multiplexer (raw streams with headers, as moby/spdystream
 //! offers) and [`kube`] Kubernetes' exec and port-forward protocols on it.
 //! [`sockinfo`] reads TCP_INFO (a snapshot, and a server's sender-side time series).
+//! [`h3`] is HTTP/3 over QUIC (quinn and h3): the same handlers, over UDP.
 //! [`loadgen`] holds the load generator's lean connections (`speedy bench`).
 
 pub mod body;
 pub mod client;
 mod h2_server;
+pub mod h3;
 pub mod handler;
 mod http1;
 mod http1_ready;

@@ -49,6 +49,11 @@ impl LoadConn {
         let (host, port) = (url.host_bare(), url.port_or_default());
         let inner = match protocol {
             Protocol::H2 => Inner::H2(h2_connect(url, verify).await?),
+            Protocol::H3 => {
+                return Err(ClientError::Connect(
+                    "speedy bench speaks http1, spdy/3.1, spdy/3, spdy/2 and h2, not h3 yet".into(),
+                ))
+            }
             Protocol::Http1 => {
                 let io = open(url, verify, "http/1.1").await?;
                 Inner::H1(tokio::sync::Mutex::new(H1::new(io, url)))
@@ -151,12 +156,18 @@ async fn open(url: &Url, verify: &Verify, alpn: &str) -> Result<BoxIo, ClientErr
     }
 }
 
+/// SETTINGS_MAX_FRAME_SIZE announced by `speedy bench`'s h2 connections.
+const BENCH_H2_MAX_FRAME: u32 = 1 << 20;
+
 async fn h2_connect(
     url: &Url,
     verify: &Verify,
 ) -> Result<h2::client::SendRequest<Bytes>, ClientError> {
     let io = open(url, verify, "h2").await?;
     let (send, conn) = h2::client::Builder::new()
+        // The generator accepts frames up to 1 MiB (RFC 9113 §6.5.2 allows 16 MiB): a
+        // server that honours it frames a download in fewer, larger DATA frames.
+        .max_frame_size(BENCH_H2_MAX_FRAME)
         .initial_window_size(crate::protocol::H2_STREAM_WINDOW)
         .initial_connection_window_size(crate::protocol::H2_SESSION_WINDOW)
         .handshake(io)

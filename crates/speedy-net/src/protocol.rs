@@ -1,5 +1,5 @@
 //! The one protocol vocabulary of every speedy command line: `http1`, `http/1.1`,
-//! `spdy` (= `spdy/3.1`), `spdy/3.1`, `spdy/3`, `spdy/2`, `h2` (= `http2`).
+//! `spdy` (= `spdy/3.1`), `spdy/3.1`, `spdy/3`, `spdy/2`, `h2` (= `http2`), `h3` (= `http3`).
 //!
 //! [`Protocol::parse`] (also [`std::str::FromStr`], so clap can parse it directly) is the
 //! only parser of these names: `load`, `fetch` and `bench` all go through it, and a
@@ -17,7 +17,7 @@ pub const H2_STREAM_WINDOW: u32 = 6 << 20;
 /// See [`H2_STREAM_WINDOW`].
 pub const H2_SESSION_WINDOW: u32 = 15 << 20;
 
-/// An application protocol over one TCP or TLS connection.
+/// An application protocol: over one TCP or TLS connection, or (HTTP/3) over QUIC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Protocol {
     /// SPDY of a version.
@@ -26,11 +26,13 @@ pub enum Protocol {
     Http1,
     /// HTTP/2.
     H2,
+    /// HTTP/3, over QUIC (UDP) instead of TCP ([`crate::h3`]).
+    H3,
 }
 
 /// The names [`Protocol::parse`] accepts, for help texts and error messages.
 pub const VOCABULARY: &str =
-    "http1 (= http/1.1), spdy (= spdy/3.1), spdy/3.1, spdy/3, spdy/2, h2 (= http2)";
+    "http1 (= http/1.1), spdy (= spdy/3.1), spdy/3.1, spdy/3, spdy/2, h2 (= http2), h3 (= http3)";
 
 /// A protocol name that is not in the [`VOCABULARY`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +48,7 @@ impl std::error::Error for UnknownProtocol {}
 
 impl Protocol {
     /// Parses a protocol name, case-insensitively: `http1`, `http/1.1`, `spdy`,
-    /// `spdy/3.1`, `spdy/3`, `spdy/2`, `h2`, `http2` (and the ALPN ids, which are among
+    /// `spdy/3.1`, `spdy/3`, `spdy/2`, `h2`, `http2`, `h3`, `http3` (and the ALPN ids, which are among
     /// them; older spellings `http1.1`, `http/2`, `spdy3.1`, `3.1`, `3`, `2` still work).
     pub fn parse(s: &str) -> Result<Protocol, UnknownProtocol> {
         let p = match s.trim().to_ascii_lowercase().as_str() {
@@ -55,6 +57,7 @@ impl Protocol {
             "spdy/3" | "spdy3" | "3" => Protocol::Spdy(Version::V3),
             "spdy/2" | "spdy2" | "2" => Protocol::Spdy(Version::V2),
             "h2" | "http2" | "http/2" => Protocol::H2,
+            "h3" | "http3" | "http/3" => Protocol::H3,
             _ => return Err(UnknownProtocol(s.to_string())),
         };
         Ok(p)
@@ -66,12 +69,13 @@ impl Protocol {
     }
 
     /// The ALPN id, which is also the canonical name: `http/1.1`, `spdy/3.1`, `spdy/3`,
-    /// `spdy/2`, `h2`.
+    /// `spdy/2`, `h2`, `h3`.
     pub fn alpn(self) -> &'static str {
         match self {
             Protocol::Spdy(v) => v.alpn(),
             Protocol::Http1 => "http/1.1",
             Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
         }
     }
 }
@@ -105,6 +109,8 @@ mod tests {
             ("spdy/2", Protocol::Spdy(Version::V2)),
             ("h2", Protocol::H2),
             ("http2", Protocol::H2),
+            ("h3", Protocol::H3),
+            ("http3", Protocol::H3),
         ] {
             assert_eq!(Protocol::parse(name), Ok(want), "{name}");
         }
@@ -118,6 +124,7 @@ mod tests {
             Protocol::Spdy(Version::V3),
             Protocol::Spdy(Version::V2),
             Protocol::H2,
+            Protocol::H3,
         ] {
             assert_eq!(Protocol::parse(&p.to_string()), Ok(p));
         }
@@ -131,6 +138,6 @@ mod tests {
             "{e}"
         );
         assert!(Protocol::parse("").is_err());
-        assert!(Protocol::parse("h3").is_err());
+        assert!(Protocol::parse("h4").is_err());
     }
 }

@@ -237,6 +237,11 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         (None, Some(_)) => None,
     };
     let proto = Protocol::parse(&a.protocol).map_err(|e| anyhow::anyhow!("--protocol: {e}"))?;
+    if proto == Protocol::H3 {
+        bail!(
+            "--protocol h3: speedy bench speaks http1, spdy/3.1, spdy/3, spdy/2 and h2, not h3 yet"
+        );
+    }
     let verify = if a.insecure {
         Verify::Insecure
     } else if let Some(c) = &a.cacert {

@@ -32,6 +32,7 @@ Examples (against the servers of `speedy serve --help`'s examples):\n  \
 speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
 speedy fetch -k --protocol h2 -I https://localhost:8443/a.html\n  \
+speedy fetch -k --protocol h3 https://localhost:8443/a.html   (speedy serve --h3)\n  \
 speedy fetch -k -o a.html -o - https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
 --resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/\n  \
@@ -49,8 +50,9 @@ pub struct FetchArgs {
     #[arg(long, value_name = "SECS")]
     max_time: Option<f64>,
     /// spdy (= spdy/3.1), spdy/3, spdy/2, h2 (= http2; h2c with prior knowledge on
-    /// http://) or http1 (= http/1.1). Default: ALPN over TLS (SPDY, then h2, then
-    /// HTTP/1.1), spdy/3.1 on plain TCP.
+    /// http://), http1 (= http/1.1) or h3 (= http3: HTTP/3 over QUIC on UDP, https://
+    /// only, by prior knowledge). Default: ALPN over TLS (SPDY, then h2, then HTTP/1.1),
+    /// spdy/3.1 on plain TCP.
     #[arg(long, value_name = "PROTOCOL")]
     protocol: Option<String>,
     /// Request method (as curl's -X), e.g. DELETE; default GET, or POST with --data.

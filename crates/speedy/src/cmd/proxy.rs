@@ -188,7 +188,7 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
     startup.announce(&human, std::io::stdout().lock())?;
     super::serve::serve_until_signal(
         vec![listener],
-        Vec::new(),
+        super::serve::Udp::default(),
         cfg,
         Arc::new(proxy),
         Duration::from_secs(10),

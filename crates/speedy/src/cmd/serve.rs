@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
+use speedy_net::h3::H3Listener;
 use speedy_net::sctp::{SctpConfig, SctpListener};
 use speedy_net::server::{serve, serve_sctp, Handler, Request, ResponseFuture, ServerConfig};
 use std::collections::HashMap;
@@ -18,11 +19,12 @@ use std::time::Duration;
     after_help = "Speaks SPDY/3.1, SPDY/3, SPDY/2, HTTP/2 (h2) and HTTP/1.1. Plain TCP: SPDY, HTTP/2 (prior knowledge) and HTTP/1.1 are told apart by the \
 first bytes, and an HTTP/1.1 request with `Connection: Upgrade` and `Upgrade: SPDY/3.1` switches \
 its connection to SPDY/3.1 (101; --stream-protocol for Kubernetes' X-Stream-Protocol-Version). \
-TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1).\n\n\
+TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1). With --h3, HTTP/3 over QUIC too, on UDP \
+at the same address and port, with the same certificate (clients by prior knowledge: no Alt-Svc).\n\n\
 Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...)`, with \
 --archive one `origin HOST IP:PORT` per origin, then one JSON line for programs:\n  \
 {\"listening\":\"IP:PORT\",\"tls\":BOOL,\"plain\":BOOL,\"protocols\":[\"spdy/3.1\",\"spdy/3\",\
-\"spdy/2\",\"h2\",\"http/1.1\"],\"root\":DIR | \"archive\":DIR,\"origins\":[{\"host\":HOST,\"addr\":\"IP:PORT\"},...],\"sctp\":BOOL}\n\
+\"spdy/2\",\"h2\",\"http/1.1\"],\"root\":DIR | \"archive\":DIR,\"origins\":[{\"host\":HOST,\"addr\":\"IP:PORT\"},...],\"sctp\":BOOL,\"h3\":BOOL}\n\
 `tls`/`plain`: which connections the port accepts (an archive with https origins: both); \
 `origins` is empty with --root. Read the first line that starts with `{`; fields may be \
 added, so ignore unknown ones. Details: docs/serve.md.\n\n\
@@ -36,6 +38,7 @@ streams finish for up to --drain-timeout, then exits 0. A second signal exits at
 with status 130.\n\n\
 Examples (./corpus from `speedy corpus synth --out ./corpus`):\n  \
 speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed\n  \
+speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed --h3\n  \
 speedy serve --listen 127.0.0.1:8080 --archive ./corpus"
 )]
 pub struct ServeArgs {
@@ -66,10 +69,10 @@ pub struct ServeArgs {
     /// Archive: serve https origins without TLS too (TLS is otherwise on, from the lab CA).
     #[arg(long, requires = "archive")]
     plain: bool,
-    /// Archive: append one line per request to FILE, as it arrives:
-    /// `METHOD HOST PATH PROTOCOL` (host as the client sent it, path with its query,
-    /// protocol `http/1.1`, `h2`, `spdy/3.1`, ...).
-    #[arg(long, value_name = "FILE", requires = "archive")]
+    /// Append one line per request to FILE, as it arrives: `METHOD HOST PATH PROTOCOL`
+    /// (host as the client sent it, path with its query, protocol `http/1.1`, `h2`,
+    /// `h3`, `spdy/3.1`, ...).
+    #[arg(long, value_name = "FILE")]
     log_requests: Option<PathBuf>,
     /// Archive: directory of the lab CA (created if missing; loaders trust DIR/ca.pem).
     /// Default: ARCHIVE/lab-ca.
@@ -174,6 +177,12 @@ pub struct ServeArgs {
     /// round trip is measured (default 3000, as Linux; RFC 9260 says 1000).
     #[arg(long, value_name = "MS", requires = "sctp", value_parser = clap::value_parser!(u32).range(1..=60_000))]
     sctp_rto_initial_ms: Option<u32>,
+    /// Also accept HTTP/3 over QUIC on UDP at the same addresses and port numbers, with
+    /// the TLS certificate of the TCP side (so it needs TLS: --tls-self-signed,
+    /// --tls-cert, or an archive of https origins). UDP's port is SCTP's too: not with
+    /// --sctp.
+    #[arg(long, conflicts_with = "sctp")]
+    h3: bool,
 }
 
 /// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
@@ -284,7 +293,7 @@ pub(crate) fn tcp_series(
 /// second signal exits the process at once (status 130).
 pub(crate) async fn serve_until_signal(
     listeners: Vec<tokio::net::TcpListener>,
-    sctp: Vec<SctpListener>,
+    udp: Udp,
     cfg: ServerConfig,
     handler: Arc<dyn Handler>,
     drain: Duration,
@@ -297,8 +306,11 @@ pub(crate) async fn serve_until_signal(
     for l in listeners {
         tasks.spawn(serve(l, cfg.clone(), handler.clone()));
     }
-    for l in sctp {
+    for l in udp.sctp {
         tasks.spawn(serve_sctp(l, cfg.clone(), handler.clone()));
+    }
+    for l in udp.h3 {
+        tasks.spawn(speedy_net::h3::serve_h3(l, cfg.clone(), handler.clone()));
     }
     let all_done = async {
         while let Some(r) = tasks.join_next().await {
@@ -386,28 +398,72 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         .with_context(|| format!("--listen {}", a.listen))?;
     let addr = listener.local_addr()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &[addr]).await?;
+    let h3 = bind_h3(a.h3, &cfg, &[addr])?;
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
     // Human line, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let startup = speedy_lab::testbed::ServeStartup {
         root: Some(root.display().to_string()),
         sctp: !sctp.is_empty(),
+        h3: !h3.is_empty(),
         ..speedy_lab::testbed::ServeStartup::new(addr, cfg.tls.is_some())
     };
     let human = format!(
-        "listening on {addr} ({mode}; {}; root {}){}\n",
+        "listening on {addr} ({mode}; {}; root {}){}{}\n",
         protocols.join(", "),
         root.display(),
-        sctp_note(&sctp)
+        sctp_note(&sctp),
+        h3_note(&h3)
     );
     startup.announce(&human, std::io::stdout().lock())?;
-    let handler = Arc::new(speedy_server::files::FileServer::new(
-        root,
-        push_map,
-        a.echo_upload,
-        a.reset_path.into_iter().collect(),
-    ));
-    serve_until_signal(vec![listener], sctp, cfg, handler, a.drain_timeout).await
+    let handler = with_request_log(
+        Arc::new(speedy_server::files::FileServer::new(
+            root,
+            push_map,
+            a.echo_upload,
+            a.reset_path.into_iter().collect(),
+        )),
+        a.log_requests.as_deref(),
+    )?;
+    let udp = Udp { sctp, h3 };
+    serve_until_signal(vec![listener], udp, cfg, handler, a.drain_timeout).await
+}
+
+/// What a server accepts over UDP beside its TCP listeners.
+#[derive(Default)]
+pub(crate) struct Udp {
+    /// `--sctp`: SPDY over SCTP.
+    pub(crate) sctp: Vec<SctpListener>,
+    /// `--h3`: HTTP/3 over QUIC.
+    pub(crate) h3: Vec<H3Listener>,
+}
+
+/// With `--h3`: a QUIC endpoint on UDP at each of `addrs`, with the TLS configuration of
+/// `cfg` (refused by name without one).
+fn bind_h3(
+    on: bool,
+    cfg: &ServerConfig,
+    addrs: &[std::net::SocketAddr],
+) -> Result<Vec<H3Listener>> {
+    if !on {
+        return Ok(Vec::new());
+    }
+    let Some(tls) = &cfg.tls else {
+        bail!("--h3: HTTP/3 needs TLS (--tls-self-signed, --tls-cert, or an archive of https origins)");
+    };
+    addrs
+        .iter()
+        .map(|a| H3Listener::bind(*a, tls).with_context(|| format!("--h3: binding UDP {a}")))
+        .collect()
+}
+
+/// The human start-up line's note on HTTP/3.
+fn h3_note(h3: &[H3Listener]) -> String {
+    if h3.is_empty() {
+        String::new()
+    } else {
+        "; h3 over QUIC on UDP, same port".into()
+    }
 }
 
 /// With `--sctp`: an SCTP endpoint on UDP at each of `addrs`.
@@ -466,18 +522,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
                 .map_err(anyhow::Error::msg)?,
         );
     }
-    let mut handler: Arc<dyn Handler> = Arc::new(replay);
-    if let Some(p) = &a.log_requests {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .with_context(|| format!("--log-requests {}", p.display()))?;
-        handler = Arc::new(RequestLog {
-            inner: handler,
-            file: Mutex::new(file),
-        });
-    }
+    let handler = with_request_log(Arc::new(replay), a.log_requests.as_deref())?;
     let mode = if cfg.tls.is_some() {
         "tls+plain"
     } else {
@@ -514,6 +559,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         .map(|l| l.local_addr())
         .collect::<std::io::Result<_>>()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &addrs).await?;
+    let h3 = bind_h3(a.h3, &cfg, &addrs)?;
     // Human lines, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let origins: Vec<speedy_lab::testbed::ServedOrigin> = hosts
@@ -525,12 +571,13 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         })
         .collect();
     let mut human = format!(
-        "listening on {} ({mode}; {}; archive {}, {} origins){}\n",
+        "listening on {} ({mode}; {}; archive {}, {} origins){}{}\n",
         addrs[0],
         protocols.join(", "),
         dir.display(),
         hosts.len(),
-        sctp_note(&sctp)
+        sctp_note(&sctp),
+        h3_note(&h3)
     );
     for o in &origins {
         human.push_str(&format!("origin {} {}\n", o.host, o.addr));
@@ -539,10 +586,26 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         archive: Some(dir.display().to_string()),
         origins,
         sctp: !sctp.is_empty(),
+        h3: !h3.is_empty(),
         ..speedy_lab::testbed::ServeStartup::new(addrs[0], cfg.tls.is_some())
     };
     startup.announce(&human, std::io::stdout().lock())?;
-    serve_until_signal(listeners, sctp, cfg, handler, a.drain_timeout).await
+    let udp = Udp { sctp, h3 };
+    serve_until_signal(listeners, udp, cfg, handler, a.drain_timeout).await
+}
+
+/// `handler`, wrapped in a [`RequestLog`] appending to `log` when one is given.
+fn with_request_log(handler: Arc<dyn Handler>, log: Option<&Path>) -> Result<Arc<dyn Handler>> {
+    let Some(p) = log else { return Ok(handler) };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .with_context(|| format!("--log-requests {}", p.display()))?;
+    Ok(Arc::new(RequestLog {
+        inner: handler,
+        file: Mutex::new(file),
+    }))
 }
 
 /// Wraps a handler and writes `METHOD HOST PATH PROTOCOL` per request (`--log-requests`).

@@ -1,0 +1,386 @@
+//! HTTP/3 (RFC 9114) over QUIC (RFC 9000), on `quinn` (QUIC) and `h3` (the HTTP/3
+//! mapping and QPACK): a server that answers the same [`Handler`] as the TCP servers,
+//! and the client half of [`crate::Client`]. docs/h3.md says why these crates.
+//!
+//! - TLS is the listener's own rustls configuration (the same certificate, the lab CA's
+//!   or a self-signed one), offered with ALPN `h3` only; QUIC requires TLS 1.3.
+//! - Clients reach it by prior knowledge (`speedy fetch --protocol h3`, Chromium's
+//!   `--origin-to-force-quic-on`): no Alt-Svc is advertised over TCP.
+//! - Request and response bodies stream under QUIC's flow control: the next response
+//!   chunk is pulled only once the previous one was taken by the stream, and a request
+//!   body is read as the handler asks (at most `max_body` bytes).
+//! - Not carried over HTTP/3: server push (the `h3` crate has none), `Response::reset`
+//!   becomes a stream reset with H3_REQUEST_CANCELLED.
+
+use crate::body::Body;
+use crate::client::ClientError;
+use crate::handler::{Handler, Request, Response, ServerConfig};
+use crate::reply::ResponseStream;
+use bytes::{Buf, Bytes};
+use spdy::Headers;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// The ALPN id of HTTP/3 (RFC 9114 §3.1).
+pub const ALPN: &str = "h3";
+
+/// QUIC's idle timeout on both ends: a connection with nothing to say for this long is
+/// closed (each end keeps it alive with PINGs while a request is open).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A QUIC endpoint bound to a UDP address, accepting HTTP/3 connections.
+pub struct H3Listener {
+    endpoint: quinn::Endpoint,
+}
+
+impl H3Listener {
+    /// Binds UDP `addr` with the listener's TLS configuration `tls` (its certificate; its
+    /// ALPN list is replaced by `h3`).
+    pub fn bind(addr: SocketAddr, tls: &rustls::ServerConfig) -> io::Result<H3Listener> {
+        let mut tls = tls.clone();
+        tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
+        tls.max_early_data_size = 0;
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
+            .map_err(|e| io::Error::other(format!("TLS configuration unfit for QUIC: {e}")))?;
+        let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        cfg.transport_config(Arc::new(transport()));
+        let endpoint = quinn::Endpoint::server(cfg, addr)?;
+        Ok(H3Listener { endpoint })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.endpoint.local_addr()
+    }
+}
+
+/// Transport settings of both ends.
+fn transport() -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(IDLE_TIMEOUT).expect("30 s is a valid idle timeout"),
+    ));
+    t.keep_alive_interval(Some(IDLE_TIMEOUT / 3));
+    t
+}
+
+/// Serves HTTP/3 on `listener` until `cfg.shutdown` is triggered: then it stops
+/// accepting, tells every connection GOAWAY, and returns once their requests are done
+/// (bound the drain with a timeout around this future, as for [`crate::server::serve`]).
+/// At most `cfg.limits.max_connections` connections at once; more are refused.
+pub async fn serve_h3(
+    listener: H3Listener,
+    cfg: ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> io::Result<()> {
+    let slots = Arc::new(Semaphore::new(
+        cfg.limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+    ));
+    let shutdown = cfg.shutdown.clone();
+    let cfg = Arc::new(cfg);
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        let incoming = tokio::select! {
+            i = listener.endpoint.accept() => match i {
+                Some(i) => i,
+                None => break,
+            },
+            _ = shutdown.wait() => break,
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tracing::debug!(
+                "h3: {} refused: connection limit",
+                incoming.remote_address()
+            );
+            incoming.refuse();
+            continue;
+        };
+        let (cfg, handler) = (cfg.clone(), handler.clone());
+        conns.spawn(async move {
+            if let Err(e) = serve_connection(incoming, &cfg, handler).await {
+                tracing::debug!("h3 connection: {e}");
+            }
+            drop(permit);
+        });
+        while conns.try_join_next().is_some() {}
+    }
+    while conns.join_next().await.is_some() {}
+    listener.endpoint.wait_idle().await;
+    Ok(())
+}
+
+/// One QUIC connection: requests each on their own task until the peer closes or the
+/// server shuts down (GOAWAY, then the requests already accepted finish).
+async fn serve_connection(
+    incoming: quinn::Incoming,
+    cfg: &ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> Result<(), String> {
+    let conn = tokio::time::timeout(cfg.limits.sniff_timeout, incoming)
+        .await
+        .map_err(|_| "QUIC handshake timed out".to_string())?
+        .map_err(|e| format!("QUIC handshake: {e}"))?;
+    let mut h3c = h3::server::builder()
+        .max_field_section_size(cfg.spdy.max_header_block as u64)
+        .build::<_, Bytes>(h3_quinn::Connection::new(conn))
+        .await
+        .map_err(|e| format!("h3 set-up: {e}"))?;
+    let mut streams = tokio::task::JoinSet::new();
+    let mut draining = false;
+    loop {
+        let next = tokio::select! {
+            n = h3c.accept() => n,
+            _ = cfg.shutdown.wait(), if !draining => {
+                draining = true;
+                // GOAWAY naming the next stream id: requests already accepted finish.
+                if let Err(e) = h3c.shutdown(0).await {
+                    tracing::debug!("h3 GOAWAY: {e}");
+                }
+                continue;
+            }
+        };
+        match next {
+            Ok(Some(resolver)) => {
+                let handler = handler.clone();
+                let max_body = cfg.max_body;
+                let read_timeout = cfg.limits.body_read_timeout;
+                streams.spawn(async move {
+                    match resolver.resolve_request().await {
+                        Ok((req, stream)) => {
+                            answer(req, stream, handler, max_body, read_timeout).await
+                        }
+                        Err(e) => tracing::debug!("h3 request: {e}"),
+                    }
+                });
+                while streams.try_join_next().is_some() {}
+            }
+            Ok(None) => break,
+            Err(e) => {
+                if !e.is_h3_no_error() {
+                    tracing::debug!("h3 connection: {e}");
+                }
+                break;
+            }
+        }
+    }
+    while streams.join_next().await.is_some() {}
+    Ok(())
+}
+
+type ServerStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// Answers one request: the handler's response head, then its body chunk by chunk.
+async fn answer(
+    req: http::Request<()>,
+    stream: ServerStream,
+    handler: Arc<dyn Handler>,
+    max_body: usize,
+    read_timeout: Duration,
+) {
+    let (mut send, recv) = stream.split();
+    let (parts, ()) = req.into_parts();
+    let host = parts
+        .uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .unwrap_or_default();
+    let r = Request::from_parts(&parts, host, "https", "h3", |len| {
+        recv_body(recv, len, max_body).with_read_timeout(read_timeout)
+    });
+    if r.body.len().is_some_and(|n| n > max_body as u64) {
+        drop(r);
+        let head = crate::h2_server::build(413, &[], Some(0)).expect("plain 413");
+        if send.send_response(head).await.is_ok() {
+            let _ = send.finish().await;
+        }
+        return;
+    }
+    let resp: Response = handler.handle(r).await;
+    if resp.reset.is_some() {
+        send.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+        return;
+    }
+    let mut body = resp.body;
+    let head =
+        match crate::h2_server::build(resp.status, &resp.headers, resp.head_len.or(body.len())) {
+            Ok(h) => h,
+            Err(_) => {
+                body = Body::empty();
+                crate::h2_server::build(500, &[], Some(0)).expect("plain 500")
+            }
+        };
+    if let Err(e) = send.send_response(head).await {
+        tracing::debug!("h3 response head: {e}");
+        return;
+    }
+    if let Some(b) = body.take_full() {
+        if !b.is_empty() && send.send_data(b).await.is_err() {
+            return;
+        }
+    } else {
+        // `send_data` returns once QUIC's stream took the chunk (its flow control), so
+        // the next one is pulled only then.
+        while let Some(c) = body.chunk().await {
+            match c {
+                Ok(c) if c.is_empty() => {}
+                Ok(c) => {
+                    if send.send_data(c).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("h3 response body: {e}");
+                    send.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
+                    return;
+                }
+            }
+        }
+    }
+    if let Err(e) = send.finish().await {
+        tracing::debug!("h3 finish: {e}");
+    }
+}
+
+/// A request (server) or response (client) body read from an HTTP/3 stream as the reader
+/// asks, cut off with an `InvalidData` error past `max` bytes.
+fn recv_body<S>(rx: h3::server::RequestStream<S, Bytes>, len: Option<u64>, max: usize) -> Body
+where
+    S: h3::quic::RecvStream + Send + 'static,
+{
+    let s = futures_util::stream::unfold(Some((rx, max as u64)), |st| async move {
+        let (mut rx, left) = st?;
+        match rx.recv_data().await {
+            Ok(Some(mut b)) => {
+                let b = b.copy_to_bytes(b.remaining());
+                if b.len() as u64 > left {
+                    rx.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+                    let e = io::Error::new(io::ErrorKind::InvalidData, "body over its limit");
+                    return Some((Err(e), None));
+                }
+                let left = left - b.len() as u64;
+                Some((Ok(b), Some((rx, left))))
+            }
+            Ok(None) => None,
+            Err(e) => Some((Err(io::Error::other(format!("h3: {e}"))), None)),
+        }
+    });
+    Body::stream(s, len)
+}
+
+/// The client side of one HTTP/3 connection (cloned per request).
+#[derive(Clone)]
+pub(crate) struct H3Client {
+    send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+    /// Keeps the endpoint (its UDP socket and driver) alive with the connection.
+    _endpoint: quinn::Endpoint,
+}
+
+/// Opens a QUIC connection to `host:port` (or `via`), TLS checked by `tls` (whose ALPN
+/// is replaced by `h3`), and sets HTTP/3 up on it. `summary` gets the `-v` line.
+pub(crate) async fn connect(
+    host: &str,
+    port: u16,
+    via: Option<SocketAddr>,
+    tls: &rustls::ClientConfig,
+    max_header_block: usize,
+) -> Result<(H3Client, String), ClientError> {
+    let addr = match via {
+        Some(a) => a,
+        None => tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?
+            .next()
+            .ok_or_else(|| ClientError::Connect(format!("{host}: no address")))?,
+    };
+    let mut tls = tls.clone();
+    tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|e| ClientError::Connect(format!("TLS configuration unfit for QUIC: {e}")))?;
+    let mut qcfg = quinn::ClientConfig::new(Arc::new(crypto));
+    qcfg.transport_config(Arc::new(transport()));
+    let bind: SocketAddr = if addr.is_ipv6() {
+        "[::]:0".parse().expect("literal")
+    } else {
+        "0.0.0.0:0".parse().expect("literal")
+    };
+    let mut endpoint = quinn::Endpoint::client(bind)
+        .map_err(|e| ClientError::Connect(format!("UDP socket: {e}")))?;
+    endpoint.set_default_client_config(qcfg);
+    let conn = endpoint
+        .connect(addr, host)
+        .map_err(|e| ClientError::Connect(format!("{host}:{port} over QUIC: {e}")))?
+        .await
+        .map_err(|e| ClientError::Connect(format!("{host}:{port} over QUIC: {e}")))?;
+    let summary = format!(
+        "QUIC to {addr}, TLS 1.3, ALPN {}",
+        conn.handshake_data()
+            .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+            .and_then(|d| d.protocol)
+            .map_or("none".into(), |p| String::from_utf8_lossy(&p).into_owned())
+    );
+    let (mut driver, send) = h3::client::builder()
+        .max_field_section_size(max_header_block as u64)
+        .build::<_, _, Bytes>(h3_quinn::Connection::new(conn))
+        .await
+        .map_err(|e| ClientError::Connect(format!("h3 set-up with {host}:{port}: {e}")))?;
+    tokio::spawn(async move {
+        let e = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        if !e.is_h3_no_error() {
+            tracing::debug!("h3 client connection: {e}");
+        }
+    });
+    Ok((
+        H3Client {
+            send,
+            _endpoint: endpoint,
+        },
+        summary,
+    ))
+}
+
+impl H3Client {
+    /// Sends `req` (head, then `body` if any) and waits for the response head.
+    pub(crate) async fn request(
+        &self,
+        req: http::Request<()>,
+        body: Bytes,
+    ) -> Result<ResponseStream, ClientError> {
+        let h3_err = |e: h3::error::StreamError| ClientError::Http(format!("h3: {e}"));
+        let mut send = self.send.clone();
+        let mut stream = send.send_request(req).await.map_err(h3_err)?;
+        if !body.is_empty() {
+            stream.send_data(body).await.map_err(h3_err)?;
+        }
+        stream.finish().await.map_err(h3_err)?;
+        let resp = stream.recv_response().await.map_err(h3_err)?;
+        let (parts, ()) = resp.into_parts();
+        let len = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let mut headers = Headers::new();
+        for (n, v) in parts.headers.iter() {
+            headers.add(n.as_str(), v.as_bytes());
+        }
+        let (_, recv) = stream.split();
+        let s = futures_util::stream::unfold(Some(recv), |st| async move {
+            let mut rx = st?;
+            match rx.recv_data().await {
+                Ok(Some(mut b)) => Some((Ok(b.copy_to_bytes(b.remaining())), Some(rx))),
+                Ok(None) => None,
+                Err(e) => Some((Err(io::Error::other(format!("h3: {e}"))), None)),
+            }
+        });
+        Ok(ResponseStream {
+            status: parts.status.as_u16(),
+            headers,
+            protocol: "h3",
+            pushed_url: None,
+            body: Body::stream(s, len),
+        })
+    }
+}
