@@ -252,39 +252,8 @@ fn chromium_loads_a_page_over_h3_from_speedy_serve() {
     std::fs::write(root.join("b.png"), bytes(40_000, 7)).unwrap();
     std::fs::write(root.join("c.js"), "document.title = 'ran';").unwrap();
     // Chromium's QUIC ignores --ignore-certificate-errors; it accepts a certificate whose
-    // public key hash it is given (--ignore-certificate-errors-spki-list), so the test
-    // makes its own certificate with openssl.
-    let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
-    let made = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-        ])
-        .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status()
-        .expect("this test needs the openssl program (apt-get install openssl)");
-    assert!(made.success(), "openssl req: {made}");
-    let spki = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der \
-             | openssl dgst -sha256 -binary | base64",
-            cert.display()
-        ))
-        .output()
-        .unwrap();
-    let spki = String::from_utf8(spki.stdout).unwrap().trim().to_string();
-    assert_eq!(spki.len(), 44, "SPKI hash {spki:?}");
+    // public key hash it is given (--ignore-certificate-errors-spki-list).
+    let (cert, key, spki) = support::openssl_cert(&dir.0);
     let log = dir.0.join("requests.log");
     let srv = Server::start(&[
         "--root",

@@ -275,3 +275,44 @@ pub fn result_keys(results: &Path) -> std::collections::BTreeSet<String> {
         })
         .collect()
 }
+
+/// A self-signed ECDSA certificate for `localhost` and 127.0.0.1, valid two days, made by
+/// the `openssl` program in `dir`: (cert.pem, key.pem, the base64 SHA-256 of its public
+/// key, as Chromium's `--ignore-certificate-errors-spki-list` takes it).
+pub fn openssl_cert(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .expect("this test needs the openssl program (apt-get install openssl)");
+    assert!(made.success(), "openssl req: {made}");
+    let spki = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der \\
+             | openssl dgst -sha256 -binary | base64",
+            cert.display()
+        ))
+        .output()
+        .expect("openssl");
+    let spki = String::from_utf8(spki.stdout)
+        .expect("base64")
+        .trim()
+        .to_string();
+    assert_eq!(spki.len(), 44, "SPKI hash {spki:?}");
+    (cert, key, spki)
+}
