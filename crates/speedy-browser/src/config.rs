@@ -16,11 +16,13 @@ pub enum Proto {
     Spdy,
     /// HTTP/2: one connection per origin (or one for all).
     H2,
+    /// HTTP/3 over QUIC: one connection per origin (or one for all), always encrypted.
+    H3,
 }
 
 impl Proto {
     /// Parses a name of the one vocabulary ([`speedy_net::protocol::VOCABULARY`]) that the
-    /// loader speaks: `http1`/`http/1.1`, `spdy`/`spdy/3.1`, `h2`/`http2`.
+    /// loader speaks: `http1`/`http/1.1`, `spdy`/`spdy/3.1`, `h2`/`http2`, `h3`/`http3`.
     pub fn parse(s: &str) -> Option<Proto> {
         speedy_net::Protocol::parse(s)
             .ok()
@@ -28,14 +30,15 @@ impl Proto {
     }
 
     /// The loader's protocol for a protocol of the one vocabulary; SPDY/3 and SPDY/2 are
-    /// refused by name (the loader speaks SPDY/3.1 only), and so is HTTP/3 (not yet).
+    /// refused by name (the loader speaks SPDY/3.1 only).
     pub fn from_protocol(p: speedy_net::Protocol) -> Result<Proto, String> {
         match p {
             speedy_net::Protocol::Http1 => Ok(Proto::Http1),
             speedy_net::Protocol::Spdy(spdy::Version::V3_1) => Ok(Proto::Spdy),
             speedy_net::Protocol::H2 => Ok(Proto::H2),
+            speedy_net::Protocol::H3 => Ok(Proto::H3),
             other => Err(format!(
-                "the page loader speaks http1, spdy/3.1 and h2, not {other}"
+                "the page loader speaks http1, spdy/3.1, h2 and h3, not {other}"
             )),
         }
     }

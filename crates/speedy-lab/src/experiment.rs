@@ -35,7 +35,7 @@
 //!
 //! [[variant]]
 //! name = "http1"
-//! protocol = "http1"        # http1 | spdy | h2
+//! protocol = "http1"        # http1 | spdy | h2 | h3 (h3: over QUIC, TLS implied)
 //! baseline = true           # speedups are computed against this one
 //! [[variant]]
 //! name = "spdy"
@@ -408,6 +408,12 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
     if variants.is_empty() {
         return Err(format!("{origin}: no [[variant]]"));
     }
+    if variants.iter().any(|v| v.sctp) && variants.iter().any(|v| v.protocol == "h3") {
+        return Err(format!(
+            "{origin}: SCTP and h3 variants both need the replay server's UDP port: run them \
+             in separate experiments"
+        ));
+    }
     for n in &networks {
         for v in n.variants.iter().flatten() {
             if !variants.iter().any(|x: &Variant| &x.name == v) {
@@ -700,9 +706,10 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         Ok(Protocol::Http1) => "http1",
         Ok(Protocol::Spdy(spdy::Version::V3_1)) => "spdy",
         Ok(Protocol::H2) => "h2",
+        Ok(Protocol::H3) => "h3",
         Ok(_) => {
             return Err(format!(
-                "protocol = {:?}: the loader speaks http1, spdy (SPDY/3.1) and h2",
+                "protocol = {:?}: the loader speaks http1, spdy (SPDY/3.1), h2 and h3",
                 v.protocol
             ))
         }
@@ -793,6 +800,13 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
                 .into(),
         );
     }
+    if protocol == "h3" && (v.tls == Some(false) || v.proxy.is_some() || sctp) {
+        return Err(
+            "protocol = \"h3\": HTTP/3 runs over QUIC, always encrypted (tls is implied), \
+             without proxy or sctp"
+                .into(),
+        );
+    }
     if v.cookie_bundling.is_some() && !sctp {
         return Err("cookie_bundling: only with transport = \"sctp\"".into());
     }
@@ -813,7 +827,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
     Ok(Variant {
         name: v.name.clone(),
         protocol: protocol.to_string(),
-        tls: v.tls.unwrap_or(false),
+        tls: v.tls.unwrap_or(protocol == "h3"),
         single_domain,
         push,
         hint: v.hint.unwrap_or(false),

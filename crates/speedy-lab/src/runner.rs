@@ -511,6 +511,7 @@ fn start_servers(
             header_compression: key.3,
             sctp: exp.variants.iter().any(|v| v.sctp),
             sctp_rto_initial_ms: key.4,
+            h3: exp.variants.iter().any(|v| v.protocol == "h3"),
         };
         let server = ReplayServer::start(topo, &spec)?;
         servers.insert(key, server);

@@ -160,6 +160,8 @@ pub struct ReplaySpec<'a> {
     pub sctp: bool,
     /// `--sctp-rto-initial-ms`, with `sctp`.
     pub sctp_rto_initial_ms: Option<u32>,
+    /// `--h3`: HTTP/3 over QUIC too, on UDP at the same addresses and port.
+    pub h3: bool,
 }
 
 /// `speedy serve --archive` running in the server namespace, every server address bound
@@ -186,6 +188,9 @@ impl ReplayServer {
             .args(["--header-compression", spec.header_compression]);
         if spec.hint {
             cmd.arg("--hint");
+        }
+        if spec.h3 {
+            cmd.arg("--h3");
         }
         if spec.sctp {
             cmd.arg("--sctp");

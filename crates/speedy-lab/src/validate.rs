@@ -482,6 +482,7 @@ impl NetLab {
                 header_compression: "crime-safe",
                 sctp: false,
                 sctp_rto_initial_ms: None,
+                h3: false,
             },
         )?;
         let origins = server.resolve();

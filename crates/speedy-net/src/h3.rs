@@ -272,15 +272,18 @@ where
 
 /// The client side of one HTTP/3 connection (cloned per request).
 #[derive(Clone)]
-pub(crate) struct H3Client {
+pub struct H3Client {
     send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+    /// The QUIC connection, for its counters.
+    quic: quinn::Connection,
     /// Keeps the endpoint (its UDP socket and driver) alive with the connection.
     _endpoint: quinn::Endpoint,
 }
 
 /// Opens a QUIC connection to `host:port` (or `via`), TLS checked by `tls` (whose ALPN
-/// is replaced by `h3`), and sets HTTP/3 up on it. `summary` gets the `-v` line.
-pub(crate) async fn connect(
+/// is replaced by `h3`), and sets HTTP/3 up on it; also returns a one-line summary for
+/// `-v` logs. Errors say `over QUIC` and name the address.
+pub async fn connect(
     host: &str,
     port: u16,
     via: Option<SocketAddr>,
@@ -321,6 +324,7 @@ pub(crate) async fn connect(
             .and_then(|d| d.protocol)
             .map_or("none".into(), |p| String::from_utf8_lossy(&p).into_owned())
     );
+    let quic = conn.clone();
     let (mut driver, send) = h3::client::builder()
         .max_field_section_size(max_header_block as u64)
         .build::<_, _, Bytes>(h3_quinn::Connection::new(conn))
@@ -335,6 +339,7 @@ pub(crate) async fn connect(
     Ok((
         H3Client {
             send,
+            quic,
             _endpoint: endpoint,
         },
         summary,
@@ -342,8 +347,25 @@ pub(crate) async fn connect(
 }
 
 impl H3Client {
-    /// Sends `req` (head, then `body` if any) and waits for the response head.
-    pub(crate) async fn request(
+    /// UDP payload bytes (sent, received) on the connection so far.
+    pub fn udp_bytes(&self) -> (u64, u64) {
+        let s = self.quic.stats();
+        (s.udp_tx.bytes, s.udp_rx.bytes)
+    }
+
+    /// The peer's address.
+    pub fn peer(&self) -> SocketAddr {
+        self.quic.remote_address()
+    }
+
+    /// Closes the connection (H3_NO_ERROR).
+    pub fn close(&self) {
+        self.quic.close(0x100u32.into(), b"");
+    }
+
+    /// Sends `req` (head, then `body` if any) and waits for the response head; the body
+    /// streams in as it is read.
+    pub async fn request(
         &self,
         req: http::Request<()>,
         body: Bytes,

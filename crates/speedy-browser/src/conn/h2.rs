@@ -116,11 +116,13 @@ const CONNECTION_SPECIFIC: [&str; 6] = [
     "host",
 ];
 
-fn hpack_size<'a>(it: impl Iterator<Item = (&'a str, &'a [u8])>) -> i64 {
+pub(crate) fn hpack_size<'a>(it: impl Iterator<Item = (&'a str, &'a [u8])>) -> i64 {
     it.map(|(n, v)| (n.len() + v.len() + 32) as i64).sum()
 }
 
-fn build(r: &WireRequest) -> Result<http::Request<()>, String> {
+/// The `http` request for `r` (pseudo-headers and connection-specific headers dropped,
+/// as h2 and h3 require).
+pub(crate) fn build(r: &WireRequest) -> Result<http::Request<()>, String> {
     let mut b = http::Request::builder()
         .method(r.method.as_str())
         .uri(format!("{}://{}{}", r.scheme, r.authority, r.path));

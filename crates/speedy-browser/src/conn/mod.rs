@@ -1,7 +1,8 @@
 //! The connection layer: one task per connection, driven by commands from the loader and
 //! reporting what happens as [`ConnEvent`]s. Each protocol is a [`Driver`]; HTTP/1.1
-//! ([`http1`]), SPDY ([`spdy`]) and HTTP/2 ([`h2`]) implement it, and a new protocol
-//! slots in by implementing it too.
+//! ([`http1`]), SPDY ([`spdy`]), HTTP/2 ([`h2`]) and HTTP/3 ([`h3`], over QUIC: its
+//! connection comes to [`Driver::run_quic`] instead of a byte stream) implement it, and a
+//! new protocol slots in by implementing it too.
 //!
 //! Contract of a driver's `run`: it owns the transport; it reads [`ConnCmd`]s until
 //! `Close` (or the channel closes), answers each `Send` with `Sent`, then `Head`, `Data`*
@@ -10,6 +11,7 @@
 //! socket's TCP_INFO read just before the connection is shut.
 
 pub mod h2;
+pub mod h3;
 pub mod http1;
 pub mod spdy;
 
@@ -228,6 +230,22 @@ pub trait Driver: Send + Sync {
         io: speedy_net::io::BoxIo,
         ctx: ConnCtx,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+    /// Whether connections are QUIC ([`crate::net::dial_quic`], then [`Driver::run_quic`])
+    /// rather than TCP or TLS byte streams.
+    fn quic(&self) -> bool {
+        false
+    }
+    /// Runs a QUIC connection to its end, as [`Driver::run`] does a byte stream. Only
+    /// drivers whose [`Driver::quic`] is true are given one.
+    fn run_quic(
+        &self,
+        _conn: speedy_net::h3::H3Client,
+        ctx: ConnCtx,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            ctx.closed(ConnCounters::default());
+        })
+    }
 }
 
 /// Whether a response header list contains `name` with a value containing `token`

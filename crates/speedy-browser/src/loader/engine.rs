@@ -342,7 +342,7 @@ impl<'a> Engine<'a> {
     fn pool_key(&self, u: &Url, cross_site: bool) -> String {
         let single = self.cfg.domains == Domains::Single || self.cfg.proxy.is_some();
         match self.cfg.proto {
-            Proto::Spdy | Proto::H2 if single => "*".into(),
+            Proto::Spdy | Proto::H2 | Proto::H3 if single => "*".into(),
             _ if cross_site && self.cfg.partition_frames => {
                 format!("{} (cross-site frame)", u.origin())
             }
@@ -704,11 +704,15 @@ impl<'a> Engine<'a> {
         // Up to `sessions_per_pool` sessions, one more per waiting request; before the
         // first is up, a browser that learns the protocol by ALPN (TLS) and does not yet
         // know the server races one connection per waiting request (over plain TCP the
-        // protocol is prior knowledge).
+        // protocol is prior knowledge). QUIC never races: its protocol is known before the
+        // dial, and Chromium's QuicSessionPool gives every request for a session key the
+        // one job already under way for it (`QuicSessionPool::active_jobs_`).
         let waiting = self.pools[key].queue.len();
         let want = self.cfg.sessions_per_pool.max(1).min(live.len() + waiting);
-        let racing =
-            self.cfg.race_connections && self.pools[key].tls && !self.pool_knows_multiplexing(key);
+        let racing = self.cfg.race_connections
+            && self.pools[key].tls
+            && !self.driver.quic()
+            && !self.pool_knows_multiplexing(key);
         let open_to = if racing {
             want.max(waiting.min(self.cfg.per_host.max(1)))
         } else {

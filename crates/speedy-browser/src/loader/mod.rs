@@ -420,6 +420,7 @@ pub async fn load_session(
             Arc::new(spdy)
         }
         Proto::H2 => Arc::new(conn::h2::H2::default()),
+        Proto::H3 => Arc::new(conn::h3::H3),
     };
     // `--plain` is about the origins: TLS to a proxy is still set up.
     let tls = match cfg.transport {
@@ -629,6 +630,38 @@ impl Shell {
                     conn: id,
                     error: "TLS is not configured".into(),
                 });
+                return;
+            }
+            if driver.quic() {
+                let dialed = match (&tls, &tunnel) {
+                    (Some(tls), None) => net::dial_quic(&resolver, &host, port, tls).await,
+                    (None, _) => Err(format!(
+                        "{host}: HTTP/3 runs over QUIC, which is always encrypted (not --plain)"
+                    )),
+                    (Some(_), Some(_)) => {
+                        Err(format!("{host}: HTTP/3 is not carried through a proxy"))
+                    }
+                };
+                match dialed {
+                    Ok((conn, times)) => {
+                        let _ = events.send(ConnEvent::Ready {
+                            conn: id,
+                            times,
+                            peer: conn.peer(),
+                        });
+                        let ctx = ConnCtx {
+                            conn: id,
+                            cmds: rx,
+                            events,
+                            ids,
+                            fd: None,
+                        };
+                        driver.run_quic(conn, ctx).await;
+                    }
+                    Err(error) => {
+                        let _ = events.send(ConnEvent::DialFailed { conn: id, error });
+                    }
+                }
                 return;
             }
             let d = net::dial(
