@@ -899,6 +899,11 @@ pub const BUILT_INS: &[BuiltIn] = &[
         about: "the SPDY-over-SCTP note: SPDY/3.1 over TCP (CUBIC, initcwnd 10; and Reno, initcwnd 3: SCTP's congestion control) against SPDY over SCTP (user space, over UDP), with and without the first request in the COOKIE ECHO's packet, with RTO.Initial 3 s (Linux) and 1 s (RFC 9260), 5 Mbit/s, 100 ms, 0%/1%/2% loss, 23 cellular-2013 pages, 3 runs; per page TCP minus SCTP onLoad and the counts of pages >5% faster, >5% slower, within",
         toml: include_str!("../experiments/sctp.toml"),
     },
+    BuiltIn {
+        name: "h3",
+        about: "what SPDY's successors change: HTTP/1.1, SPDY/3.1, h2 and HTTP/3 over QUIC, all encrypted, on the whitepaper's DSL and cable networks (100 ms, 1% loss), CUBIC with a 10-segment initial window on both TCP and QUIC, 10 web-2025 pages, 3 runs",
+        toml: include_str!("../experiments/h3.toml"),
+    },
 ];
 
 /// Finds a built-in experiment by name.
