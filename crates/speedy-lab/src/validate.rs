@@ -1,7 +1,8 @@
 //! The fidelity check (`speedy lab validate`): how closely the loader stands in for a
 //! browser. Every page of an experiment is loaded through each of its emulated networks
-//! by headless Chromium and by the loader, over HTTP/1.1 and over HTTP/2 (both over TLS,
-//! as Chromium speaks HTTP/2 only over TLS), and each page's onLoad ratio
+//! by headless Chromium and by the loader, over HTTP/1.1, HTTP/2 and HTTP/3 (all over
+//! TLS, as Chromium speaks HTTP/2 only over TLS; HTTP/3 over QUIC, to every origin by
+//! prior knowledge), and each page's onLoad ratio
 //! (loader / Chromium, medians over the runs) is reported.
 //!
 //! The set-up is the runner's: one namespace pair per network joined by the emulated
@@ -53,11 +54,27 @@ pub struct ValidateOptions {
     pub chromium: PathBuf,
 }
 
-/// The protocols compared: (name, `speedy load --protocol`, Chromium flags).
-const PROTOCOLS: [(&str, &str, &[&str]); 2] = [
+/// The protocols compared: (name, `speedy load --protocol`, Chromium flags). For h3,
+/// Chromium also gets `--origin-to-force-quic-on` for every origin and the lab CA's key
+/// hash ([`NetLab::chromium_load_in`]).
+const PROTOCOLS: [(&str, &str, &[&str]); 3] = [
     ("http/1.1", "http1", &["--disable-http2"]),
     ("h2", "h2", &[]),
+    ("h3", "h3", &[]),
 ];
+
+/// The base64 SHA-256 of the lab CA's SubjectPublicKeyInfo (from `ca_dir/ca-key.pem`),
+/// as `--ignore-certificate-errors-spki-list` takes it: Chromium's QUIC does not honour
+/// `--ignore-certificate-errors`, but accepts a chain holding a key of that list.
+fn ca_spki_hash(ca_dir: &Path) -> Result<String, String> {
+    use base64::Engine;
+    use sha2::Digest;
+    let path = ca_dir.join("ca-key.pem");
+    let pem = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let key = rcgen::KeyPair::from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()))?;
+    let hash = sha2::Sha256::digest(key.public_key_der());
+    Ok(base64::engine::general_purpose::STANDARD.encode(hash))
+}
 
 /// One load by each client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -136,7 +153,7 @@ pub struct ValidateRow {
     pub network: String,
     /// Network description.
     pub network_desc: String,
-    /// `http/1.1` or `h2` (both over TLS).
+    /// `http/1.1`, `h2` or `h3` (all over TLS).
     pub protocol: String,
     /// Median of Chromium's onLoad over the runs, ms.
     pub chromium_on_load_ms: Option<f64>,
@@ -440,6 +457,8 @@ struct NetLab {
     ca_dir: PathBuf,
     /// (host, address) of every origin.
     origins: Vec<(String, String)>,
+    /// The lab CA's key hash, for Chromium over QUIC ([`ca_spki_hash`]).
+    ca_spki: String,
     scratch: PathBuf,
 }
 
@@ -482,7 +501,7 @@ impl NetLab {
                 header_compression: "crime-safe",
                 sctp: false,
                 sctp_rto_initial_ms: None,
-                h3: false,
+                h3: true,
             },
         )?;
         let origins = server.resolve();
@@ -494,6 +513,7 @@ impl NetLab {
             archive: archive.to_path_buf(),
             ca_dir: ca_dir.to_path_buf(),
             origins,
+            ca_spki: ca_spki_hash(ca_dir)?,
             scratch,
         })
     }
@@ -623,9 +643,26 @@ impl NetLab {
             "--remote-debugging-pipe",
         ])
         .args(flags)
-        .arg(format!("--host-resolver-rules={}", rules.join(", ")))
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("about:blank");
+        .arg(format!("--host-resolver-rules={}", rules.join(", ")));
+        if protocol == "h3" {
+            // QUIC to every origin from the first request (prior knowledge, as the loader
+            // has it); the origins are the URLs' (port 443 unless they name one).
+            let quic: Vec<String> = self
+                .origins
+                .iter()
+                .map(|(h, _)| match h.rsplit_once(':') {
+                    Some((_, p)) if p.parse::<u16>().is_ok() => h.clone(),
+                    _ => format!("{h}:443"),
+                })
+                .collect();
+            cmd.arg(format!("--origin-to-force-quic-on={}", quic.join(",")))
+                .arg(format!(
+                    "--ignore-certificate-errors-spki-list={}",
+                    self.ca_spki
+                ));
+        }
+        cmd.arg(format!("--user-data-dir={}", profile.display()))
+            .arg("about:blank");
         let stderr = std::fs::File::create(profile.join("chromium.log"))
             .map_err(|e| format!("{}: {e}", profile.display()))?;
         cmd.stdin(Stdio::null())

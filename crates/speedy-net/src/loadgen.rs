@@ -1,6 +1,7 @@
 //! Load-generator connections (what `speedy bench` drives): one connection to one URL
-//! that repeats a GET of it as fast as it is asked to, over SPDY (the [`Client`]),
-//! HTTP/2 (the `h2` crate, large windows) or a lean HTTP/1.1 keep-alive connection with
+//! that repeats a GET of it as fast as it is asked to, over SPDY or HTTP/3 (the
+//! [`Client`]), HTTP/2 (the `h2` crate, large windows) or a lean HTTP/1.1 keep-alive
+//! connection with
 //! one request in flight, as h2load does. Timing, counting and reporting belong to the
 //! caller; each GET returns the status and the body's length or a short error kind to
 //! count by.
@@ -31,7 +32,8 @@ pub struct LoadConn {
 }
 
 enum Inner {
-    Spdy(Client),
+    /// SPDY or HTTP/3, through the [`Client`].
+    Client(Client),
     H2(h2::client::SendRequest<Bytes>),
     H1(tokio::sync::Mutex<H1>),
 }
@@ -49,24 +51,19 @@ impl LoadConn {
         let (host, port) = (url.host_bare(), url.port_or_default());
         let inner = match protocol {
             Protocol::H2 => Inner::H2(h2_connect(url, verify).await?),
-            Protocol::H3 => {
-                return Err(ClientError::Connect(
-                    "speedy bench speaks http1, spdy/3.1, spdy/3, spdy/2 and h2, not h3 yet".into(),
-                ))
-            }
             Protocol::Http1 => {
                 let io = open(url, verify, "http/1.1").await?;
                 Inner::H1(tokio::sync::Mutex::new(H1::new(io, url)))
             }
-            Protocol::Spdy(v) => {
+            Protocol::Spdy(_) | Protocol::H3 => {
                 let cfg = ClientConfig {
-                    protocol: Some(Protocol::Spdy(v)),
+                    protocol: Some(protocol),
                     verify: verify.clone(),
                     http1_connections: 1,
                     read_timeout: None,
                     ..Default::default()
                 };
-                Inner::Spdy(Client::connect(&url.scheme, host, port, &cfg).await?)
+                Inner::Client(Client::connect(&url.scheme, host, port, &cfg).await?)
             }
         };
         Ok(LoadConn {
@@ -81,7 +78,7 @@ impl LoadConn {
     /// report its HPACK sizes).
     pub async fn header_bytes(&self) -> Option<spdy::session::Stats> {
         match &self.inner {
-            Inner::Spdy(c) => c.session_stats().await,
+            Inner::Client(c) => c.session_stats().await,
             _ => None,
         }
     }
@@ -91,7 +88,7 @@ impl LoadConn {
     /// `stream reset`, `connection closed`, `connect`, `h2: …`).
     pub async fn get(&self) -> Result<(u16, u64), String> {
         match &self.inner {
-            Inner::Spdy(cl) => {
+            Inner::Client(cl) => {
                 let resp = cl
                     .request(ClientRequest::get(&self.path))
                     .await

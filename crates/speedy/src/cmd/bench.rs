@@ -49,7 +49,8 @@ pub struct BenchArgs {
     /// Warm-up before measuring.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     warmup: String,
-    /// spdy (= spdy/3.1), spdy/3, spdy/2, http1 (= http/1.1) or h2 (= http2).
+    /// spdy (= spdy/3.1), spdy/3, spdy/2, http1 (= http/1.1), h2 (= http2) or h3 (= http3,
+    /// over QUIC; https:// only).
     #[arg(long, default_value = "spdy/3.1", value_name = "PROTOCOL")]
     protocol: String,
     /// Worker threads (default: all cores).
@@ -237,11 +238,6 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         (None, Some(_)) => None,
     };
     let proto = Protocol::parse(&a.protocol).map_err(|e| anyhow::anyhow!("--protocol: {e}"))?;
-    if proto == Protocol::H3 {
-        bail!(
-            "--protocol h3: speedy bench speaks http1, spdy/3.1, spdy/3, spdy/2 and h2, not h3 yet"
-        );
-    }
     let verify = if a.insecure {
         Verify::Insecure
     } else if let Some(c) = &a.cacert {

@@ -64,7 +64,7 @@ enum LabCmd {
         dir: PathBuf,
     },
     /// Fidelity check: load the experiment's pages through its networks with headless
-    /// Chromium and with the loader (HTTP/1.1 and HTTP/2, over TLS) and report each page's
+    /// Chromium and with the loader (HTTP/1.1, HTTP/2 and HTTP/3, over TLS) and report each page's
     /// onLoad ratio (loader / Chromium). Writes DIR/validate.json and prints a table.
     #[command(
         after_help = "Needs root (network namespaces) and Chromium (Debian: apt-get install chromium). \
