@@ -247,11 +247,12 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
     let runs = opts.runs.max(1);
     let total = exp.networks.len() * pages.len() * PROTOCOLS.len() * runs as usize * 2;
     eprintln!(
-        "speedy lab validate {}: {} pages × {} networks × 2 protocols × {runs} runs × 2 clients \
+        "speedy lab validate {}: {} pages × {} networks × {} protocols × {runs} runs × 2 clients \
          (Chromium: {version}); {total} loads",
         exp.name,
         pages.len(),
-        exp.networks.len()
+        exp.networks.len(),
+        PROTOCOLS.len()
     );
     let mut rows: Vec<ValidateRow> = Vec::new();
     let mut done = 0usize;

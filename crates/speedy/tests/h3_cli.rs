@@ -224,6 +224,24 @@ fn h3_options_that_cannot_work_are_refused_by_name() {
         e.contains("HTTP/3 runs over QUIC") && e.contains("https://"),
         "{e}"
     );
+    // The loader's h3 is QUIC: never plain.
+    let o = speedy_in(
+        &dir.0,
+        &[
+            "load",
+            "--protocol",
+            "h3",
+            "--plain",
+            "https://127.0.0.1:9/x",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("QUIC is always encrypted"),
+        "{}",
+        stderr(&o)
+    );
     // Nothing answers QUIC there: a connection error, not a hang.
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = sock.local_addr().unwrap().port();

@@ -77,7 +77,10 @@ protocol = "http1"
         o.status.success(),
         "speedy lab validate failed (needs root and Chromium: apt-get install chromium):\n{stderr}"
     );
-    assert!(stderr.contains("[6/6]"), "progress: {stderr}");
+    assert!(
+        stderr.contains("3 protocols") && stderr.contains("[6/6]"),
+        "progress: {stderr}"
+    );
     assert!(
         stdout.contains("Chromium onLoad ms") && stdout.contains("ratio"),
         "table: {stdout}"

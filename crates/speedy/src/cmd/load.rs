@@ -55,7 +55,8 @@ pub struct LoadArgs {
     /// Archive directory (object types, recorded request headers, script-initiated requests).
     #[arg(long, value_name = "DIR")]
     archive: Option<PathBuf>,
-    /// Protocol: http1 (= http/1.1), spdy (= spdy/3.1) or h2 (= http2).
+    /// Protocol: http1 (= http/1.1), spdy (= spdy/3.1), h2 (= http2) or h3 (= http3: over
+    /// QUIC, always encrypted).
     #[arg(long, default_value = "http1", value_name = "PROTO")]
     protocol: String,
     /// SPDY/h2: one connection per origin, or one for all origins (to the page's address).
@@ -193,6 +194,9 @@ fn config(a: &LoadArgs) -> Result<LoadConfig> {
         Transport::Auto
     };
     cfg.sctp = super::fetch::sctp_config(a.transport, a.no_cookie_bundling, a.sctp_rto_initial_ms)?;
+    if cfg.proto == Proto::H3 && (a.plain || a.proxy.is_some()) {
+        bail!("--protocol h3: QUIC is always encrypted and goes to the origin (not with --plain or --proxy)");
+    }
     if cfg.sctp.is_some() && (cfg.proto != Proto::Spdy || !a.plain || a.proxy.is_some()) {
         bail!("--transport sctp: SPDY over plain connections only (--protocol spdy --plain, no --proxy)");
     }
