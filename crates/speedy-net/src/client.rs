@@ -501,11 +501,15 @@ impl Client {
         }
     }
 
-    async fn h3_request(
+    /// The `http` request head of `req` for h2 and h3 (`:authority` from the origin, our
+    /// user-agent and accept, then the request's own headers; `content-length` when asked
+    /// and there is a body), logged under `-v`.
+    fn http_head(
         &self,
-        h: &crate::h3::H3Client,
-        req: ClientRequest,
-    ) -> Result<ResponseStream, ClientError> {
+        req: &ClientRequest,
+        protocol: &str,
+        content_length: bool,
+    ) -> Result<http::Request<()>, ClientError> {
         let uri = format!("{}://{}{}", self.scheme, self.authority, req.path);
         let mut b = hyper::Request::builder()
             .method(req.method.as_str())
@@ -515,28 +519,29 @@ impl Client {
         for (n, v) in &req.headers {
             b = b.header(n.as_str(), v.as_str());
         }
-        if !req.body.is_empty() {
+        if content_length && !req.body.is_empty() {
             b = b.header("content-length", req.body.len());
         }
         let hreq = b.body(()).map_err(|e| ClientError::Http(e.to_string()))?;
         log_head(
             &self.log,
             LogKind::Sent,
-            &format!("{} {uri} h3", req.method),
+            &format!("{} {uri} {protocol}", req.method),
             hreq.headers()
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.as_bytes())),
         );
-        let resp = h.request(hreq, req.body).await?;
-        log_head(
-            &self.log,
-            LogKind::Received,
-            &format!("h3 {}", resp.status),
-            resp.headers
-                .iter()
-                .map(|(n, v)| (std::str::from_utf8(n).unwrap_or("?"), v)),
-        );
-        Ok(resp)
+        Ok(hreq)
+    }
+
+    async fn h3_request(
+        &self,
+        h: &crate::h3::H3Client,
+        req: ClientRequest,
+    ) -> Result<ResponseStream, ClientError> {
+        let hreq = self.http_head(&req, "h3", true)?;
+        let (parts, body) = h.request(hreq, req.body).await?;
+        Ok(response_from(&self.log, parts, "h3", |_| body))
     }
 
     async fn h2_request(
@@ -545,24 +550,7 @@ impl Client {
         req: ClientRequest,
     ) -> Result<ResponseStream, ClientError> {
         let h2_err = |e: h2::Error| ClientError::Http(format!("h2: {e}"));
-        let uri = format!("{}://{}{}", self.scheme, self.authority, req.path);
-        let mut b = hyper::Request::builder()
-            .method(req.method.as_str())
-            .uri(uri.as_str())
-            .header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")))
-            .header("accept", "*/*");
-        for (n, v) in &req.headers {
-            b = b.header(n.as_str(), v.as_str());
-        }
-        let hreq = b.body(()).map_err(|e| ClientError::Http(e.to_string()))?;
-        log_head(
-            &self.log,
-            LogKind::Sent,
-            &format!("{} {uri} h2", req.method),
-            hreq.headers()
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes())),
-        );
+        let hreq = self.http_head(&req, "h2", false)?;
         let mut send = send.ready().await.map_err(h2_err)?;
         let (fut, mut body_tx) = send
             .send_request(hreq, req.body.is_empty())

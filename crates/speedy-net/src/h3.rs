@@ -15,9 +15,7 @@
 use crate::body::Body;
 use crate::client::ClientError;
 use crate::handler::{Handler, Request, Response, ServerConfig};
-use crate::reply::ResponseStream;
 use bytes::{Buf, Bytes};
-use spdy::Headers;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -364,12 +362,12 @@ impl H3Client {
     }
 
     /// Sends `req` (head, then `body` if any) and waits for the response head; the body
-    /// streams in as it is read.
+    /// streams in as it is read (its length from `content-length`, when given).
     pub async fn request(
         &self,
         req: http::Request<()>,
         body: Bytes,
-    ) -> Result<ResponseStream, ClientError> {
+    ) -> Result<(http::response::Parts, Body), ClientError> {
         let h3_err = |e: h3::error::StreamError| ClientError::Http(format!("h3: {e}"));
         let mut send = self.send.clone();
         let mut stream = send.send_request(req).await.map_err(h3_err)?;
@@ -377,17 +375,12 @@ impl H3Client {
             stream.send_data(body).await.map_err(h3_err)?;
         }
         stream.finish().await.map_err(h3_err)?;
-        let resp = stream.recv_response().await.map_err(h3_err)?;
-        let (parts, ()) = resp.into_parts();
+        let (parts, ()) = stream.recv_response().await.map_err(h3_err)?.into_parts();
         let len = parts
             .headers
             .get(http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok());
-        let mut headers = Headers::new();
-        for (n, v) in parts.headers.iter() {
-            headers.add(n.as_str(), v.as_bytes());
-        }
         let (_, recv) = stream.split();
         let s = futures_util::stream::unfold(Some(recv), |st| async move {
             let mut rx = st?;
@@ -397,12 +390,6 @@ impl H3Client {
                 Err(e) => Some((Err(io::Error::other(format!("h3: {e}"))), None)),
             }
         });
-        Ok(ResponseStream {
-            status: parts.status.as_u16(),
-            headers,
-            protocol: "h3",
-            pushed_url: None,
-            body: Body::stream(s, len),
-        })
+        Ok((parts, Body::stream(s, len)))
     }
 }

@@ -120,6 +120,18 @@ pub(crate) fn hpack_size<'a>(it: impl Iterator<Item = (&'a str, &'a [u8])>) -> i
     it.map(|(n, v)| (n.len() + v.len() + 32) as i64).sum()
 }
 
+/// A request head's size as RFC 7541 §4.1 counts it (name + value + 32 per field, the
+/// four pseudo-headers included): the uncompressed header bytes of h2 and h3.
+pub(crate) fn request_header_bytes(r: &WireRequest, req: &http::Request<()>) -> i64 {
+    hpack_size(
+        req.headers()
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes())),
+    ) + 4 * 32
+        + (r.method.len() + r.scheme.len() + r.authority.len() + r.path.len()) as i64
+        + ":method:scheme:authority:path".len() as i64
+}
+
 /// The `http` request for `r` (pseudo-headers and connection-specific headers dropped,
 /// as h2 and h3 require).
 pub(crate) fn build(r: &WireRequest) -> Result<http::Request<()>, String> {
@@ -197,13 +209,7 @@ async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
                         continue;
                     }
                 };
-                let raw = hpack_size(
-                    req.headers()
-                        .iter()
-                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
-                ) + 4 * 32
-                    + (r.method.len() + r.scheme.len() + r.authority.len() + r.path.len()) as i64
-                    + ":method:scheme:authority:path".len() as i64;
+                let raw = request_header_bytes(&r, &req);
                 hdr_raw_sent.fetch_add(raw as u64, Ordering::Relaxed);
                 let ready = match send.clone().ready().await {
                     Ok(s) => s,

@@ -85,13 +85,7 @@ async fn drive(conn: H3Client, mut ctx: ConnCtx) {
                         continue;
                     }
                 };
-                let raw = super::h2::hpack_size(
-                    req.headers()
-                        .iter()
-                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
-                ) + 4 * 32
-                    + (r.method.len() + r.scheme.len() + r.authority.len() + r.path.len()) as i64
-                    + ":method:scheme:authority:path".len() as i64;
+                let raw = super::h2::request_header_bytes(&r, &req);
                 hdr_raw_sent.fetch_add(raw as u64, Ordering::Relaxed);
                 let (events, hr, conn) = (ctx.events.clone(), hdr_raw_recv.clone(), conn.clone());
                 let h = tokio::spawn(async move {
@@ -143,20 +137,20 @@ async fn request(
         error,
         retry: false,
     };
-    let mut resp = match conn.request(req, bytes::Bytes::new()).await {
+    let (parts, mut body) = match conn.request(req, bytes::Bytes::new()).await {
         Ok(r) => r,
         Err(e) => {
             let _ = events.send(fail(e.to_string()));
             return;
         }
     };
-    let headers: Vec<(String, String)> = resp
+    let headers: Vec<(String, String)> = parts
         .headers
         .iter()
         .map(|(n, v)| {
             (
-                String::from_utf8_lossy(n).into_owned(),
-                String::from_utf8_lossy(v).into_owned(),
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
             )
         })
         .collect();
@@ -168,11 +162,11 @@ async fn request(
     let _ = events.send(ConnEvent::Head {
         id,
         first_byte: Instant::now(),
-        status: resp.status,
+        status: parts.status.as_u16(),
         headers,
         header_bytes: raw,
     });
-    while let Some(c) = resp.body.chunk().await {
+    while let Some(c) = body.chunk().await {
         match c {
             Ok(data) => {
                 let _ = events.send(ConnEvent::Data {
