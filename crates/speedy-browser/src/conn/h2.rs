@@ -116,8 +116,28 @@ const CONNECTION_SPECIFIC: [&str; 6] = [
     "host",
 ];
 
-pub(crate) fn hpack_size<'a>(it: impl Iterator<Item = (&'a str, &'a [u8])>) -> i64 {
+fn hpack_size<'a>(it: impl Iterator<Item = (&'a str, &'a [u8])>) -> i64 {
     it.map(|(n, v)| (n.len() + v.len() + 32) as i64).sum()
+}
+
+/// A response head's headers (lower-case names) and its size as RFC 7541 §4.1 counts
+/// it, `:status` included: what h2 and h3 report as uncompressed header bytes.
+pub(crate) fn response_head(parts: &http::response::Parts) -> (Vec<(String, String)>, i64) {
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let raw = hpack_size(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())))
+        + 32
+        + ":status".len() as i64
+        + 3;
+    (headers, raw)
 }
 
 /// A request head's size as RFC 7541 §4.1 counts it (name + value + 32 per field, the
@@ -343,20 +363,7 @@ async fn receive(
         }
     };
     let (parts, mut body) = resp.into_parts();
-    let headers: Vec<(String, String)> = parts
-        .headers
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let raw = hpack_size(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())))
-        + 32
-        + ":status".len() as i64
-        + 3;
+    let (headers, raw) = response_head(&parts);
     hdr_raw.fetch_add(raw as u64, Ordering::Relaxed);
     let _ = events.send(ConnEvent::Head {
         id,

@@ -144,20 +144,7 @@ async fn request(
             return;
         }
     };
-    let headers: Vec<(String, String)> = parts
-        .headers
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let raw = super::h2::hpack_size(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())))
-        + 32
-        + ":status".len() as i64
-        + 3;
+    let (headers, raw) = super::h2::response_head(&parts);
     hdr_raw.fetch_add(raw as u64, Ordering::Relaxed);
     let _ = events.send(ConnEvent::Head {
         id,

@@ -32,7 +32,7 @@ Examples (against the servers of `speedy serve --help`'s examples):\n  \
 speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
 speedy fetch -k --protocol h2 -I https://localhost:8443/a.html\n  \
-speedy fetch -k --protocol h3 https://localhost:8443/a.html   (speedy serve --h3)\n  \
+speedy fetch -k --protocol h3 https://localhost:8443/a.html\n  \
 speedy fetch -k -o a.html -o - https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
 --resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/\n  \

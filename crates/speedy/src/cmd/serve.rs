@@ -37,7 +37,6 @@ response in flight (HTTP/1.1, `Connection: close` on responses not yet begun), l
 streams finish for up to --drain-timeout, then exits 0. A second signal exits at once \
 with status 130.\n\n\
 Examples (./corpus from `speedy corpus synth --out ./corpus`):\n  \
-speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed\n  \
 speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed --h3\n  \
 speedy serve --listen 127.0.0.1:8080 --archive ./corpus"
 )]
