@@ -705,8 +705,8 @@ impl<'a> Engine<'a> {
         // first is up, a browser that learns the protocol by ALPN (TLS) and does not yet
         // know the server races one connection per waiting request (over plain TCP the
         // protocol is prior knowledge). QUIC never races: its protocol is known before the
-        // dial, and Chromium's QuicSessionPool gives every request for a session key the
-        // one job already under way for it (`QuicSessionPool::active_jobs_`).
+        // dial, and Chromium's QuicSessionPool attaches every request for a session key to
+        // the one job under way for it (`net/quic/quic_session_pool_job.h`).
         let waiting = self.pools[key].queue.len();
         let want = self.cfg.sessions_per_pool.max(1).min(live.len() + waiting);
         let racing = self.cfg.race_connections
