@@ -267,7 +267,9 @@ pub async fn dial_quic(
     let dns_end = Instant::now();
     let peer = SocketAddr::new(target.ip, target.port.or(url_port).unwrap_or(443));
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let (conn, _) = speedy_net::h3::connect(bare, peer.port(), Some(peer), tls, 256 * 1024)
+    // The same bound on a response head as over HTTP/1.1 and h2.
+    let max_head = crate::conn::http1::MAX_HEAD;
+    let (conn, _) = speedy_net::h3::connect(bare, peer.port(), Some(peer), tls, max_head)
         .await
         .map_err(|e| format!("{e} (for {host})"))?;
     let ready = Instant::now();

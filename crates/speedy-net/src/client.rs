@@ -138,6 +138,23 @@ pub(crate) async fn dial(
     Ok(s)
 }
 
+/// The address to dial for `host:port` over UDP (SCTP, QUIC): `via` when given, else the
+/// first address the system resolver gives.
+pub(crate) async fn resolve(
+    host: &str,
+    port: u16,
+    via: Option<SocketAddr>,
+) -> Result<SocketAddr, ClientError> {
+    if let Some(a) = via {
+        return Ok(a);
+    }
+    tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?
+        .next()
+        .ok_or_else(|| ClientError::Connect(format!("{host}: no address")))
+}
+
 /// What a TLS handshake settled: the ALPN protocol and a one-line summary (version,
 /// cipher suite, ALPN) for `-v`.
 pub(crate) struct TlsInfo {
@@ -268,14 +285,7 @@ impl Client {
                     proto.alpn()
                 )));
             }
-            let addr = match cfg.connect_to {
-                Some(a) => a,
-                None => tokio::net::lookup_host((host, port))
-                    .await
-                    .ok()
-                    .and_then(|mut a| a.next())
-                    .ok_or_else(|| ClientError::Connect(format!("{host}: no address")))?,
-            };
+            let addr = resolve(host, port, cfg.connect_to).await?;
             let io = crate::sctp::dial(addr, sctp)
                 .await
                 .map_err(|e| ClientError::Connect(format!("{host}:{port} over SCTP: {e}")))?;

@@ -48,11 +48,6 @@ impl H3Listener {
         let endpoint = quinn::Endpoint::server(cfg, addr)?;
         Ok(H3Listener { endpoint })
     }
-
-    /// The bound address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.endpoint.local_addr()
-    }
 }
 
 /// Transport settings of both ends.
@@ -288,14 +283,7 @@ pub async fn connect(
     tls: &rustls::ClientConfig,
     max_header_block: usize,
 ) -> Result<(H3Client, String), ClientError> {
-    let addr = match via {
-        Some(a) => a,
-        None => tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?
-            .next()
-            .ok_or_else(|| ClientError::Connect(format!("{host}: no address")))?,
-    };
+    let addr = crate::client::resolve(host, port, via).await?;
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)

@@ -190,20 +190,8 @@ async fn drive(io: BoxIo, mut ctx: ConnCtx, window: u32, conn_window: u32) {
     let (mut send, connection) = match hs {
         Ok(x) => x,
         Err(e) => {
-            // Fail whatever arrives until told to close.
-            while let Some(c) = ctx.cmds.recv().await {
-                match c {
-                    ConnCmd::Send(r) => ctx.emit(ConnEvent::Failed {
-                        id: r.id,
-                        at: Instant::now(),
-                        error: format!("HTTP/2 handshake: {e}"),
-                        retry: false,
-                    }),
-                    ConnCmd::Close => break,
-                    ConnCmd::Cancel(_) | ConnCmd::Ping => {}
-                }
-            }
-            ctx.closed(counters);
+            ctx.fail_until_close(format!("HTTP/2 handshake: {e}"), counters)
+                .await;
             return;
         }
     };

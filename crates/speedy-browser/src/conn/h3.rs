@@ -38,31 +38,14 @@ impl Driver for H3 {
     }
     fn run(&self, _io: BoxIo, ctx: ConnCtx) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         // Never dialled over TCP (the loader asks `quic()` first); say so if it is.
-        Box::pin(fail_all(
-            ctx,
-            "HTTP/3 needs a QUIC connection, not a byte stream",
+        Box::pin(ctx.fail_until_close(
+            "HTTP/3 needs a QUIC connection, not a byte stream".into(),
+            ConnCounters::default(),
         ))
     }
     fn run_quic(&self, conn: H3Client, ctx: ConnCtx) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(drive(conn, ctx))
     }
-}
-
-/// Fails every request until told to close.
-async fn fail_all(mut ctx: ConnCtx, why: &'static str) {
-    while let Some(c) = ctx.cmds.recv().await {
-        match c {
-            ConnCmd::Send(r) => ctx.emit(ConnEvent::Failed {
-                id: r.id,
-                at: Instant::now(),
-                error: why.into(),
-                retry: false,
-            }),
-            ConnCmd::Close => break,
-            ConnCmd::Cancel(_) | ConnCmd::Ping => {}
-        }
-    }
-    ctx.closed(ConnCounters::default());
 }
 
 async fn drive(conn: H3Client, mut ctx: ConnCtx) {

@@ -203,6 +203,24 @@ impl ConnCtx {
         let _ = self.events.send(ev);
     }
 
+    /// Fails every request sent (`why`, not to be retried) until told to close, then
+    /// reports the connection closed: a driver whose connection cannot carry requests.
+    pub async fn fail_until_close(mut self, why: String, counters: ConnCounters) {
+        while let Some(c) = self.cmds.recv().await {
+            match c {
+                ConnCmd::Send(r) => self.emit(ConnEvent::Failed {
+                    id: r.id,
+                    at: Instant::now(),
+                    error: why.clone(),
+                    retry: false,
+                }),
+                ConnCmd::Close => break,
+                ConnCmd::Cancel(_) | ConnCmd::Ping => {}
+            }
+        }
+        self.closed(counters);
+    }
+
     /// Reads TCP_INFO and reports the connection closed.
     pub fn closed(&self, counters: ConnCounters) {
         let tcp_info = self.fd.as_ref().and_then(crate::net::tcp_info);
@@ -242,9 +260,10 @@ pub trait Driver: Send + Sync {
         _conn: speedy_net::h3::H3Client,
         ctx: ConnCtx,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            ctx.closed(ConnCounters::default());
-        })
+        Box::pin(ctx.fail_until_close(
+            format!("{} does not run over QUIC", self.name()),
+            ConnCounters::default(),
+        ))
     }
 }
 
