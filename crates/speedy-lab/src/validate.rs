@@ -23,8 +23,9 @@
 //!
 //! Tools alternate run by run (run 0: Chromium first, run 1: the loader first, …).
 //! Every load starts on a fresh link seeded by (experiment seed, page, run), as in the
-//! runner: the four loads of a page in one run meet the same random loss sequence, so a
-//! tail loss that one client draws and the other does not no longer decides a ratio.
+//! runner: every load of a page in one run (both clients, every protocol) meets the same
+//! random loss sequence, so a tail loss that one client draws and the other does not
+//! decides fewer ratios (the sequence is by packet index, so the pairing is partial).
 
 use crate::experiment::{Experiment, Network};
 use crate::runner::{prepare_pages, PageInfo};
@@ -292,7 +293,7 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
                     for step in 0..2 {
                         let chromium_turn = (step + run as usize).is_multiple_of(2);
                         // Common random numbers, as the lab runner does: every load of
-                        // a page in one run (both clients, both protocols) meets the same
+                        // a page in one run (both clients, every protocol) meets the same
                         // loss sequence, so a ratio compares the clients, not their luck.
                         lab.restart_link(&net.link, link_seed)?;
                         let t0 = Instant::now();
