@@ -110,6 +110,10 @@ pub mod frame_type {
     pub const WINDOW_UPDATE: u16 = 9;
     /// CREDENTIAL (SPDY/3 only; decoded and ignored).
     pub const CREDENTIAL: u16 = 10;
+    /// PRIORITY: speedy's experimental reprioritization extension, not in any SPDY
+    /// draft (docs/spdy-priority.md). Peers that do not know it skip it by length, as
+    /// every SPDY version requires of unknown control frames (digest §2.11).
+    pub const PRIORITY: u16 = 0xF0;
 }
 
 /// Frame flag bits (digest §3.1).

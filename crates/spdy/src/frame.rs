@@ -144,6 +144,16 @@ pub enum Frame {
         /// Credit in bytes, 1 ..= 2^31-1.
         delta: u32,
     },
+    /// PRIORITY (speedy's extension, `frame_type::PRIORITY`): the sender asks that
+    /// `stream_id` be scheduled at `priority` from now on. Payload: the stream id (31
+    /// bits), then one byte with the priority in its top bits as in SYN_STREAM, then
+    /// three zero bytes.
+    Priority {
+        /// Stream.
+        stream_id: StreamId,
+        /// New priority, 0 (highest) to the version's lowest.
+        priority: u8,
+    },
     /// CREDENTIAL (SPDY/3 only); decoded and ignored by sessions.
     Credential {
         /// Slot.
@@ -453,6 +463,13 @@ pub fn decode_control(
                 delta: u32::from_be_bytes([p[4], p[5], p[6], p[7]]) & 0x7fff_ffff,
             }
         }
+        ft::PRIORITY => {
+            fixed(8, &p)?;
+            Frame::Priority {
+                stream_id: sid(&p),
+                priority: if v2 { p[4] >> 6 } else { p[4] >> 5 },
+            }
+        }
         ft::CREDENTIAL if !v2 => {
             let bad = || malformed(frame_type, "truncated CREDENTIAL");
             if p.len() < 6 {
@@ -601,6 +618,20 @@ impl Frame {
                 put_control(out, version, ft::WINDOW_UPDATE, 0, 8);
                 u32be(out, stream_id.0 & 0x7fff_ffff);
                 u32be(out, delta & 0x7fff_ffff);
+            }
+            Frame::Priority {
+                stream_id,
+                priority,
+            } => {
+                put_control(out, version, ft::PRIORITY, 0, 8);
+                u32be(out, stream_id.0 & 0x7fff_ffff);
+                let bits = if v2 { 6 } else { 5 };
+                out.extend_from_slice(&[
+                    ((*priority).min(version.lowest_priority())) << bits,
+                    0,
+                    0,
+                    0,
+                ]);
             }
             Frame::Credential {
                 slot,

@@ -165,6 +165,10 @@ fn every_frame(v: Version) -> Vec<Frame> {
             payload: Bytes::from_static(b"\x00\x00\x00\x04\x0a\x00\x00\x01"),
         },
     ];
+    frames.push(Frame::Priority {
+        stream_id: StreamId(5),
+        priority: v.lowest_priority(),
+    });
     if v2 {
         frames.push(Frame::Noop);
     } else {
@@ -1044,4 +1048,27 @@ fn bounds_counts_and_lengths_before_allocating() {
     // A name length, then a value length, far past the end of the block.
     assert!(d(&[0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff, b'a']).is_err());
     assert!(d(&[0, 0, 0, 1, 0, 0, 0, 1, b'a', 0x7f, 0xff, 0xff, 0xff, b'x']).is_err());
+}
+
+#[test]
+fn the_priority_extension_frame_is_byte_exact() {
+    let mut c = HeaderCompressor::new(Version::V3_1, CompressionConfig::default());
+    let mut wire = Vec::new();
+    Frame::Priority {
+        stream_id: StreamId(3),
+        priority: 1,
+    }
+    .encode(Version::V3_1, &mut c, &mut wire);
+    assert_eq!(
+        wire,
+        b"\x80\x03\x00\xf0\x00\x00\x00\x08\x00\x00\x00\x03\x20\x00\x00\x00"
+    );
+    let mut wire = Vec::new();
+    Frame::Priority {
+        stream_id: StreamId(3),
+        priority: 1,
+    }
+    .encode(Version::V2, &mut c, &mut wire);
+    assert_eq!(&wire[..4], b"\x80\x02\x00\xf0");
+    assert_eq!(wire[12], 0x40, "SPDY/2 priorities are two bits");
 }

@@ -731,6 +731,57 @@ fn gives_reopened_session_window_to_the_highest_priority_first() {
 }
 
 #[test]
+fn a_priority_frame_moves_a_stream_ahead_from_the_next_frame() {
+    for v in [Version::V2, Version::V3, Version::V3_1] {
+        let mut s = cfg(Role::Server, v);
+        s.max_data_frame = 1_000;
+        let mut p = Pair::new(cfg(Role::Client, v), s);
+        let a = p.c.s.open(request(v, "/a"), 2, true).unwrap();
+        let b = p.c.s.open(request(v, "/b"), 2, true).unwrap();
+        p.pump();
+        for id in [a, b] {
+            p.s.s.reply(id, response(v), false).unwrap();
+            p.s.s
+                .send_data(id, pattern(20_000, id.0 as u8), true)
+                .unwrap();
+        }
+        for _ in 0..6 {
+            let b = p.s.transmit_one().unwrap();
+            let now = p.now();
+            p.c.receive(&b, now, usize::MAX);
+        }
+        let before = p.s.data_sent_since(0);
+        assert!(
+            before.iter().any(|d| d.0 == a.0) && before.iter().any(|d| d.0 == b.0),
+            "{v:?}: equal priorities share the link: {before:?}"
+        );
+        // The client raises b; the server's next DATA frames are all b's until it ends.
+        p.c.s.reprioritize(b, 0).unwrap();
+        let wire = p.c.transmit();
+        assert_eq!(&wire[2..4], &[0, 0xF0], "{v:?}: the extension's frame type");
+        let now = p.now();
+        p.s.receive(&wire, now, usize::MAX);
+        let mark = p.s.sent.len();
+        while let Some(b) = p.s.transmit_one() {
+            let now = p.now();
+            p.c.receive(&b, now, usize::MAX);
+        }
+        let after = p.s.data_sent_since(mark);
+        let first_a = after.iter().position(|d| d.0 == a.0).unwrap();
+        assert!(
+            after[..first_a].iter().all(|d| d.0 == b.0) && after[first_a - 1].2,
+            "{v:?}: b's remaining frames all go before a's next: {after:?}"
+        );
+        p.pump();
+        assert!(p.c.body(a) == pattern(20_000, a.0 as u8), "{v:?}: a's body");
+        assert!(p.c.body(b) == pattern(20_000, b.0 as u8), "{v:?}: b's body");
+        // A reprioritization of a stream that has ended is not an error for either end.
+        p.c.s.reprioritize(a, 1).unwrap_err();
+        assert!(p.c.errors().is_empty() && p.s.errors().is_empty());
+    }
+}
+
+#[test]
 fn newly_ready_high_priority_data_waits_for_at_most_one_frame() {
     let v = Version::V3_1;
     let mut s = cfg(Role::Server, v);

@@ -109,7 +109,11 @@ enum Inner {
     Spdy(SpdyHandle),
     Http1(Arc<Http1Pool>),
     /// One h2 connection (the h2 crate's handle; cloned per request).
-    H2(h2::client::SendRequest<Bytes>),
+    H2(
+        h2::client::SendRequest<Bytes>,
+        crate::h2_priority::Injector,
+        Option<Arc<tokio::sync::Mutex<h2::PingPong>>>,
+    ),
     /// One HTTP/3 connection over QUIC.
     H3(crate::h3::H3Client),
 }
@@ -356,24 +360,30 @@ impl Client {
                 })
             }
             Protocol::H2 => {
+                let (injecting, injector) =
+                    crate::h2_priority::FrameInjector::new(io.expect("dialled"));
                 let (send, conn) = h2::client::Builder::new()
                     .enable_push(false)
                     // A response head is held to the SPDY header-block bound.
                     .max_header_list_size(cfg.spdy.max_header_block as u32)
                     .initial_window_size(crate::protocol::H2_STREAM_WINDOW)
                     .initial_connection_window_size(crate::protocol::H2_SESSION_WINDOW)
-                    .handshake(io.expect("dialled"))
+                    .handshake(injecting)
                     .await
                     .map_err(|e| {
                         ClientError::Connect(format!("h2 handshake with {authority}: {e}"))
                     })?;
+                let mut conn = conn;
+                let pings = conn
+                    .ping_pong()
+                    .map(|p| Arc::new(tokio::sync::Mutex::new(p)));
                 tokio::spawn(async move {
                     let _ = conn.await;
                 });
                 Ok(Client {
                     scheme: scheme.into(),
                     authority,
-                    inner: Inner::H2(send),
+                    inner: Inner::H2(send, injector, pings),
                     pushes: None,
                     stream_protocol,
                     read_timeout: cfg.read_timeout,
@@ -426,7 +436,7 @@ impl Client {
         match &self.inner {
             Inner::Spdy(h) => h.version.alpn(),
             Inner::Http1(_) => "http/1.1",
-            Inner::H2(_) => "h2",
+            Inner::H2(..) => "h2",
             Inner::H3(_) => "h3",
         }
     }
@@ -442,10 +452,17 @@ impl Client {
         self.pushes.take()
     }
 
-    /// Measures a round trip with PING (SPDY only).
+    /// Measures a round trip with PING (SPDY and h2; `None` for the others).
     pub async fn ping(&self) -> Option<std::time::Duration> {
-        let Inner::Spdy(h) = &self.inner else {
-            return None;
+        let h = match &self.inner {
+            Inner::Spdy(h) => h,
+            Inner::H2(_, _, Some(pings)) => {
+                let mut p = pings.lock().await;
+                let t = std::time::Instant::now();
+                p.ping(h2::Ping::opaque()).await.ok()?;
+                return Some(t.elapsed());
+            }
+            _ => return None,
         };
         let (tx, rx) = oneshot::channel();
         h.tx.send(Cmd::Ping(tx)).ok()?;
@@ -461,6 +478,27 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         h.tx.send(Cmd::Stats(tx)).ok()?;
         rx.await.ok()
+    }
+
+    /// Asks the server to send stream `stream_id` (from [`ResponseStream::stream_id`])
+    /// at `priority` (0 most urgent .. 7) from now on: speedy's PRIORITY extension frame
+    /// over SPDY (docs/spdy-priority.md), RFC 9218's PRIORITY_UPDATE over h2. Neither
+    /// HTTP/1.1 nor (yet) h3 can say it: an error.
+    pub fn reprioritize(&self, stream_id: u32, priority: u8) -> Result<(), ClientError> {
+        match &self.inner {
+            Inner::Spdy(h) => {
+                h.tx.send(Cmd::Reprioritize(spdy::StreamId(stream_id), priority))
+                    .map_err(|_| h.gone())
+            }
+            Inner::H2(_, injector, _) => {
+                injector.priority_update(stream_id, priority);
+                Ok(())
+            }
+            _ => Err(ClientError::Protocol(format!(
+                "{} has no way to reprioritize a request in flight",
+                self.protocol()
+            ))),
+        }
     }
 
     /// Sends a request; resolves when the response headers arrive.
@@ -506,7 +544,7 @@ impl Client {
                 rx.await.map_err(|_| h.gone())?
             }
             Inner::Http1(pool) => pool.request(&self.authority, req, &self.log).await,
-            Inner::H2(send) => self.h2_request(send.clone(), req).await,
+            Inner::H2(send, ..) => self.h2_request(send.clone(), req).await,
             Inner::H3(h) => self.h3_request(h, req).await,
         }
     }
@@ -560,19 +598,28 @@ impl Client {
         req: ClientRequest,
     ) -> Result<ResponseStream, ClientError> {
         let h2_err = |e: h2::Error| ClientError::Http(format!("h2: {e}"));
-        let hreq = self.http_head(&req, "h2", false)?;
+        let mut hreq = self.http_head(&req, "h2", false)?;
+        if req.priority != crate::h2_priority::DEFAULT_URGENCY {
+            // RFC 9218 §5: the default urgency is left unsaid.
+            let v = format!("u={}", req.priority.min(7));
+            hreq.headers_mut()
+                .insert("priority", v.parse().expect("ascii"));
+        }
         let mut send = send.ready().await.map_err(h2_err)?;
         let (fut, mut body_tx) = send
             .send_request(hreq, req.body.is_empty())
             .map_err(h2_err)?;
+        let id: u32 = fut.stream_id().into();
         if !req.body.is_empty() {
             body_tx.send_data(req.body, true).map_err(h2_err)?;
         }
         let resp = fut.await.map_err(h2_err)?;
         let (parts, body) = resp.into_parts();
-        Ok(response_from(&self.log, parts, "h2", |len| {
+        let mut r = response_from(&self.log, parts, "h2", |len| {
             Body::h2(body, len, usize::MAX)
-        }))
+        });
+        r.stream_id = Some(id);
+        Ok(r)
     }
 }
 
@@ -606,6 +653,7 @@ fn response_from(
         headers,
         protocol,
         pushed_url: None,
+        stream_id: None,
         body: body(len),
     }
 }

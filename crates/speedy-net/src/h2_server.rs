@@ -3,6 +3,7 @@
 //! sent as PUSH_PROMISEs ahead of the response.
 
 use crate::body::Body;
+use crate::h2_priority::{parse_priority_field, FrameTap, Scheduler};
 use crate::handler::{Handler, Request, Response, ServerConfig};
 use crate::io::BoxIo;
 use bytes::Bytes;
@@ -18,6 +19,14 @@ use tokio::time::Instant;
 /// at the default frame size); frames it produces in one turn are gathered up to this
 /// many bytes and written together, as the SPDY loop does (`spdy_conn::OUT_HIGH`).
 const H2_WRITE_BATCH: usize = 128 * 1024;
+/// Response data handed to the crate per turn of the priority scheduler: one frame at
+/// the default SETTINGS_MAX_FRAME_SIZE.
+const FRAME: usize = 16 * 1024;
+/// Data the crate may hold per stream before it is written (its default is 400 KiB):
+/// two frames, so a priority change shows within two frames of each stream (one, the
+/// crate writes one while the next is handed over; one frame costs a third of bulk
+/// throughput on loopback, measured by a 100 MiB download).
+const STREAM_BUFFER: usize = 2 * FRAME;
 
 pub(crate) async fn serve(
     io: BoxIo,
@@ -28,12 +37,17 @@ pub(crate) async fn serve(
     let limits = cfg.limits;
     let max_body = cfg.max_body;
     let body_read_timeout = cfg.limits.body_read_timeout;
+    let sched = Arc::new(Scheduler::default());
     let handshake = h2::server::Builder::new()
         .max_concurrent_streams(100)
         .initial_window_size(1 << 20)
         .initial_connection_window_size(8 << 20)
         .max_header_list_size(cfg.spdy.max_header_block as u32)
-        .handshake::<_, Bytes>(tokio::io::BufWriter::with_capacity(H2_WRITE_BATCH, io));
+        .max_send_buffer_size(STREAM_BUFFER)
+        .handshake::<_, Bytes>(tokio::io::BufWriter::with_capacity(
+            H2_WRITE_BATCH,
+            FrameTap::new(io, sched.clone()),
+        ));
     // Over TLS the preface was not sniffed yet: it gets the sniffing time.
     let mut conn = tokio::time::timeout(limits.sniff_timeout, handshake)
         .await
@@ -87,6 +101,7 @@ pub(crate) async fn serve(
             max_body,
             body_read_timeout,
             handler.clone(),
+            sched.clone(),
         ));
         // A response the handler has at once (a cached file, an archived object) is
         // queued here, in the connection's own task: no task per stream, and it goes out
@@ -144,8 +159,17 @@ async fn answer(
     max_body: usize,
     body_read_timeout: std::time::Duration,
     handler: Arc<dyn Handler>,
+    sched: Arc<Scheduler>,
 ) -> Result<(), h2::Error> {
     let (parts, body) = req.into_parts();
+    let id: u32 = respond.stream_id().into();
+    if let Some(u) = parts
+        .headers
+        .get("priority")
+        .and_then(|v| parse_priority_field(v.as_bytes()))
+    {
+        sched.set_default(id, u);
+    }
     let host = parts
         .uri
         .authority()
@@ -202,27 +226,41 @@ async fn answer(
     if empty {
         return Ok(());
     }
-    if let Some(b) = body.take_full() {
+    let mut full = body.take_full();
+    if let Some(b) = full.take_if(|b| b.len() <= FRAME) {
         return send.send_data(b, true);
     }
-    // Pull the next chunk only once the peer's window took the previous one: h2 would
-    // otherwise buffer whatever it is given.
-    while let Some(c) = body.chunk().await {
-        let mut c = match c {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::debug!("h2 response body: {e}");
-                send.send_reset(h2::Reason::INTERNAL_ERROR);
-                return Ok(());
-            }
+    // A frame's worth at a time, each when the scheduler says it is this stream's turn
+    // and the peer's window took the previous one: h2 would otherwise buffer whatever
+    // it is given, and send it round-robin whatever the priorities.
+    let _sending = sched.sending(id);
+    loop {
+        let mut c = match full.take() {
+            Some(b) => b,
+            None => match body.chunk().await {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => {
+                    tracing::debug!("h2 response body: {e}");
+                    send.send_reset(h2::Reason::INTERNAL_ERROR);
+                    return Ok(());
+                }
+                None => break,
+            },
         };
         while !c.is_empty() {
-            send.reserve_capacity(c.len());
+            sched.turn(id).await;
+            let want = c.len().min(FRAME);
+            send.reserve_capacity(want);
             let cap = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
                 Some(cap) => cap?,
                 None => return Ok(()), // stream gone
             };
-            let part = c.split_to(cap.min(c.len()));
+            if !sched.is_turn(id) {
+                // A more urgent stream came while this one waited for the window.
+                send.reserve_capacity(0);
+                continue;
+            }
+            let part = c.split_to(cap.min(want));
             send.send_data(part, false)?;
         }
     }

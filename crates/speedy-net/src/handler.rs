@@ -168,6 +168,11 @@ pub struct ServerConfig {
     pub stream_protocols: Vec<String>,
     /// Sample every accepted connection's TCP sender state into this series.
     pub tcp_series: Option<Arc<crate::sockinfo::TcpSeries>>,
+    /// TCP_NOTSENT_LOWAT on accepted connections: the kernel holds at most about this
+    /// many bytes not yet sent, so the server's scheduler (priorities, a
+    /// reprioritization) decides what goes out next instead of a deep socket buffer
+    /// written earlier. `None`: the kernel's default (no limit).
+    pub notsent_lowat: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -185,6 +190,7 @@ impl Default for ServerConfig {
             shutdown: Shutdown::new(),
             stream_protocols: Vec::new(),
             tcp_series: None,
+            notsent_lowat: None,
         }
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod body;
 pub mod client;
+pub mod h2_priority;
 mod h2_server;
 pub mod h3;
 pub mod handler;

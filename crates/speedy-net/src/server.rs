@@ -252,6 +252,9 @@ pub async fn serve_connection(
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
+    if let Some(n) = cfg.notsent_lowat {
+        crate::sockinfo::set_notsent_lowat(&sock, n);
+    }
     if let Some(series) = &cfg.tcp_series {
         series.watch(&sock, peer);
     }

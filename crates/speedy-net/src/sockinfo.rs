@@ -229,3 +229,19 @@ impl TcpSeries {
         lines
     }
 }
+
+/// Sets TCP_NOTSENT_LOWAT on `sock` (Linux; best effort: a kernel without it keeps
+/// its default).
+pub fn set_notsent_lowat(sock: &impl std::os::fd::AsRawFd, bytes: u32) {
+    let v = bytes as libc::c_int;
+    // SAFETY: a valid socket descriptor and a c_int option value of the size given.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}

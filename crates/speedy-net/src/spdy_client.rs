@@ -22,6 +22,8 @@ pub(crate) enum Cmd {
     Ping(oneshot::Sender<std::time::Duration>),
     /// The session's counters (frames, header bytes raw and compressed, data).
     Stats(oneshot::Sender<spdy::session::Stats>),
+    /// A new priority for a stream (speedy's PRIORITY extension frame).
+    Reprioritize(StreamId, u8),
 }
 
 struct Waiting {
@@ -158,6 +160,7 @@ impl ClientOwner {
             },
             headers,
             protocol: self.version.alpn(),
+            stream_id: Some(id.0),
             body: Body::spdy(brx, id, self.credit_tx.clone(), true, None),
         }
     }
@@ -342,6 +345,10 @@ impl Owner for ClientOwner {
             }
             Cmd::Stats(tx) => {
                 let _ = tx.send(session.stats());
+            }
+            Cmd::Reprioritize(id, priority) => {
+                // A stream that has ended has nothing left to schedule.
+                let _ = session.reprioritize(id, priority);
             }
         }
     }

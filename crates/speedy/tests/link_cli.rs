@@ -4,18 +4,9 @@ mod support;
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::namespaces_of;
+use support::{can_run_link as can_run, namespaces_of};
 
 const BIN: &str = env!("CARGO_BIN_EXE_speedy");
-
-fn can_run() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let ok = unsafe { libc::geteuid() } == 0 && std::path::Path::new("/dev/net/tun").exists();
-    if !ok {
-        eprintln!("SKIPPED: needs root and /dev/net/tun");
-    }
-    ok
-}
 
 /// Deletes a namespace this test created, even if the test fails.
 struct NsGuard(String);

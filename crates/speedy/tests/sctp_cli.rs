@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{run_bounded, Server, TempDir, BIN};
+use support::{can_run_link, run_bounded, Server, TempDir, BIN};
 
 /// A site of files with known contents: name → SHA-256.
 fn site(dir: &Path) -> Vec<(String, String)> {
@@ -347,15 +347,6 @@ fn a_lost_packet_of_one_stream_does_not_hold_back_another_stream() {
         ms[0] < HOLD.as_millis() as f64,
         "the other object waited for the lost packet: {ms:?}"
     );
-}
-
-fn can_run_link() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let ok = unsafe { libc::geteuid() } == 0 && Path::new("/dev/net/tun").exists();
-    if !ok {
-        eprintln!("SKIPPED: needs root and /dev/net/tun");
-    }
-    ok
 }
 
 #[test]

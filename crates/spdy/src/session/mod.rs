@@ -552,6 +552,48 @@ impl Session {
         Ok(id)
     }
 
+    /// Schedules `id`'s frames at `priority` (clamped to the version's range) from the
+    /// next frame on; our own sending only. Unknown ids are ignored: a reprioritization
+    /// may cross the stream's end.
+    pub fn set_priority(&mut self, id: StreamId, priority: u8) {
+        let priority = priority.min(self.version.lowest_priority());
+        let Some(st) = self.streams.get_mut(&id.0) else {
+            return;
+        };
+        let old = st.priority;
+        if old == priority {
+            return;
+        }
+        st.priority = priority;
+        if st.in_ready {
+            let q = &mut self.ready[old as usize];
+            if let Some(i) = q.iter().position(|&x| x == id) {
+                q.remove(i);
+            }
+            self.ready[priority as usize].push_back(id);
+        }
+    }
+
+    /// Asks the peer to send `id` at `priority` from now on, with speedy's PRIORITY
+    /// extension frame (`codes::frame_type::PRIORITY`, docs/spdy-priority.md; a peer
+    /// without it skips the frame), and applies it to our own sending too. A stream
+    /// whose SYN_STREAM is still queued just gets the new priority in it.
+    pub fn reprioritize(&mut self, id: StreamId, priority: u8) -> Result<(), SendError> {
+        let st = self
+            .streams
+            .get(&id.0)
+            .ok_or(SendError::UnknownStream(id))?;
+        let opened = st.opened;
+        self.set_priority(id, priority);
+        if opened {
+            self.control.push_back(Frame::Priority {
+                stream_id: id,
+                priority: priority.min(self.version.lowest_priority()),
+            });
+        }
+        Ok(())
+    }
+
     /// Resets a stream (e.g. a client cancelling a push, or a server refusing a request).
     /// A request still waiting for the peer's stream limit is dropped without a frame:
     /// the peer never saw its id.

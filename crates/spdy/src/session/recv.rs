@@ -200,7 +200,7 @@ impl Session {
         };
         let known = matches!(
             frame_type,
-            ft::SETTINGS | ft::RST_STREAM | ft::PING | ft::GOAWAY
+            ft::SETTINGS | ft::RST_STREAM | ft::PING | ft::GOAWAY | ft::PRIORITY
         ) || (frame_type == ft::WINDOW_UPDATE && self.version != Version::V2);
         if fixed > 0 && len >= fixed {
             self.recv_state = RecvState::Skip {
@@ -437,6 +437,11 @@ impl Session {
             }
             Frame::GoAway { last_good, status } => self.on_goaway(last_good, status),
             Frame::WindowUpdate { stream_id, delta } => self.on_window_update(stream_id, delta),
+            // speedy's extension: a stream the peer no longer has is not an error.
+            Frame::Priority {
+                stream_id,
+                priority,
+            } => self.set_priority(stream_id, priority),
             Frame::Noop | Frame::Credential { .. } | Frame::Unknown { .. } | Frame::Data { .. } => {
             }
         }

@@ -385,6 +385,10 @@ pub(crate) fn summarize(f: &Frame) -> String {
             format!("WINDOW_UPDATE stream={stream_id} delta={delta}")
         }
         Frame::Credential { slot, .. } => format!("CREDENTIAL slot={slot}"),
+        Frame::Priority {
+            stream_id,
+            priority,
+        } => format!("PRIORITY stream={stream_id} pri={priority}"),
         Frame::Unknown {
             frame_type,
             payload,

@@ -10,9 +10,10 @@ use spdy::url::Url;
 use speedy_net::client::{Client, ClientConfig, ClientRequest, LogKind, Protocol, ResponseStream};
 use speedy_net::tls::Verify;
 use speedy_net::Body;
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 /// Arguments of `speedy fetch`.
@@ -77,6 +78,26 @@ pub struct FetchArgs {
     /// SPDY priority of the requests, 0 (highest) to 7.
     #[arg(long, default_value_t = 3, value_name = "0-7")]
     priority: u8,
+    /// Priority of the URL in position N (from 1), overriding --priority (repeatable),
+    /// e.g. `--priority-of 3=0`.
+    #[arg(long, value_name = "N=PRIORITY")]
+    priority_of: Vec<String>,
+    /// Request the URL in position N SECS seconds after the connection is up instead of
+    /// at once (repeatable), e.g. `--start 3=5`. URLs of one origin only.
+    #[arg(long, value_name = "N=SECS")]
+    start: Vec<String>,
+    /// SECS seconds after the connection is up, ask the server to send the URL in
+    /// position N at PRIORITY from then on, and time a PING sent with it (repeatable),
+    /// e.g. `--reprioritize 10:2=0`. SPDY: speedy's PRIORITY extension frame
+    /// (docs/spdy-priority.md); h2: RFC 9218's PRIORITY_UPDATE. URLs of one origin only.
+    #[arg(long, value_name = "SECS:N=PRIORITY")]
+    reprioritize: Vec<String>,
+    /// Write a JSON line to FILE for each piece of a body received (`t`: seconds since
+    /// the connection was up, `url`: position, `bytes`: received so far), each
+    /// reprioritization (`event: "reprioritize"`) and its PING's answer (`event: "pong"`,
+    /// `rtt_ms`).
+    #[arg(long, value_name = "FILE")]
+    progress: Option<PathBuf>,
     /// Extra request header `Name: value` (repeatable).
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
@@ -360,7 +381,17 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
             eprintln!("[{:8.3}] {mark} {line}", t0.elapsed().as_secs_f64())
         }));
     }
+    let schedule = Schedule::parse(&a, origins.len())?;
+    let progress = match &a.progress {
+        Some(p) => Some(Mutex::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("--progress {}", p.display()))?,
+        ))),
+        None => None,
+    };
     let ctx = Arc::new(Ctx {
+        schedule,
+        progress,
+        up: std::sync::OnceLock::new(),
         out_dir: a.output_dir.clone(),
         body,
         extra,
@@ -381,6 +412,10 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
             }
         },
     };
+    if let Some(p) = &ctx.progress {
+        use std::io::Write;
+        lock(p).flush().context("--progress")?;
+    }
     let not_2xx = ctx.not_2xx.load(std::sync::atomic::Ordering::Relaxed);
     Ok(if !ok {
         1
@@ -422,7 +457,82 @@ async fn fetch_all(
     Ok(ok)
 }
 
+/// `--priority-of`, `--start` and `--reprioritize`, by URL position (from 0).
+#[derive(Default)]
+struct Schedule {
+    priority: HashMap<usize, u8>,
+    start: HashMap<usize, Duration>,
+    /// (when, position, priority).
+    changes: Vec<(Duration, usize, u8)>,
+}
+
+impl Schedule {
+    fn parse(a: &FetchArgs, origins: usize) -> Result<Schedule> {
+        let n = a.urls.len();
+        let pos = |flag: &str, v: &str, s: &str| -> Result<usize> {
+            match s.trim().parse::<usize>() {
+                Ok(i) if (1..=n).contains(&i) => Ok(i - 1),
+                _ => bail!("{flag} {v}: {s:?} is not a URL position (1 to {n})"),
+            }
+        };
+        let prio = |flag: &str, v: &str, s: &str| -> Result<u8> {
+            match s.trim().parse::<u8>() {
+                Ok(p) if p <= 7 => Ok(p),
+                _ => bail!("{flag} {v}: {s:?} is not a priority (0 to 7)"),
+            }
+        };
+        let secs = |flag: &str, v: &str, s: &str| -> Result<Duration> {
+            match s.trim().parse::<f64>() {
+                Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => {
+                    Ok(Duration::from_secs_f64(t))
+                }
+                _ => bail!("{flag} {v}: {s:?} is not seconds (0 to 86400)"),
+            }
+        };
+        let mut sch = Schedule::default();
+        for v in &a.priority_of {
+            let (i, p) = v
+                .split_once('=')
+                .with_context(|| format!("--priority-of {v}: expected N=PRIORITY"))?;
+            sch.priority
+                .insert(pos("--priority-of", v, i)?, prio("--priority-of", v, p)?);
+        }
+        for v in &a.start {
+            let (i, t) = v
+                .split_once('=')
+                .with_context(|| format!("--start {v}: expected N=SECS"))?;
+            sch.start
+                .insert(pos("--start", v, i)?, secs("--start", v, t)?);
+        }
+        for v in &a.reprioritize {
+            let (t, rest) = v
+                .split_once(':')
+                .and_then(|(t, r)| Some((t, r.split_once('=')?)))
+                .with_context(|| format!("--reprioritize {v}: expected SECS:N=PRIORITY"))?;
+            sch.changes.push((
+                secs("--reprioritize", v, t)?,
+                pos("--reprioritize", v, rest.0)?,
+                prio("--reprioritize", v, rest.1)?,
+            ));
+        }
+        if origins > 1 && (!sch.start.is_empty() || !sch.changes.is_empty()) {
+            bail!("--start and --reprioritize time requests on one connection: give URLs of one origin");
+        }
+        Ok(sch)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Ctx {
+    schedule: Schedule,
+    /// `--progress`: JSON lines.
+    progress: Option<Mutex<std::io::BufWriter<std::fs::File>>>,
+    /// When the (one) connection was up: the zero of `--start`, `--reprioritize` and
+    /// `--progress`.
+    up: std::sync::OnceLock<Instant>,
     out_dir: Option<PathBuf>,
     body: Bytes,
     extra: Vec<(String, String)>,
@@ -441,6 +551,17 @@ fn targets_to_stdout(outputs: &[PathBuf]) -> bool {
 }
 
 impl Ctx {
+    /// Appends a `--progress` line, with `t` set to now.
+    fn progress(&self, mut v: serde_json::Value) {
+        let (Some(p), Some(up)) = (&self.progress, self.up.get()) else {
+            return;
+        };
+        use std::io::Write;
+        v["t"] = json!((up.elapsed().as_secs_f64() * 1e6).round() / 1e6);
+        // A full disk shows when the file is flushed at the end.
+        let _ = writeln!(lock(p), "{v}");
+    }
+
     /// Prints a response's JSON line where the content does not go.
     fn print_line(&self, v: serde_json::Value) {
         if self.json_to_stderr {
@@ -474,6 +595,7 @@ async fn fetch_origin(
         eprintln!("* {scheme}://{host}:{port}: upgraded to SPDY/3.1, stream protocol {p}");
     }
     let start = Instant::now();
+    let _ = ctx.up.set(start);
     // Pushed streams are read as they arrive, so they never stall flow control.
     let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
     let push_task = client.take_pushes().map(|mut rx| {
@@ -483,12 +605,12 @@ async fn fetch_origin(
             loop {
                 tokio::select! {
                     p = rx.recv() => match p {
-                        Some(p) => tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), None, Ok(p), start, protocol, true, ctx.clone()))),
+                        Some(p) => tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), None, None, Ok(p), start, protocol, true, ctx.clone()))),
                         None => break,
                     },
                     _ = done_rx.changed() => {
                         while let Ok(p) = rx.try_recv() {
-                            tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), None, Ok(p), start, protocol, true, ctx.clone())));
+                            tasks.push(tokio::spawn(finish(p.pushed_url.clone().unwrap_or_default(), None, None, Ok(p), start, protocol, true, ctx.clone())));
                         }
                         break;
                     }
@@ -503,24 +625,77 @@ async fn fetch_origin(
     });
     let client = Arc::new(client);
     let sem = Arc::new(Semaphore::new(concurrency));
+    // Stream ids of the responses so far, by URL position, for --reprioritize.
+    let (ids_tx, ids_rx) = tokio::sync::watch::channel(HashMap::<usize, u32>::new());
+    let ids_tx = Arc::new(ids_tx);
     let mut tasks = Vec::new();
-    for t in list {
-        let permit = sem.clone().acquire_owned().await.expect("semaphore open");
+    for (pos, t) in list.into_iter().enumerate() {
         let client = client.clone();
         let ctx = ctx.clone();
+        let sem = sem.clone();
+        let ids_tx = ids_tx.clone();
+        let at = ctx.schedule.start.get(&pos).copied();
+        // Unscheduled requests take their turn in the order given, as before.
+        let now = match at {
+            None => Some(sem.clone().acquire_owned().await.expect("semaphore open")),
+            Some(_) => None,
+        };
         tasks.push(tokio::spawn(async move {
+            let permit = match (now, at) {
+                (Some(p), _) => p,
+                (None, at) => {
+                    tokio::time::sleep_until((start + at.unwrap_or_default()).into()).await;
+                    sem.acquire_owned().await.expect("semaphore open")
+                }
+            };
             let t0 = Instant::now();
             let mut req = ClientRequest::get(&t.path);
-            req.priority = ctx.priority;
+            req.priority = ctx
+                .schedule
+                .priority
+                .get(&pos)
+                .copied()
+                .unwrap_or(ctx.priority);
             req.headers = ctx.extra.clone();
             req.method = ctx.method.clone();
             req.body = ctx.body.clone();
             let r = client.request(req).await;
-            let ok = finish(t.url, t.out, r, t0, protocol, false, ctx).await;
+            if let Some(id) = r.as_ref().ok().and_then(|r| r.stream_id) {
+                ids_tx.send_modify(|m| {
+                    m.insert(pos, id);
+                });
+            }
+            let ok = finish(t.url, Some(pos), t.out, r, t0, protocol, false, ctx).await;
             drop(permit);
             ok
         }));
     }
+    for &(at, pos, priority) in &ctx.schedule.changes {
+        let client = client.clone();
+        let ctx = ctx.clone();
+        let mut ids = ids_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until((start + at).into()).await;
+            let Ok(id) = ids
+                .wait_for(|m| m.contains_key(&pos))
+                .await
+                .map(|m| m[&pos])
+            else {
+                return false;
+            };
+            if let Err(e) = client.reprioritize(id, priority) {
+                eprintln!("speedy fetch: --reprioritize: {e}");
+                return false;
+            }
+            ctx.progress(json!({"event": "reprioritize", "url": pos + 1, "priority": priority}));
+            if let Some(rtt) = client.ping().await {
+                let ms = (rtt.as_secs_f64() * 1e6).round() / 1e3;
+                ctx.progress(json!({"event": "pong", "url": pos + 1, "rtt_ms": ms}));
+            }
+            true
+        }));
+    }
+    drop(ids_rx);
     let mut ok = true;
     for t in tasks {
         ok &= t.await.unwrap_or(false);
@@ -532,8 +707,10 @@ async fn fetch_origin(
     ok
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn finish(
     url: String,
+    pos: Option<usize>,
     out: Option<Out>,
     r: Result<ResponseStream, speedy_net::ClientError>,
     t0: Instant,
@@ -569,7 +746,12 @@ async fn finish(
             .as_ref()
             .map(|dir| Out::File(dir.join(file_name(&url))))
     });
-    match drain(body, out.as_ref()).await {
+    let report = |n: u64| {
+        if let Some(pos) = pos {
+            ctx.progress(json!({"url": pos + 1, "bytes": n}));
+        }
+    };
+    match drain(body, out.as_ref(), report).await {
         Ok((n, sha)) => {
             let ms = t0.elapsed().as_secs_f64() * 1000.0;
             ctx.print_line(json!({
@@ -609,7 +791,11 @@ fn file_name(url: &str) -> String {
 
 /// Reads a body to its end, hashing it and writing it where `save` says; returns its
 /// length and SHA-256 (hex).
-async fn drain(mut body: Body, save: Option<&Out>) -> Result<(u64, String), String> {
+async fn drain(
+    mut body: Body,
+    save: Option<&Out>,
+    progress: impl Fn(u64),
+) -> Result<(u64, String), String> {
     use tokio::io::{AsyncWrite, AsyncWriteExt};
     let name = |o: &Out| match o {
         Out::Stdout => "stdout".to_string(),
@@ -629,6 +815,7 @@ async fn drain(mut body: Body, save: Option<&Out>) -> Result<(u64, String), Stri
     while let Some(c) = body.chunk().await {
         let c = c.map_err(|e| e.to_string())?;
         n += c.len() as u64;
+        progress(n);
         sha.update(&c);
         if let (Some(f), Some(o)) = (&mut sink, save) {
             f.write_all(&c)

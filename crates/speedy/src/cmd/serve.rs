@@ -126,6 +126,12 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes (suffixes K, M, G: binary units).
     #[arg(long, default_value = "64M", value_name = "BYTES", value_parser = parse_size)]
     max_body: usize,
+    /// TCP_NOTSENT_LOWAT on accepted TCP connections: keep at most about BYTES unsent in
+    /// the kernel, so priorities and reprioritizations act within a round trip instead of
+    /// behind a socket buffer of seconds on a slow link (e.g. 16K; default: the
+    /// kernel's, no limit).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    notsent_lowat: Option<usize>,
     /// Connections served at once; more wait in the kernel's accept queue.
     #[arg(long, default_value_t = 4096, value_name = "N")]
     max_connections: usize,
@@ -211,6 +217,7 @@ impl ServeArgs {
     /// The limits and the shutdown signal, on a server configuration.
     fn apply_limits(&self, cfg: &mut ServerConfig) {
         cfg.max_body = self.max_body;
+        cfg.notsent_lowat = self.notsent_lowat.map(|n| n.min(u32::MAX as usize) as u32);
         cfg.limits.max_connections = self.max_connections;
         cfg.limits.max_connections_per_ip = self
             .max_connections_per_ip

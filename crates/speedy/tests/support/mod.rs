@@ -316,3 +316,15 @@ pub fn openssl_cert(dir: &Path) -> (PathBuf, PathBuf, String) {
     assert_eq!(spki.len(), 44, "SPKI hash {spki:?}");
     (cert, key, spki)
 }
+
+/// Whether namespaces and `speedy link` can run here (root and /dev/net/tun); says
+/// SKIPPED on stderr when not.
+#[allow(dead_code)]
+pub fn can_run_link() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let ok = unsafe { libc::geteuid() } == 0 && std::path::Path::new("/dev/net/tun").exists();
+    if !ok {
+        eprintln!("SKIPPED: needs root and /dev/net/tun");
+    }
+    ok
+}
