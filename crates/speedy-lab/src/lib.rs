@@ -9,6 +9,7 @@ pub mod interrupt;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod sst;
 pub mod stats;
 pub mod tcpinfo;
 pub mod testbed;

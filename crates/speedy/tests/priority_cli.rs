@@ -114,3 +114,56 @@ fn a_raised_stream_takes_the_link_from_the_next_round_trip() {
         );
     }
 }
+
+/// `speedy lab sst` runs Fig 9 end to end and draws it: every download whole, the
+/// table printed, one chart per protocol in sst.html.
+#[test]
+fn lab_sst_runs_and_draws_fig_9() {
+    if !can_run_link() {
+        return;
+    }
+    let dir = TempDir::new("sst");
+    let out = dir.0.join("out");
+    let o = run_bounded(
+        Command::new(BIN)
+            .args([
+                "lab",
+                "sst",
+                "--protocols",
+                "h2",
+                "--size",
+                "1000000",
+                "--out",
+            ])
+            .arg(&out),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("h2 "))
+        .unwrap_or_else(|| panic!("no h2 row: {stdout}"));
+    let share: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
+    assert!((0.0..=1.0).contains(&share), "{row}");
+    let html = std::fs::read_to_string(out.join("sst.html")).unwrap();
+    assert_eq!(
+        html.matches("<svg").count(),
+        1,
+        "one chart for one protocol"
+    );
+    let progress = std::fs::read_to_string(out.join("fig9-h2.jsonl")).unwrap();
+    let whole: Vec<u64> = progress
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["bytes"] == 1_000_000)
+        .map(|v| v["url"].as_u64().unwrap())
+        .collect();
+    assert_eq!(whole.len(), 3, "each request logged to its end: {whole:?}");
+    let bad = run_bounded(
+        Command::new(BIN).args(["lab", "sst", "--protocols", "http1"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("only spdy/3.1 and h2"));
+}

@@ -24,6 +24,7 @@ mod html;
 mod links;
 mod sctp;
 mod sections;
+mod sst;
 mod svg;
 mod transport;
 mod waterfall;
@@ -31,6 +32,7 @@ mod waterfall;
 pub use har::{parse as parse_har, read as read_har, Load as HarLoad, Object as HarObject};
 pub use links::file_url;
 pub use sections::{summary_text, READING_GUIDE};
+pub use sst::{escape, fig9_chart};
 
 use crate::results::{read_rows, Row};
 use crate::stats::Stats;

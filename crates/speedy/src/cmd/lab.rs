@@ -85,6 +85,32 @@ HTTP/2. See docs/lab.md."
         #[arg(long, default_value = "chromium", value_name = "PROGRAM")]
         chromium: PathBuf,
     },
+    /// SST's Fig 9, dynamic reprioritization: three downloads on one connection over a
+    /// 1.5 Mbit/s link, a high-priority third at 5 s, a swap at 10 s; bytes over time per
+    /// request drawn in DIR/sst.html, a table printed (about 30 s per protocol).
+    #[command(
+        after_help = "Needs root (network namespaces). SPDY uses speedy's PRIORITY extension frame, h2 RFC 9218's PRIORITY_UPDATE (docs/spdy-priority.md); h3 cannot reprioritize yet. SST's Fig 7 and Fig 8 are not built yet.
+
+Examples:
+  sudo speedy lab sst
+  sudo speedy lab sst --protocols h2 --size 300000 --out /tmp/sst"
+    )]
+    Sst {
+        /// Output directory (default: lab-out/sst).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Protocols, comma-separated: spdy/3.1 and h2.
+        #[arg(
+            long,
+            default_value = "spdy/3.1,h2",
+            value_delimiter = ',',
+            value_name = "LIST"
+        )]
+        protocols: Vec<String>,
+        /// Bytes per download (the paper: 1.5 MB).
+        #[arg(long, default_value_t = 1_500_000, value_name = "BYTES")]
+        size: usize,
+    },
 }
 
 /// Runs `speedy lab`.
@@ -157,6 +183,36 @@ fn lab(a: LabArgs) -> Result<()> {
             let report = speedy_lab::validate::validate(&exp, &opts).map_err(anyhow::Error::msg)?;
             print!("{}", report.table());
             println!("validate: {}", opts.out.join("validate.json").display());
+            Ok(())
+        }
+        Some(LabCmd::Sst {
+            out,
+            protocols,
+            size,
+        }) => {
+            for p in &protocols {
+                if !["spdy/3.1", "spdy", "h2"].contains(&p.as_str()) {
+                    bail!("--protocols {p}: only spdy/3.1 and h2 can reprioritize a request in flight");
+                }
+            }
+            if !(10_000..=100_000_000).contains(&size) {
+                bail!("--size {size}: between 10000 and 100000000 bytes");
+            }
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                bail!("sst needs root (network namespaces and TUN devices); run it with sudo");
+            }
+            let speedy = std::env::current_exe().context("finding the speedy program")?;
+            let mut o = speedy_lab::sst::Fig9Options::paper(
+                speedy,
+                out.unwrap_or_else(|| PathBuf::from("lab-out").join("sst")),
+            );
+            o.protocols = protocols;
+            o.size = size;
+            let runs = speedy_lab::sst::fig9(&o).map_err(anyhow::Error::msg)?;
+            print!("{}", speedy_lab::sst::table(&runs));
+            let html = o.out.join("sst.html");
+            println!("report: {}", speedy_lab::report::file_url(&html));
             Ok(())
         }
         None => {

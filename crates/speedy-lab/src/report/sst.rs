@@ -1,0 +1,79 @@
+//! The drawing of SST's Fig 9 (`crate::sst`): bytes received over time per request.
+
+use super::charts::{lines, Point, Series};
+use super::svg;
+use crate::sst::Fig9Run;
+
+/// Points drawn per request at most (a progress file has one per body piece).
+const MAX_POINTS: usize = 400;
+
+/// One chart: a line per request, cumulative kB against seconds since the connection
+/// was up.
+pub fn fig9_chart(r: &Fig9Run, third_at: f64, swap_at: f64) -> String {
+    let names = [
+        "request 1 (priority 3)".to_string(),
+        format!("request 2 (priority 3, raised to 0 at {swap_at} s)"),
+        format!("request 3 (priority 0 from {third_at} s, 3 from {swap_at} s)"),
+    ];
+    let series: Vec<(Series, Vec<Point>)> = r
+        .traces
+        .iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, (tr, name))| {
+            let step = tr.len().div_ceil(MAX_POINTS).max(1);
+            let mut pts: Vec<Point> = tr
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| k % step == 0 || *k + 1 == tr.len())
+                .map(|(_, &(t, b))| Point {
+                    x: t,
+                    y: b as f64 / 1000.0,
+                    ci: None,
+                    title: format!("{t:.2} s: {:.0} kB", b as f64 / 1000.0),
+                })
+                .collect();
+            if i == 2 {
+                // Request 3 had nothing before it started.
+                pts.insert(
+                    0,
+                    Point {
+                        x: third_at,
+                        y: 0.0,
+                        ci: None,
+                        title: "start".into(),
+                    },
+                );
+            } else {
+                pts.insert(
+                    0,
+                    Point {
+                        x: 0.0,
+                        y: 0.0,
+                        ci: None,
+                        title: "start".into(),
+                    },
+                );
+            }
+            (
+                Series {
+                    name,
+                    style: svg::style(i),
+                },
+                pts,
+            )
+        })
+        .collect();
+    lines(
+        &format!("SST Fig 9 over {}", r.protocol),
+        &series,
+        "seconds since the connection was up",
+        "kB received",
+        &|v| format!("{v:.0}"),
+    )
+}
+
+/// Escapes text for HTML content.
+pub fn escape(s: &str) -> String {
+    svg::esc(s)
+}
