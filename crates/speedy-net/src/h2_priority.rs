@@ -19,7 +19,7 @@
 //! Urgencies are 0 (most urgent) to 7, default 3: the same scale as SPDY/3 priorities.
 
 use crate::io::BoxIo;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -29,6 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub const DEFAULT_URGENCY: u8 = 3;
 /// The client connection preface (RFC 9113 §3.4), which precedes the first frame.
 const PREFACE_LEN: usize = 24;
+const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
 const PRIORITY: u8 = 0x2;
 const PRIORITY_UPDATE: u8 = 0x10;
@@ -78,18 +79,48 @@ pub fn priority_update_frame(stream: u32, urgency: u8) -> Vec<u8> {
 
 #[derive(Default)]
 struct State {
+    /// Bytes the socket took per second lately (0 until measured).
+    rate: f64,
+    /// The current measuring window: its start and the DATA bytes written since.
+    window: Option<(std::time::Instant, u64)>,
     urgency: HashMap<u32, u8>,
-    /// Streams with response data to send, and their waiters.
-    sending: HashSet<u32>,
+    /// Streams with response data to send: bytes handed to the crate, bytes written.
+    sending: HashMap<u32, Flow>,
     waiters: Vec<Waker>,
 }
 
+/// A sending stream's DATA bytes: handed to the crate, and written to the socket (seen
+/// by the [`FrameTap`] below the crate and its write buffer).
+#[derive(Default, Clone, Copy)]
+struct Flow {
+    handed: u64,
+    written: u64,
+}
+
 impl State {
-    /// No stream with data to send is more urgent than `stream`.
-    fn turn(&self, stream: u32) -> bool {
+    /// `stream` may hand the crate more: no stream with data to send is more urgent,
+    /// and what it handed and was not yet written is under its limit.
+    fn turn(&self, stream: u32, limits: (u64, u64)) -> bool {
         let of = |id: &u32| self.urgency.get(id).copied().unwrap_or(DEFAULT_URGENCY);
         let mine = of(&stream);
-        self.sending.iter().all(|id| of(id) >= mine)
+        self.allowance(stream, limits) > 0 && self.sending.keys().all(|id| of(id) >= mine)
+    }
+
+    /// Bytes `stream` may hand the crate now: its limit less what it handed that was
+    /// not yet written.
+    fn allowance(&self, stream: u32, limits: (u64, u64)) -> u64 {
+        let limit = if self.sending.len() > 1 {
+            limits.0
+        } else {
+            // Alone: what the socket takes in `BACKLOG_TIME`, so that a stream that
+            // starts meanwhile waits about that long whatever the link's rate.
+            ((self.rate * BACKLOG_TIME) as u64).clamp(limits.0, limits.1)
+        };
+        let queued = self
+            .sending
+            .get(&stream)
+            .map_or(0, |f| f.handed.saturating_sub(f.written));
+        limit.saturating_sub(queued)
     }
 
     /// Records an urgency, first forgetting those of streams not sending when there
@@ -97,7 +128,7 @@ impl State {
     fn remember(&mut self, stream: u32, urgency: u8, overwrite: bool) {
         if self.urgency.len() >= MAX_REMEMBERED + self.sending.len() {
             let sending = &self.sending;
-            self.urgency.retain(|id, _| sending.contains(id));
+            self.urgency.retain(|id, _| sending.contains_key(id));
         }
         let u = urgency.min(7);
         if overwrite {
@@ -108,13 +139,67 @@ impl State {
     }
 }
 
+/// Seconds of sending a stream alone may have handed the crate ahead of the socket.
+const BACKLOG_TIME: f64 = 0.01;
+/// The shortest window the sending rate is measured over.
+const RATE_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// One connection's stream urgencies and the turn-taking of its response bodies.
-#[derive(Default)]
 pub struct Scheduler {
     state: Mutex<State>,
+    /// Bytes a stream may have handed the crate and not yet seen written: while other
+    /// streams also send, and while it is alone.
+    limits: (u64, u64),
 }
 
 impl Scheduler {
+    /// A scheduler that lets a stream keep `contended` bytes unwritten while others
+    /// send too, and while it is the only one what the socket took in the last 10 ms,
+    /// between `contended` and `alone` bytes.
+    pub fn new(contended: usize, alone: usize) -> Scheduler {
+        Scheduler {
+            state: Mutex::default(),
+            limits: (contended as u64, alone as u64),
+        }
+    }
+
+    /// Bytes `stream` may hand the crate now (0 when it must wait its turn).
+    pub fn allowance(&self, stream: u32) -> usize {
+        let st = self.lock();
+        st.allowance(stream, self.limits) as usize
+    }
+
+    /// `n` bytes of `stream`'s body were handed to the crate.
+    pub fn handed(&self, stream: u32, n: usize) {
+        if let Some(f) = self.lock().sending.get_mut(&stream) {
+            f.handed += n as u64;
+        }
+    }
+
+    /// `n` bytes of `stream`'s DATA reached the socket.
+    fn written(&self, stream: u32, n: usize) {
+        let mut st = self.lock();
+        let now = std::time::Instant::now();
+        match &mut st.window {
+            Some((t0, b)) => {
+                *b += n as u64;
+                let dt = now.duration_since(*t0);
+                if dt >= RATE_WINDOW {
+                    let r = *b as f64 / dt.as_secs_f64();
+                    st.window = Some((now, 0));
+                    st.rate = r;
+                }
+            }
+            None => st.window = Some((now, 0)),
+        }
+        if let Some(f) = st.sending.get_mut(&stream) {
+            f.written += n as u64;
+            for w in st.waiters.drain(..) {
+                w.wake();
+            }
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -144,7 +229,7 @@ impl Scheduler {
 
     /// Marks `stream` as having data to send until the guard is dropped.
     pub fn sending(self: &Arc<Self>, stream: u32) -> Sending {
-        self.lock().sending.insert(stream);
+        self.lock().sending.insert(stream, Flow::default());
         Sending {
             sched: self.clone(),
             stream,
@@ -154,7 +239,7 @@ impl Scheduler {
     /// Ready when no stream with data to send is more urgent than `stream`.
     pub fn poll_turn(&self, stream: u32, cx: &mut Context<'_>) -> Poll<()> {
         let mut st = self.lock();
-        if st.turn(stream) {
+        if st.turn(stream, self.limits) {
             return Poll::Ready(());
         }
         st.waiters.push(cx.waker().clone());
@@ -163,7 +248,7 @@ impl Scheduler {
 
     /// Whether `stream` may send now.
     pub fn is_turn(&self, stream: u32) -> bool {
-        self.lock().turn(stream)
+        self.lock().turn(stream, self.limits)
     }
 
     /// Waits for `stream`'s turn.
@@ -194,6 +279,8 @@ impl Drop for Sending {
 
 /// Called with each complete frame of interest: type, flags, stream, kept payload.
 type OnFrame<'a> = dyn FnMut(u8, u8, u32, &[u8]) + 'a;
+/// Called with each piece of DATA payload: stream, bytes.
+type OnData<'a> = dyn FnMut(u32, usize) + 'a;
 
 /// Where a byte stream of HTTP/2 frames is.
 enum Cut {
@@ -213,13 +300,19 @@ impl Cut {
         Cut::Preface(PREFACE_LEN)
     }
 
+    /// A stream of frames with no preface (what a server writes).
+    fn frames() -> Cut {
+        Cut::Header([0; 9], 0)
+    }
+
     fn at_boundary(&self) -> bool {
         matches!(self, Cut::Header(_, 0))
     }
 
     /// Follows `bytes`; calls `frame` with each complete frame of a type in `want`
-    /// (type, flags, stream, first `KEEP` payload bytes).
-    fn feed(&mut self, mut bytes: &[u8], want: &[u8], frame: &mut OnFrame) {
+    /// (type, flags, stream, first `KEEP` payload bytes), and `data` with each piece of
+    /// a DATA frame's payload as it passes (stream, bytes).
+    fn feed(&mut self, mut bytes: &[u8], want: &[u8], frame: &mut OnFrame, data: &mut OnData) {
         while !bytes.is_empty() {
             match self {
                 Cut::Preface(left) => {
@@ -247,8 +340,17 @@ impl Cut {
                         };
                     }
                 }
-                Cut::Payload { ty, left, kept, .. } => {
+                Cut::Payload {
+                    ty,
+                    stream,
+                    left,
+                    kept,
+                    ..
+                } => {
                     let n = (*left).min(bytes.len());
+                    if *ty == DATA && n > 0 {
+                        data(*stream, n);
+                    }
                     if want.contains(ty) && kept.len() < KEEP {
                         let k = n.min(KEEP - kept.len());
                         kept.extend_from_slice(&bytes[..k]);
@@ -299,6 +401,8 @@ fn priority_of(ty: u8, flags: u8, stream: u32, p: &[u8]) -> Option<(u32, u8)> {
 pub struct FrameTap {
     io: BoxIo,
     cut: Cut,
+    /// The frames the server writes: their DATA bytes are counted as written.
+    out: Cut,
     sched: Arc<Scheduler>,
 }
 
@@ -308,8 +412,17 @@ impl FrameTap {
         FrameTap {
             io,
             cut: Cut::new(),
+            out: Cut::frames(),
             sched,
         }
+    }
+
+    fn count_written(&mut self, bytes: &[u8]) {
+        let sched = &self.sched;
+        self.out
+            .feed(bytes, &[], &mut |_, _, _, _| {}, &mut |id, n| {
+                sched.written(id, n)
+            });
     }
 }
 
@@ -332,6 +445,7 @@ impl AsyncRead for FrameTap {
                         sched.set(id, u);
                     }
                 },
+                &mut |_, _| {},
             );
         }
         r
@@ -344,14 +458,29 @@ impl AsyncWrite for FrameTap {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            self.count_written(&buf[..n]);
+        }
+        r
     }
     fn poll_write_vectored(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(mut n)) = r {
+            for b in bufs {
+                let k = n.min(b.len());
+                self.count_written(&b[..k]);
+                n -= k;
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        r
     }
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
@@ -468,7 +597,8 @@ impl AsyncWrite for FrameInjector {
         }
         let r = Pin::new(&mut me.io).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = r {
-            me.cut.feed(&buf[..n], &[], &mut |_, _, _, _| {});
+            me.cut
+                .feed(&buf[..n], &[], &mut |_, _, _, _| {}, &mut |_, _| {});
         }
         r
     }
@@ -526,21 +656,25 @@ mod tests {
         for chunk in [1, 2, 7, 1000] {
             let mut cut = Cut::new();
             let mut got = Vec::new();
+            let mut data = Vec::new();
             for piece in wire.chunks(chunk) {
                 cut.feed(
                     piece,
                     &[HEADERS, PRIORITY, PRIORITY_UPDATE],
                     &mut |t, f, s, p| got.extend(priority_of(t, f, s, p)),
+                    &mut |s, n| data.push((s, n)),
                 );
             }
             assert_eq!(got, [(3, 1), (5, 6)], "chunks of {chunk}");
+            let on_3: usize = data.iter().filter(|d| d.0 == 3).map(|d| d.1).sum();
+            assert_eq!((on_3, data.len() <= 3), (3, true), "DATA bytes of stream 3");
             assert!(cut.at_boundary());
         }
     }
 
     #[test]
     fn a_less_urgent_stream_waits_while_a_more_urgent_one_sends() {
-        let s = Arc::new(Scheduler::default());
+        let s = Arc::new(Scheduler::new(1 << 20, 1 << 20));
         let waker = futures_util::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         s.set_default(1, 3);

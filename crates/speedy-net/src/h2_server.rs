@@ -19,14 +19,17 @@ use tokio::time::Instant;
 /// at the default frame size); frames it produces in one turn are gathered up to this
 /// many bytes and written together, as the SPDY loop does (`spdy_conn::OUT_HIGH`).
 const H2_WRITE_BATCH: usize = 128 * 1024;
-/// Response data handed to the crate per turn of the priority scheduler: one frame at
-/// the default SETTINGS_MAX_FRAME_SIZE.
+/// One frame at the default SETTINGS_MAX_FRAME_SIZE.
 const FRAME: usize = 16 * 1024;
-/// Data the crate may hold per stream before it is written (its default is 400 KiB):
-/// two frames, so a priority change shows within two frames of each stream (one, the
-/// crate writes one while the next is handed over; one frame costs a third of bulk
-/// throughput on loopback, measured by a 100 MiB download).
-const STREAM_BUFFER: usize = 2 * FRAME;
+/// The most a stream sending alone may have handed the crate and not yet seen written
+/// (it may have what the socket took in the last 10 ms, between `CONTENDED` and this):
+/// large enough on a fast link for the crate to write large frames to a peer that
+/// allows them (`speedy bench` asks for 1 MiB) and to batch writes.
+const ALONE: usize = 4 * H2_WRITE_BATCH;
+/// Data a stream may have handed the crate and not yet seen written to the socket
+/// while others send too (counted by the `FrameTap` below the crate's write buffer):
+/// two frames, so a priority change shows within two frames of each stream.
+const CONTENDED: usize = 2 * FRAME;
 
 pub(crate) async fn serve(
     io: BoxIo,
@@ -37,13 +40,13 @@ pub(crate) async fn serve(
     let limits = cfg.limits;
     let max_body = cfg.max_body;
     let body_read_timeout = cfg.limits.body_read_timeout;
-    let sched = Arc::new(Scheduler::default());
+    let sched = Arc::new(Scheduler::new(CONTENDED, ALONE));
     let handshake = h2::server::Builder::new()
         .max_concurrent_streams(100)
         .initial_window_size(1 << 20)
         .initial_connection_window_size(8 << 20)
         .max_header_list_size(cfg.spdy.max_header_block as u32)
-        .max_send_buffer_size(STREAM_BUFFER)
+        .max_send_buffer_size(2 * ALONE)
         .handshake::<_, Bytes>(tokio::io::BufWriter::with_capacity(
             H2_WRITE_BATCH,
             FrameTap::new(io, sched.clone()),
@@ -228,6 +231,7 @@ async fn answer(
     }
     let mut full = body.take_full();
     if let Some(b) = full.take_if(|b| b.len() <= FRAME) {
+        // One frame: no turn to wait for.
         return send.send_data(b, true);
     }
     // A frame's worth at a time, each when the scheduler says it is this stream's turn
@@ -249,7 +253,7 @@ async fn answer(
         };
         while !c.is_empty() {
             sched.turn(id).await;
-            let want = c.len().min(FRAME);
+            let want = c.len().min(sched.allowance(id).max(1));
             send.reserve_capacity(want);
             let cap = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
                 Some(cap) => cap?,
@@ -261,6 +265,7 @@ async fn answer(
                 continue;
             }
             let part = c.split_to(cap.min(want));
+            sched.handed(id, part.len());
             send.send_data(part, false)?;
         }
     }
