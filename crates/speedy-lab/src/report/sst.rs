@@ -77,3 +77,37 @@ pub fn fig9_chart(r: &Fig9Run, third_at: f64, swap_at: f64) -> String {
 pub fn escape(s: &str) -> String {
     svg::esc(s)
 }
+
+/// SST's Fig 7: median transaction time against response size (log scale), a line
+/// per variant.
+pub fn fig7_chart(r: &crate::sst::Fig7Result) -> String {
+    let series: Vec<(Series, Vec<Point>)> = r
+        .iter()
+        .enumerate()
+        .map(|(i, (v, by_size))| {
+            let pts = by_size
+                .iter()
+                .map(|(&n, &ms)| Point {
+                    x: (n as f64).log10(),
+                    y: ms,
+                    ci: None,
+                    title: format!("{v}, {}: {ms:.0} ms", crate::sst::size_label(n)),
+                })
+                .collect();
+            (
+                Series {
+                    name: v.clone(),
+                    style: svg::style(i),
+                },
+                pts,
+            )
+        })
+        .collect();
+    lines(
+        "SST Fig 7: transaction time against size",
+        &series,
+        "response size (log scale)",
+        "ms, request to last byte (median)",
+        &|x| crate::sst::size_label(10f64.powf(x).round() as usize),
+    )
+}

@@ -85,21 +85,32 @@ HTTP/2. See docs/lab.md."
         #[arg(long, default_value = "chromium", value_name = "PROGRAM")]
         chromium: PathBuf,
     },
-    /// SST's Fig 9, dynamic reprioritization: three downloads on one connection over a
-    /// 1.5 Mbit/s link, a high-priority third at 5 s, a swap at 10 s; bytes over time per
-    /// request drawn in DIR/sst.html, a table printed (about 30 s per protocol).
+    /// SST's experiments through a 1.5 Mbit/s link. Fig 7: transaction time against
+    /// response size, a new TCP connection per transaction against a new SPDY, h2 or h3
+    /// stream on a warm connection (DIR/fig7.html). Fig 9, dynamic reprioritization:
+    /// three downloads on one connection, a high-priority third at 5 s, a swap at 10 s,
+    /// bytes over time per request (DIR/sst.html). Tables printed.
     #[command(
-        after_help = "Needs root (network namespaces). SPDY uses speedy's PRIORITY extension frame, h2 RFC 9218's PRIORITY_UPDATE (docs/spdy-priority.md); h3 cannot reprioritize yet. SST's Fig 7 and Fig 8 are not built yet.
-
-Examples:
-  sudo speedy lab sst
-  sudo speedy lab sst --protocols h2 --size 300000 --out /tmp/sst"
+        after_help = "Needs root (network namespaces). Fig 9: SPDY uses speedy's PRIORITY extension \
+frame, h2 RFC 9218's PRIORITY_UPDATE (docs/spdy-priority.md); h3 cannot reprioritize yet. \
+SST's Fig 8 and Fig 7's UDP curve are not built. The defaults take about 6 minutes.\n\nExamples:\n  \
+sudo speedy lab sst\n  \
+sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  \
+sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
     )]
     Sst {
         /// Output directory (default: lab-out/sst).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
-        /// Protocols, comma-separated: spdy/3.1 and h2.
+        /// Figures to run, comma-separated: 7 and 9.
+        #[arg(
+            long,
+            default_value = "7,9",
+            value_delimiter = ',',
+            value_name = "LIST"
+        )]
+        figures: Vec<u32>,
+        /// Fig 9's protocols, comma-separated: spdy/3.1 and h2.
         #[arg(
             long,
             default_value = "spdy/3.1,h2",
@@ -107,9 +118,15 @@ Examples:
             value_name = "LIST"
         )]
         protocols: Vec<String>,
-        /// Bytes per download (the paper: 1.5 MB).
+        /// Fig 9's bytes per download (the paper: 1.5 MB).
         #[arg(long, default_value_t = 1_500_000, value_name = "BYTES")]
         size: usize,
+        /// Fig 7's response sizes in bytes, comma-separated (default 32 B to 2 MiB).
+        #[arg(long, value_delimiter = ',', value_name = "LIST")]
+        sizes: Vec<usize>,
+        /// Fig 7's transactions per size and variant (the median is reported).
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        reps: usize,
     },
 }
 
@@ -187,9 +204,21 @@ fn lab(a: LabArgs) -> Result<()> {
         }
         Some(LabCmd::Sst {
             out,
+            figures,
             protocols,
             size,
+            sizes,
+            reps,
         }) => {
+            if let Some(f) = figures.iter().find(|f| ![7, 9].contains(*f)) {
+                bail!("--figures {f}: only Fig 7 and Fig 9 are built");
+            }
+            if let Some(n) = sizes.iter().find(|n| !(1..=100_000_000).contains(*n)) {
+                bail!("--sizes {n}: between 1 and 100000000 bytes");
+            }
+            if !(1..=100).contains(&reps) {
+                bail!("--reps {reps}: 1 to 100");
+            }
             for p in &protocols {
                 if !["spdy/3.1", "spdy", "h2"].contains(&p.as_str()) {
                     bail!("--protocols {p}: only spdy/3.1 and h2 can reprioritize a request in flight");
@@ -203,16 +232,29 @@ fn lab(a: LabArgs) -> Result<()> {
                 bail!("sst needs root (network namespaces and TUN devices); run it with sudo");
             }
             let speedy = std::env::current_exe().context("finding the speedy program")?;
-            let mut o = speedy_lab::sst::Fig9Options::paper(
-                speedy,
-                out.unwrap_or_else(|| PathBuf::from("lab-out").join("sst")),
-            );
-            o.protocols = protocols;
-            o.size = size;
-            let runs = speedy_lab::sst::fig9(&o).map_err(anyhow::Error::msg)?;
-            print!("{}", speedy_lab::sst::table(&runs));
-            let html = o.out.join("sst.html");
-            println!("report: {}", speedy_lab::report::file_url(&html));
+            let out = out.unwrap_or_else(|| PathBuf::from("lab-out").join("sst"));
+            if figures.contains(&7) {
+                let mut o = speedy_lab::sst::Fig7Options::paper(speedy.clone(), out.clone());
+                if !sizes.is_empty() {
+                    o.sizes = sizes;
+                }
+                o.reps = reps;
+                let r = speedy_lab::sst::fig7(&o).map_err(anyhow::Error::msg)?;
+                println!("Fig 7:");
+                print!("{}", speedy_lab::sst::fig7_table(&r));
+                let html = o.out.join("fig7.html");
+                println!("report: {}", speedy_lab::report::file_url(&html));
+            }
+            if figures.contains(&9) {
+                let mut o = speedy_lab::sst::Fig9Options::paper(speedy, out);
+                o.protocols = protocols;
+                o.size = size;
+                let runs = speedy_lab::sst::fig9(&o).map_err(anyhow::Error::msg)?;
+                println!("Fig 9:");
+                print!("{}", speedy_lab::sst::table(&runs));
+                let html = o.out.join("sst.html");
+                println!("report: {}", speedy_lab::report::file_url(&html));
+            }
             Ok(())
         }
         None => {

@@ -1,7 +1,7 @@
 //! SST's experiments (Ford, "Structured Streams: a New Transport Abstraction",
-//! SIGCOMM 2007) on today's stream protocols. Built so far: Fig 9, dynamic
-//! reprioritization. Fig 7 (latency against size) and Fig 8 (page loads under the
-//! HTTP flavours) are not built yet.
+//! SIGCOMM 2007) on today's stream protocols. Built so far: Fig 7, transaction time
+//! against size ([`fig7`]), and Fig 9, dynamic reprioritization (here). Fig 8 (page
+//! loads under the HTTP flavours) is not built yet.
 //!
 //! Fig 9, as the paper describes it: over a 1.5 Mbit/s link, two 1.5 MB downloads start
 //! at once with equal priority; at 5 s a third, high-priority download starts and
@@ -11,6 +11,9 @@
 //! through `speedy link` in namespaces: `speedy serve --notsent-lowat 16K` and `speedy
 //! fetch --priority-of 3=0 --start 3=5 --reprioritize 10:2=0 --reprioritize 10:3=3
 //! --progress`, whose progress lines (bytes received over time per request) are drawn.
+
+mod fig7;
+pub use fig7::{fig7, size_label, table as fig7_table, Fig7Options, Fig7Result};
 
 use crate::report::fig9_chart;
 use std::io::Read;
@@ -120,51 +123,98 @@ fn run_one(o: &Fig9Options, protocol: &str, www: &Path, progress: &Path) -> Resu
         url(2),
         url(3)
     );
-    let rate = format!("{}kbit", o.rate_kbit);
-    let mut cmd = Command::new(&o.speedy);
-    cmd.args([
-        "link",
-        "--rtt",
-        &o.rtt_ms.to_string(),
-        "--down",
-        &rate,
-        "--up",
-        &rate,
-    ])
-    .args(["--server-cmd", &server, "--", "sh", "-c", &fetch])
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
-    crate::testbed::die_with_parent(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", o.speedy.display()))?;
-    // Three downloads at the link rate, with room for slow start and the queues.
-    let bits = 3.0 * o.size as f64 * 8.0;
-    let limit = Duration::from_secs_f64(30.0 + 2.0 * bits / (f64::from(o.rate_kbit) * 1e3));
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            break s;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{protocol}: did not finish within {limit:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let link = Link {
+        speedy: &o.speedy,
+        rate_kbit: o.rate_kbit,
+        rtt_ms: o.rtt_ms,
     };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
+    link.run(&server, &fetch, 3 * o.size as u64, protocol)
+        .map(|_| ())
+}
+
+/// The link every SST figure runs through: `speedy link` with `--server-cmd` in the
+/// server namespace and a client command in the client namespace.
+pub(crate) struct Link<'a> {
+    pub speedy: &'a Path,
+    pub rate_kbit: u32,
+    pub rtt_ms: u32,
+}
+
+impl Link<'_> {
+    /// Runs `client` (a shell command) against `server` through the link; returns the
+    /// client's standard output (the server's start-up lines come first). Bounded by
+    /// twice the time `bytes` take at the link's rate, plus 30 s.
+    pub fn run(
+        &self,
+        server: &str,
+        client: &str,
+        bytes: u64,
+        what: &str,
+    ) -> Result<String, String> {
+        let rate = format!("{}kbit", self.rate_kbit);
+        let mut cmd = Command::new(self.speedy);
+        cmd.args([
+            "link",
+            "--rtt",
+            &self.rtt_ms.to_string(),
+            "--down",
+            &rate,
+            "--up",
+            &rate,
+        ])
+        .args(["--server-cmd", server, "--", "sh", "-c", client])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        crate::testbed::die_with_parent(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.speedy.display()))?;
+        let pipe = |r: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_string(&mut s);
+                }
+                s
+            })
+        };
+        let out = pipe(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let err = pipe(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let bits = bytes as f64 * 8.0;
+        let limit = Duration::from_secs_f64(30.0 + 2.0 * bits / (f64::from(self.rate_kbit) * 1e3));
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+                break s;
+            }
+            if t0.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{what}: did not finish within {limit:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let out = out.join().unwrap_or_default();
+        let err = err.join().unwrap_or_default();
+        if !status.success() {
+            return Err(format!(
+                "{what}: speedy link or its client failed ({status}): {}",
+                err.trim()
+            ));
+        }
+        Ok(out)
     }
-    if !status.success() {
-        return Err(format!(
-            "{protocol}: speedy link/fetch failed ({status}): {}",
-            err.trim()
-        ));
-    }
-    Ok(())
 }
 
 /// Reads a `speedy fetch --progress` file.

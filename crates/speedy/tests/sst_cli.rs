@@ -1,6 +1,7 @@
-//! Reprioritization of requests in flight, end to end: `speedy fetch --reprioritize`
-//! against `speedy serve` through `speedy link` in namespaces, over SPDY/3.1 (speedy's
-//! PRIORITY extension frame) and h2 (RFC 9218 PRIORITY_UPDATE). Needs root.
+//! SST's experiments end to end, through `speedy link` in namespaces (needs root):
+//! reprioritization of requests in flight (`speedy fetch --reprioritize` against
+//! `speedy serve`, over SPDY/3.1 with speedy's PRIORITY extension frame and h2 with RFC
+//! 9218 PRIORITY_UPDATE), and `speedy lab sst`'s Fig 7 and Fig 9.
 
 mod support;
 use serde_json::Value;
@@ -129,6 +130,8 @@ fn lab_sst_runs_and_draws_fig_9() {
             .args([
                 "lab",
                 "sst",
+                "--figures",
+                "9",
                 "--protocols",
                 "h2",
                 "--size",
@@ -166,4 +169,60 @@ fn lab_sst_runs_and_draws_fig_9() {
     );
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("only spdy/3.1 and h2"));
+}
+
+/// `speedy lab sst --figures 7`: every variant's transactions succeed, and a
+/// transaction on a new TCP connection takes at least one round trip (50 ms of
+/// propagation) longer than a new stream on a warm SPDY session for the smallest size:
+/// the handshake SST's structured streams avoid.
+#[test]
+fn lab_sst_fig_7_shows_the_handshake_a_warm_stream_saves() {
+    if !can_run_link() {
+        return;
+    }
+    let dir = TempDir::new("sst7");
+    let out = dir.0.join("out");
+    let o = run_bounded(
+        Command::new(BIN)
+            .args([
+                "lab",
+                "sst",
+                "--figures",
+                "7",
+                "--sizes",
+                "32,65536",
+                "--reps",
+                "2",
+                "--out",
+            ])
+            .arg(&out),
+        Duration::from_secs(180),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let head = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("size"))
+        .unwrap_or_else(|| panic!("no table: {stdout}"));
+    let cols: Vec<&str> = head.split_whitespace().collect();
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("32 B"))
+        .unwrap_or_else(|| panic!("no 32 B row: {stdout}"));
+    let vals: Vec<f64> = row
+        .split_whitespace()
+        .skip(2)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let of = |name: &str| vals[cols.iter().position(|c| *c == name).unwrap() - 1];
+    eprintln!("{stdout}");
+    for v in ["tcp", "spdy/3.1", "h2", "h3"] {
+        assert!(of(v) > 0.0, "{v}: {row}");
+    }
+    assert!(
+        of("tcp") >= of("spdy/3.1") + 40.0,
+        "a new TCP connection costs a round trip more than a warm SPDY stream: {row}"
+    );
+    let html = std::fs::read_to_string(out.join("fig7.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 1);
 }
