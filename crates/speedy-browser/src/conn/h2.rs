@@ -153,11 +153,19 @@ pub(crate) fn request_header_bytes(r: &WireRequest, req: &http::Request<()>) -> 
 }
 
 /// The `http` request for `r` (pseudo-headers and connection-specific headers dropped,
-/// as h2 and h3 require).
+/// as h2 and h3 require), with its priority as RFC 9218's `priority` header: Chromium
+/// sends it on h2 (`net/spdy/spdy_http_utils.cc`, `CreateSpdyHeadersFromHttpRequest`)
+/// and h3, with urgency `HIGHEST - priority` (`net/quic/quic_http_utils.cc`,
+/// `ConvertRequestPriorityToQuicPriority`: HIGHEST 0, MEDIUM 1, LOW 2, LOWEST 3, IDLE 4),
+/// the numbers the loader already uses as SPDY priorities; left out for urgency 3, the
+/// default. (Chromium also adds `, i` for incremental requests; not modelled.)
 pub(crate) fn build(r: &WireRequest) -> Result<http::Request<()>, String> {
     let mut b = http::Request::builder()
         .method(r.method.as_str())
         .uri(format!("{}://{}{}", r.scheme, r.authority, r.path));
+    if r.priority != 3 && !r.headers.iter().any(|(n, _)| n == "priority") {
+        b = b.header("priority", format!("u={}", r.priority.min(7)));
+    }
     for (n, v) in &r.headers {
         if n.starts_with(':') || CONNECTION_SPECIFIC.contains(&n.as_str()) {
             continue;
