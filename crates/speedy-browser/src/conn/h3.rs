@@ -3,8 +3,9 @@
 //! QUIC handshake is the connect and TLS phases at once) and handed to
 //! [`Driver::run_quic`].
 //!
-//! Limits: the `h3` crate sends no priority information (no RFC 9218 `priority` header or
-//! PRIORITY_UPDATE), so the loader's priorities do not reach the server; QPACK's
+//! Limits: priorities go only as RFC 9218's `priority` header (`conn::h2::build`; the
+//! `h3` crate has no PRIORITY_UPDATE), and `speedy serve`'s h3 side does not schedule by
+//! them yet; QPACK's
 //! compressed sizes are not exposed, so header bytes are reported uncompressed (name +
 //! value + 32 per field, as for h2); `bytes_in`/`bytes_out` count UDP payload (QUIC
 //! headers, acknowledgements and retransmissions included).
