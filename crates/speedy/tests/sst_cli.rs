@@ -120,29 +120,11 @@ fn a_raised_stream_takes_the_link_from_the_next_round_trip() {
 /// table printed, one chart per protocol in sst.html.
 #[test]
 fn lab_sst_runs_and_draws_fig_9() {
-    if !can_run_link() {
+    let Some((_dir, out, stdout)) =
+        lab_sst(&["--figures", "9", "--protocols", "h2", "--size", "1000000"])
+    else {
         return;
-    }
-    let dir = TempDir::new("sst");
-    let out = dir.0.join("out");
-    let o = run_bounded(
-        Command::new(BIN)
-            .args([
-                "lab",
-                "sst",
-                "--figures",
-                "9",
-                "--protocols",
-                "h2",
-                "--size",
-                "1000000",
-                "--out",
-            ])
-            .arg(&out),
-        Duration::from_secs(120),
-    );
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
     let row = stdout
         .lines()
         .find(|l| l.starts_with("h2 "))
@@ -177,29 +159,11 @@ fn lab_sst_runs_and_draws_fig_9() {
 /// the handshake SST's structured streams avoid.
 #[test]
 fn lab_sst_fig_7_shows_the_handshake_a_warm_stream_saves() {
-    if !can_run_link() {
+    let Some((_dir, out, stdout)) =
+        lab_sst(&["--figures", "7", "--sizes", "32,65536", "--reps", "2"])
+    else {
         return;
-    }
-    let dir = TempDir::new("sst7");
-    let out = dir.0.join("out");
-    let o = run_bounded(
-        Command::new(BIN)
-            .args([
-                "lab",
-                "sst",
-                "--figures",
-                "7",
-                "--sizes",
-                "32,65536",
-                "--reps",
-                "2",
-                "--out",
-            ])
-            .arg(&out),
-        Duration::from_secs(180),
-    );
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
     let head = stdout
         .lines()
         .find(|l| l.trim_start().starts_with("size"))
@@ -225,4 +189,24 @@ fn lab_sst_fig_7_shows_the_handshake_a_warm_stream_saves() {
     );
     let html = std::fs::read_to_string(out.join("fig7.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 1);
+}
+
+/// Runs `speedy lab sst ARGS --out DIR` (bounded) and checks it succeeded; returns the
+/// temporary directory, DIR and the standard output, or `None` where links cannot run.
+fn lab_sst(args: &[&str]) -> Option<(TempDir, std::path::PathBuf, String)> {
+    if !can_run_link() {
+        return None;
+    }
+    let dir = TempDir::new("sst-lab");
+    let out = dir.0.join("out");
+    let o = run_bounded(
+        Command::new(BIN)
+            .args(["lab", "sst"])
+            .args(args)
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(180),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    Some((dir, out, String::from_utf8_lossy(&o.stdout).into_owned()))
 }
