@@ -210,3 +210,33 @@ fn lab_sst(args: &[&str]) -> Option<(TempDir, std::path::PathBuf, String)> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     Some((dir, out, String::from_utf8_lossy(&o.stdout).into_owned()))
 }
+
+/// Scheduling options that cannot work are refused by name, before anything connects.
+#[test]
+fn bad_scheduling_options_are_refused_by_name() {
+    let url = "http://127.0.0.1:1/a";
+    for (args, says) in [
+        (
+            vec!["--reprioritize", "10:5=0", url],
+            "\"5\" is not a URL position (1 to 1)",
+        ),
+        (vec!["--reprioritize", "1", url], "expected SECS:N=PRIORITY"),
+        (vec!["--start", "1=x", url], "\"x\" is not seconds"),
+        (
+            vec!["--priority-of", "1=9", url],
+            "\"9\" is not a priority (0 to 7)",
+        ),
+        (
+            vec!["--start", "1=1", url, "http://127.0.0.2:1/b"],
+            "give URLs of one origin",
+        ),
+    ] {
+        let o = run_bounded(
+            Command::new(BIN).arg("fetch").args(&args),
+            Duration::from_secs(10),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
