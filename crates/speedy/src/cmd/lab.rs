@@ -93,7 +93,7 @@ HTTP/2. See docs/lab.md."
     #[command(
         after_help = "Needs root (network namespaces). Fig 9: SPDY uses speedy's PRIORITY extension \
 frame, h2 RFC 9218's PRIORITY_UPDATE (docs/spdy-priority.md); h3 cannot reprioritize yet. \
-SST's Fig 8 and Fig 7's UDP curve are not built. The defaults take about 6 minutes.\n\nExamples:\n  \
+SST's Fig 8 and Fig 7's UDP curve are not built. The defaults take about 5 minutes.\n\nExamples:\n  \
 sudo speedy lab sst\n  \
 sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  \
 sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
