@@ -218,15 +218,6 @@ impl Scheduler {
         self.lock().remember(stream, urgency, false);
     }
 
-    /// `stream`'s urgency now.
-    pub fn urgency(&self, stream: u32) -> u8 {
-        self.lock()
-            .urgency
-            .get(&stream)
-            .copied()
-            .unwrap_or(DEFAULT_URGENCY)
-    }
-
     /// Marks `stream` as having data to send until the guard is dropped.
     pub fn sending(self: &Arc<Self>, stream: u32) -> Sending {
         self.lock().sending.insert(stream, Flow::default());
@@ -689,6 +680,6 @@ mod tests {
         );
         assert!(s.poll_turn(3, &mut cx).is_ready());
         drop(a);
-        assert_eq!(s.urgency(1), DEFAULT_URGENCY, "forgotten once done");
+        assert!(!s.lock().urgency.contains_key(&1), "forgotten once done");
     }
 }
