@@ -452,7 +452,8 @@ impl Client {
         self.pushes.take()
     }
 
-    /// Measures a round trip with PING (SPDY and h2; `None` for the others).
+    /// Measures a round trip with PING (SPDY and h2), or over h3 with a stream the
+    /// server stops at once (`H3Client::ping`); `None` over HTTP/1.1.
     pub async fn ping(&self) -> Option<std::time::Duration> {
         let h = match &self.inner {
             Inner::Spdy(h) => h,
@@ -462,6 +463,7 @@ impl Client {
                 p.ping(h2::Ping::opaque()).await.ok()?;
                 return Some(t.elapsed());
             }
+            Inner::H3(h) => return h.ping().await,
             _ => return None,
         };
         let (tx, rx) = oneshot::channel();
@@ -482,8 +484,8 @@ impl Client {
 
     /// Asks the server to send stream `stream_id` (from [`ResponseStream::stream_id`])
     /// at `priority` (0 most urgent .. 7) from now on: speedy's PRIORITY extension frame
-    /// over SPDY (docs/spdy-priority.md), RFC 9218's PRIORITY_UPDATE over h2. Neither
-    /// HTTP/1.1 nor (yet) h3 can say it: an error.
+    /// over SPDY (docs/spdy-priority.md), RFC 9218's PRIORITY_UPDATE over h2 and h3.
+    /// HTTP/1.1 cannot say it: an error.
     pub fn reprioritize(&self, stream_id: u32, priority: u8) -> Result<(), ClientError> {
         match &self.inner {
             Inner::Spdy(h) => {
@@ -494,6 +496,7 @@ impl Client {
                 injector.priority_update(stream_id, priority);
                 Ok(())
             }
+            Inner::H3(h) => h.reprioritize(u64::from(stream_id), priority),
             _ => Err(ClientError::Protocol(format!(
                 "{} has no way to reprioritize a request in flight",
                 self.protocol()
@@ -587,9 +590,12 @@ impl Client {
         h: &crate::h3::H3Client,
         req: ClientRequest,
     ) -> Result<ResponseStream, ClientError> {
-        let hreq = self.http_head(&req, "h3", true)?;
-        let (parts, body) = h.request(hreq, req.body).await?;
-        Ok(response_from(&self.log, parts, "h3", |_| body))
+        let mut hreq = self.http_head(&req, "h3", true)?;
+        priority_header(&mut hreq, req.priority);
+        let (parts, body, id) = h.request(hreq, req.body).await?;
+        let mut r = response_from(&self.log, parts, "h3", |_| body);
+        r.stream_id = u32::try_from(id).ok();
+        Ok(r)
     }
 
     async fn h2_request(
@@ -599,12 +605,7 @@ impl Client {
     ) -> Result<ResponseStream, ClientError> {
         let h2_err = |e: h2::Error| ClientError::Http(format!("h2: {e}"));
         let mut hreq = self.http_head(&req, "h2", false)?;
-        if req.priority != crate::h2_priority::DEFAULT_URGENCY {
-            // RFC 9218 §5: the default urgency is left unsaid.
-            let v = format!("u={}", req.priority.min(7));
-            hreq.headers_mut()
-                .insert("priority", v.parse().expect("ascii"));
-        }
+        priority_header(&mut hreq, req.priority);
         let mut send = send.ready().await.map_err(h2_err)?;
         let (fut, mut body_tx) = send
             .send_request(hreq, req.body.is_empty())
@@ -620,6 +621,16 @@ impl Client {
         });
         r.stream_id = Some(id);
         Ok(r)
+    }
+}
+
+/// Adds RFC 9218's `priority` header for a request at `urgency` (the default, 3, is
+/// left unsaid, as §5 allows).
+fn priority_header(req: &mut http::Request<()>, urgency: u8) {
+    if urgency != crate::h2_priority::DEFAULT_URGENCY {
+        let v = format!("u={}", urgency.min(7));
+        req.headers_mut()
+            .insert("priority", v.parse().expect("ascii"));
     }
 }
 

@@ -14,6 +14,8 @@
 
 use crate::body::Body;
 use crate::client::ClientError;
+use crate::h2_priority::parse_priority_field;
+use crate::h3_quic::{self, Injector, Priorities};
 use crate::handler::{Handler, Request, Response, ServerConfig};
 use bytes::{Buf, Bytes};
 use std::io;
@@ -116,9 +118,10 @@ async fn serve_connection(
         .await
         .map_err(|_| "QUIC handshake timed out".to_string())?
         .map_err(|e| format!("QUIC handshake: {e}"))?;
+    let prio = Arc::new(Priorities::default());
     let mut h3c = h3::server::builder()
         .max_field_section_size(cfg.spdy.max_header_block as u64)
-        .build::<_, Bytes>(h3_quinn::Connection::new(conn))
+        .build::<_, Bytes>(h3_quic::Connection::new(conn, prio.clone()))
         .await
         .map_err(|e| format!("h3 set-up: {e}"))?;
     let mut streams = tokio::task::JoinSet::new();
@@ -138,11 +141,20 @@ async fn serve_connection(
         match next {
             Ok(Some(resolver)) => {
                 let handler = handler.clone();
+                let prio = prio.clone();
                 let max_body = cfg.max_body;
                 let read_timeout = cfg.limits.body_read_timeout;
                 streams.spawn(async move {
                     match resolver.resolve_request().await {
                         Ok((req, stream)) => {
+                            let id = stream.id().into_inner();
+                            if let Some(u) = req
+                                .headers()
+                                .get("priority")
+                                .and_then(|v| parse_priority_field(v.as_bytes()))
+                            {
+                                prio.set_default(id, u);
+                            }
                             answer(req, stream, handler, max_body, read_timeout).await
                         }
                         Err(e) => tracing::debug!("h3 request: {e}"),
@@ -163,7 +175,7 @@ async fn serve_connection(
     Ok(())
 }
 
-type ServerStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+type ServerStream = h3::server::RequestStream<h3_quic::BidiStream<Bytes>, Bytes>;
 
 /// Answers one request: the handler's response head, then its body chunk by chunk.
 async fn answer(
@@ -266,7 +278,9 @@ where
 /// The client side of one HTTP/3 connection (cloned per request).
 #[derive(Clone)]
 pub struct H3Client {
-    send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+    send: h3::client::SendRequest<h3_quic::OpenStreams, Bytes>,
+    /// PRIORITY_UPDATE frames and round trips.
+    injector: Injector,
     /// The QUIC connection, for its counters.
     quic: quinn::Connection,
     /// Keeps the endpoint (its UDP socket and driver) alive with the connection.
@@ -311,9 +325,11 @@ pub async fn connect(
             .map_or("none".into(), |p| String::from_utf8_lossy(&p).into_owned())
     );
     let quic = conn.clone();
+    let qc = h3_quic::Connection::new(conn, Arc::default());
+    let injector = qc.injector();
     let (mut driver, send) = h3::client::builder()
         .max_field_section_size(max_header_block as u64)
-        .build::<_, _, Bytes>(h3_quinn::Connection::new(conn))
+        .build::<_, _, Bytes>(qc)
         .await
         .map_err(|e| ClientError::Connect(format!("h3 set-up with {host}:{port}: {e}")))?;
     tokio::spawn(async move {
@@ -325,6 +341,7 @@ pub async fn connect(
     Ok((
         H3Client {
             send,
+            injector,
             quic,
             _endpoint: endpoint,
         },
@@ -349,16 +366,31 @@ impl H3Client {
         self.quic.close(0x100u32.into(), b"");
     }
 
+    /// Asks the server to send request stream `id` at `urgency` from now on (a
+    /// PRIORITY_UPDATE frame on the control stream).
+    pub fn reprioritize(&self, id: u64, urgency: u8) -> Result<(), ClientError> {
+        self.injector
+            .priority_update(id, urgency)
+            .map_err(ClientError::Protocol)
+    }
+
+    /// A round trip to the server and back (see [`Injector::ping`]).
+    pub async fn ping(&self) -> Option<Duration> {
+        self.injector.ping().await
+    }
+
     /// Sends `req` (head, then `body` if any) and waits for the response head; the body
-    /// streams in as it is read (its length from `content-length`, when given).
+    /// streams in as it is read (its length from `content-length`, when given). Also
+    /// returns the request's stream id.
     pub async fn request(
         &self,
         req: http::Request<()>,
         body: Bytes,
-    ) -> Result<(http::response::Parts, Body), ClientError> {
+    ) -> Result<(http::response::Parts, Body, u64), ClientError> {
         let h3_err = |e: h3::error::StreamError| ClientError::Http(format!("h3: {e}"));
         let mut send = self.send.clone();
         let mut stream = send.send_request(req).await.map_err(h3_err)?;
+        let id = stream.id().into_inner();
         if !body.is_empty() {
             stream.send_data(body).await.map_err(h3_err)?;
         }
@@ -378,6 +410,6 @@ impl H3Client {
                 Err(e) => Some((Err(io::Error::other(format!("h3: {e}"))), None)),
             }
         });
-        Ok((parts, Body::stream(s, len)))
+        Ok((parts, Body::stream(s, len), id))
     }
 }

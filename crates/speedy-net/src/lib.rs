@@ -17,6 +17,7 @@ pub mod client;
 pub mod h2_priority;
 mod h2_server;
 pub mod h3;
+pub mod h3_quic;
 pub mod handler;
 mod http1;
 mod http1_ready;

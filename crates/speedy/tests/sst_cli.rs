@@ -1,7 +1,7 @@
 //! SST's experiments end to end, through `speedy link` in namespaces (needs root):
 //! reprioritization of requests in flight (`speedy fetch --reprioritize` against
-//! `speedy serve`, over SPDY/3.1 with speedy's PRIORITY extension frame and h2 with RFC
-//! 9218 PRIORITY_UPDATE), and `speedy lab sst`'s Fig 7 and Fig 9.
+//! `speedy serve`, over SPDY/3.1 with speedy's PRIORITY extension frame, h2 and h3 with
+//! RFC 9218 PRIORITY_UPDATE), and `speedy lab sst`'s Fig 7 and Fig 9.
 
 mod support;
 use serde_json::Value;
@@ -13,12 +13,13 @@ use support::{can_run_link, run_bounded, TempDir, BIN};
 const SIZE: usize = 1_000_000;
 
 /// The client raises one of two equal downloads to priority 0 after 2 s, with a
-/// PING sent beside the frame. The PING's answer marks the next round trip as the
-/// client sees it (queues included: its answer is sent behind whatever the server had
-/// already handed to the kernel). In the second from that answer on, the raised stream
-/// has at least 75% of the bytes received: at most the frames a stream had already
-/// handed over (SPDY: none, its scheduler picks every frame; h2: two 16 KiB frames, the
-/// `h2` crate's buffer per stream) come from the other.
+/// PING sent beside the frame (over h3: a reserved-type stream that the server stops).
+/// The PING's answer marks the next round trip as the client sees it (queues included:
+/// its answer is sent behind whatever the server had already handed to the kernel). In
+/// the second from that answer on, the raised stream has at least 75% of the bytes
+/// received: at most the frames a stream had already handed over (SPDY: none, its
+/// scheduler picks every frame; h2: two 16 KiB frames, the `h2` crate's buffer per
+/// stream; h3: none, quinn picks every packet's stream by priority) come from the other.
 #[test]
 fn a_raised_stream_takes_the_link_from_the_next_round_trip() {
     if !can_run_link() {
@@ -29,15 +30,19 @@ fn a_raised_stream_takes_the_link_from_the_next_round_trip() {
         let body: Vec<u8> = (0..SIZE).map(|i| (i * 7 + n.len()) as u8).collect();
         std::fs::write(dir.0.join(format!("{n}.bin")), body).unwrap();
     }
-    for proto in ["spdy/3.1", "h2"] {
+    for proto in ["spdy/3.1", "h2", "h3"] {
         let progress = dir.0.join(format!("progress-{}.jsonl", &proto[..2]));
+        let (tls, scheme, k) = match proto {
+            "h3" => (" --tls-self-signed --h3", "https", " -k"),
+            _ => ("", "http", ""),
+        };
         let server_cmd = format!(
-            "exec {BIN} serve --listen 0.0.0.0:9000 --root {} --notsent-lowat 16K",
+            "exec {BIN} serve --listen 0.0.0.0:9000 --root {} --notsent-lowat 16K{tls}",
             dir.0.display()
         );
         let fetch_cmd = format!(
-            "exec {BIN} fetch --protocol {proto} --progress {} --reprioritize 2:2=0 \
-             http://$SPEEDY_SERVER_ADDR:9000/a.bin http://$SPEEDY_SERVER_ADDR:9000/b.bin",
+            "exec {BIN} fetch{k} --protocol {proto} --progress {} --reprioritize 2:2=0 \
+             {scheme}://$SPEEDY_SERVER_ADDR:9000/a.bin {scheme}://$SPEEDY_SERVER_ADDR:9000/b.bin",
             progress.display()
         );
         let out = run_bounded(
@@ -117,18 +122,19 @@ fn a_raised_stream_takes_the_link_from_the_next_round_trip() {
 }
 
 /// `speedy lab sst` runs Fig 9 end to end and draws it: every download whole, the
-/// table printed, one chart per protocol in sst.html.
+/// table printed, one chart per protocol in sst.html (h3: the lab's TLS and QUIC path;
+/// SPDY and h2 are run by the test above).
 #[test]
 fn lab_sst_runs_and_draws_fig_9() {
     let Some((_dir, out, stdout)) =
-        lab_sst(&["--figures", "9", "--protocols", "h2", "--size", "1000000"])
+        lab_sst(&["--figures", "9", "--protocols", "h3", "--size", "1000000"])
     else {
         return;
     };
     let row = stdout
         .lines()
-        .find(|l| l.starts_with("h2 "))
-        .unwrap_or_else(|| panic!("no h2 row: {stdout}"));
+        .find(|l| l.starts_with("h3 "))
+        .unwrap_or_else(|| panic!("no h3 row: {stdout}"));
     let share: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
     assert!((0.0..=1.0).contains(&share), "{row}");
     let html = std::fs::read_to_string(out.join("sst.html")).unwrap();
@@ -137,7 +143,7 @@ fn lab_sst_runs_and_draws_fig_9() {
         1,
         "one chart for one protocol"
     );
-    let progress = std::fs::read_to_string(out.join("fig9-h2.jsonl")).unwrap();
+    let progress = std::fs::read_to_string(out.join("fig9-h3.jsonl")).unwrap();
     let whole: Vec<u64> = progress
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -150,7 +156,7 @@ fn lab_sst_runs_and_draws_fig_9() {
         Duration::from_secs(10),
     );
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("only spdy/3.1 and h2"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("only spdy/3.1, h2 and h3"));
 }
 
 /// `speedy lab sst --figures 7`: every variant's transactions succeed, and a

@@ -121,7 +121,7 @@ async fn request(
         error,
         retry: false,
     };
-    let (parts, mut body) = match conn.request(req, bytes::Bytes::new()).await {
+    let (parts, mut body, _) = match conn.request(req, bytes::Bytes::new()).await {
         Ok(r) => r,
         Err(e) => {
             let _ = events.send(fail(e.to_string()));

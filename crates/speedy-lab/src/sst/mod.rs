@@ -7,10 +7,12 @@
 //! at once with equal priority; at 5 s a third, high-priority download starts and
 //! should take the link; at 10 s the client swaps priorities so that one of the first
 //! two takes the link. Here each protocol that can reprioritize (SPDY/3.1 with speedy's
-//! PRIORITY extension, h2 with RFC 9218 PRIORITY_UPDATE; docs/spdy-priority.md) runs it
-//! through `speedy link` in namespaces: `speedy serve --notsent-lowat 16K` and `speedy
-//! fetch --priority-of 3=0 --start 3=5 --reprioritize 10:2=0 --reprioritize 10:3=3
-//! --progress`, whose progress lines (bytes received over time per request) are drawn.
+//! PRIORITY extension, docs/spdy-priority.md; h2 and h3 with RFC 9218 PRIORITY_UPDATE)
+//! runs it through `speedy link` in namespaces: `speedy serve --notsent-lowat 16K
+//! --tls-self-signed --h3` and `speedy fetch --priority-of 3=0 --start 3=5
+//! --reprioritize 10:2=0 --reprioritize 10:3=3 --progress`, whose progress lines (bytes
+//! received over time per request) are drawn. h3 runs over QUIC with TLS (it always
+//! is); SPDY and h2 over plain TCP.
 
 mod fig7;
 pub use fig7::{fig7, size_label, table as fig7_table, Fig7Options, Fig7Result};
@@ -28,7 +30,7 @@ pub struct Fig9Options {
     pub speedy: PathBuf,
     /// Output directory: progress files, `sst.html`.
     pub out: PathBuf,
-    /// Protocols to run (`spdy/3.1`, `h2`).
+    /// Protocols to run (`spdy/3.1`, `h2`, `h3`).
     pub protocols: Vec<String>,
     /// Bytes per download (the paper: 1.5 MB).
     pub size: usize,
@@ -50,7 +52,7 @@ impl Fig9Options {
         Fig9Options {
             speedy,
             out,
-            protocols: vec!["spdy/3.1".into(), "h2".into()],
+            protocols: vec!["spdy/3.1".into(), "h2".into(), "h3".into()],
             size: 1_500_000,
             rate_kbit: 1_500,
             rtt_ms: 50,
@@ -106,13 +108,14 @@ pub fn fig9(o: &Fig9Options) -> Result<Vec<Fig9Run>, String> {
 
 fn run_one(o: &Fig9Options, protocol: &str, www: &Path, progress: &Path) -> Result<(), String> {
     let server = format!(
-        "exec {} serve --listen 0.0.0.0:9000 --root {} --notsent-lowat 16K",
+        "exec {} serve --listen 0.0.0.0:9000 --root {} --notsent-lowat 16K --tls-self-signed --h3",
         o.speedy.display(),
         www.display()
     );
-    let url = |n: u32| format!("http://$SPEEDY_SERVER_ADDR:9000/{n}.bin");
+    let scheme = if protocol == "h3" { "https" } else { "http" };
+    let url = |n: u32| format!("{scheme}://$SPEEDY_SERVER_ADDR:9000/{n}.bin");
     let fetch = format!(
-        "exec {} fetch --protocol {protocol} --progress {} --priority-of 3=0 --start 3={} \
+        "exec {} fetch -k --protocol {protocol} --progress {} --priority-of 3=0 --start 3={} \
          --reprioritize {}:2=0 --reprioritize {}:3=3 {} {} {}",
         o.speedy.display(),
         progress.display(),

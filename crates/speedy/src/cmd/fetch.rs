@@ -89,7 +89,8 @@ pub struct FetchArgs {
     /// SECS seconds after the connection is up, ask the server to send the URL in
     /// position N at PRIORITY from then on, and time a PING sent with it (repeatable),
     /// e.g. `--reprioritize 10:2=0`. SPDY: speedy's PRIORITY extension frame
-    /// (docs/spdy-priority.md); h2: RFC 9218's PRIORITY_UPDATE. URLs of one origin only.
+    /// (docs/spdy-priority.md); h2 and h3: RFC 9218's PRIORITY_UPDATE (h3's "PING" is a
+    /// reserved-type stream the server stops). URLs of one origin only.
     #[arg(long, value_name = "SECS:N=PRIORITY")]
     reprioritize: Vec<String>,
     /// Write a JSON line to FILE for each piece of a body received (`t`: seconds since

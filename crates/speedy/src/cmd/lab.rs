@@ -92,7 +92,7 @@ HTTP/2. See docs/lab.md."
     /// bytes over time per request (DIR/sst.html). Tables printed.
     #[command(
         after_help = "Needs root (network namespaces). Fig 9: SPDY uses speedy's PRIORITY extension \
-frame, h2 RFC 9218's PRIORITY_UPDATE (docs/spdy-priority.md); h3 cannot reprioritize yet. \
+frame (docs/spdy-priority.md), h2 and h3 RFC 9218's PRIORITY_UPDATE. \
 SST's Fig 8 and Fig 7's UDP curve are not built. The defaults take about 5 minutes.\n\nExamples:\n  \
 sudo speedy lab sst\n  \
 sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  \
@@ -110,10 +110,10 @@ sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
             value_name = "LIST"
         )]
         figures: Vec<u32>,
-        /// Fig 9's protocols, comma-separated: spdy/3.1 and h2.
+        /// Fig 9's protocols, comma-separated: spdy/3.1, h2 and h3.
         #[arg(
             long,
-            default_value = "spdy/3.1,h2",
+            default_value = "spdy/3.1,h2,h3",
             value_delimiter = ',',
             value_name = "LIST"
         )]
@@ -220,8 +220,8 @@ fn lab(a: LabArgs) -> Result<()> {
                 bail!("--reps {reps}: 1 to 100");
             }
             for p in &protocols {
-                if !["spdy/3.1", "spdy", "h2"].contains(&p.as_str()) {
-                    bail!("--protocols {p}: only spdy/3.1 and h2 can reprioritize a request in flight");
+                if !["spdy/3.1", "spdy", "h2", "h3"].contains(&p.as_str()) {
+                    bail!("--protocols {p}: only spdy/3.1, h2 and h3 can reprioritize a request in flight");
                 }
             }
             if !(10_000..=100_000_000).contains(&size) {

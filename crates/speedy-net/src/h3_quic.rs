@@ -1,0 +1,829 @@
+//! The `h3` crate's QUIC traits (`h3::quic`) implemented over quinn, in place of the
+//! `h3-quinn` crate, because speedy needs what `h3-quinn` keeps private: each quinn
+//! stream, and the bytes of the peer's control stream. With them:
+//!
+//! - **Server**: every response stream's send half is registered in the connection's
+//!   [`Priorities`], and its urgency (RFC 9218: 0 most urgent .. 7, default 3) becomes
+//!   quinn's stream priority. quinn fills each packet from the most urgent stream with
+//!   data queued (round-robin within a level) and re-reads a stream's priority each
+//!   time it writes a packet's worth of it, so a change takes effect from the next
+//!   packet, also for data already queued. The urgency comes from a PRIORITY_UPDATE
+//!   frame (RFC 9218 §7.2, type 0xF0700) read off the client's control stream by a tap
+//!   in [`RecvStream`] (`h3` 0.0.8 skips the frame as unknown), or else from the
+//!   request's `priority` header ([`Priorities::set_default`]). Uni streams (control,
+//!   QPACK) are sent before any request stream.
+//! - **Client**: [`Injector::priority_update`] writes PRIORITY_UPDATE frames onto the
+//!   client's control stream between the frames `h3` writes there, and
+//!   [`Injector::ping`] measures a round trip: it opens a unidirectional stream of a
+//!   reserved type (RFC 9114 §6.2.3), which a server must ignore and should stop, and
+//!   waits for the STOP_SENDING. Like a PING's answer, it is queued behind the data the
+//!   server has already sent.
+
+use crate::h2_priority::{parse_priority_field, DEFAULT_URGENCY};
+use bytes::{Buf, Bytes, BytesMut};
+use futures_util::{Stream, StreamExt};
+use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+use tokio_util::sync::ReusableBoxFuture;
+
+/// HTTP/3 stream type of the control stream (RFC 9114 §6.2.1).
+const CONTROL_STREAM: u64 = 0x00;
+/// RFC 9218 §7.2: PRIORITY_UPDATE for a request stream.
+const PRIORITY_UPDATE: u64 = 0xF0700;
+/// A reserved stream type (0x1f × N + 0x21, N = 0), used by [`Injector::ping`].
+const RESERVED_STREAM: u64 = 0x21;
+/// quinn's priority of the streams `h3` opens itself (control, QPACK): above every
+/// request stream (whose priorities are `7 - urgency`).
+const UNI_PRIORITY: i32 = 8;
+/// Payload bytes of a PRIORITY_UPDATE frame the tap keeps (an id and `u=N`; a longer
+/// field value is cut, which can only drop members after `u`).
+const KEEP: usize = 64;
+/// Urgencies remembered for streams not (or no longer) registered.
+const MAX_REMEMBERED: usize = 256;
+
+/// quinn's stream priority for an urgency: higher goes first.
+fn quinn_priority(urgency: u8) -> i32 {
+    7 - i32::from(urgency.min(7))
+}
+
+type Shared<T> = Arc<Mutex<T>>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// =======================================================================================
+// Priorities (server side).
+
+/// One connection's stream urgencies and its response streams' send halves.
+#[derive(Default)]
+pub struct Priorities {
+    state: Mutex<PrioState>,
+}
+
+#[derive(Default)]
+struct PrioState {
+    /// Send halves of request streams, by stream id, kept while quinn still knows them
+    /// (after `h3` dropped its half, queued data may still be waiting to go).
+    streams: HashMap<u64, Shared<quinn::SendStream>>,
+    /// Urgencies, and whether a frame (not a header) set them.
+    urgency: HashMap<u64, (u8, bool)>,
+}
+
+impl PrioState {
+    fn apply(&self, id: u64) {
+        if let Some(s) = self.streams.get(&id) {
+            let u = self.urgency.get(&id).map_or(DEFAULT_URGENCY, |u| u.0);
+            let _ = lock(s).set_priority(quinn_priority(u));
+        }
+    }
+
+    /// Forgets streams quinn has closed, and urgencies of streams never registered
+    /// when there are too many.
+    fn prune(&mut self) {
+        self.streams
+            .retain(|_, s| Arc::strong_count(s) > 1 || lock(s).priority().is_ok());
+        if self.urgency.len() > MAX_REMEMBERED + self.streams.len() {
+            let streams = &self.streams;
+            self.urgency.retain(|id, _| streams.contains_key(id));
+        }
+    }
+}
+
+impl Priorities {
+    /// Sets stream `id`'s urgency from a PRIORITY_UPDATE frame (it overrides the
+    /// header); effective from quinn's next packet.
+    pub fn set(&self, id: u64, urgency: u8) {
+        let mut st = lock(&self.state);
+        st.urgency.insert(id, (urgency.min(7), true));
+        st.apply(id);
+        if st.urgency.len() > MAX_REMEMBERED + st.streams.len() {
+            st.prune();
+        }
+    }
+
+    /// Sets stream `id`'s urgency from its request's `priority` header, unless a frame
+    /// already set one.
+    pub fn set_default(&self, id: u64, urgency: u8) {
+        let mut st = lock(&self.state);
+        st.urgency.entry(id).or_insert((urgency.min(7), false));
+        st.apply(id);
+    }
+
+    /// Stream `id`'s urgency as it stands.
+    pub fn urgency(&self, id: u64) -> u8 {
+        lock(&self.state)
+            .urgency
+            .get(&id)
+            .map_or(DEFAULT_URGENCY, |u| u.0)
+    }
+
+    fn register(&self, id: u64, s: &Shared<quinn::SendStream>) {
+        let mut st = lock(&self.state);
+        if st.streams.len() >= MAX_REMEMBERED {
+            st.prune();
+        }
+        st.streams.insert(id, s.clone());
+        st.apply(id);
+    }
+}
+
+// =======================================================================================
+// The connection.
+
+type Accepted<T> = Pin<Box<dyn Stream<Item = Result<T, quinn::ConnectionError>> + Send + Sync>>;
+type Opening<T> =
+    Option<Pin<Box<dyn Future<Output = Result<T, quinn::ConnectionError>> + Send + Sync>>>;
+
+/// A quinn connection as `h3` sees it.
+pub struct Connection {
+    conn: quinn::Connection,
+    bidi: Accepted<(quinn::SendStream, quinn::RecvStream)>,
+    uni: Accepted<quinn::RecvStream>,
+    open: OpenStreams,
+}
+
+/// What the streams of one connection share.
+struct ConnShared {
+    prio: Arc<Priorities>,
+    /// The client's control stream, once `h3` has opened it.
+    control: Mutex<Option<Shared<Ctl>>>,
+}
+
+impl Connection {
+    /// Wraps a quinn connection; a server passes the [`Priorities`] its request
+    /// handlers will also see.
+    pub fn new(conn: quinn::Connection, prio: Arc<Priorities>) -> Connection {
+        let shared = Arc::new(ConnShared {
+            prio,
+            control: Mutex::new(None),
+        });
+        let c = conn.clone();
+        let bidi = Box::pin(futures_util::stream::unfold(c, |c| async {
+            Some((c.accept_bi().await, c))
+        }));
+        let c = conn.clone();
+        let uni = Box::pin(futures_util::stream::unfold(c, |c| async {
+            Some((c.accept_uni().await, c))
+        }));
+        let open = OpenStreams {
+            conn: conn.clone(),
+            shared,
+            bidi: None,
+            uni: None,
+        };
+        Connection {
+            conn,
+            bidi,
+            uni,
+            open,
+        }
+    }
+
+    /// The client's handle for PRIORITY_UPDATE frames and round-trip probes.
+    pub fn injector(&self) -> Injector {
+        Injector {
+            conn: self.conn.clone(),
+            shared: self.open.shared.clone(),
+        }
+    }
+}
+
+fn conn_error(e: quinn::ConnectionError) -> ConnectionErrorIncoming {
+    match e {
+        quinn::ConnectionError::ApplicationClosed(c) => ConnectionErrorIncoming::ApplicationClose {
+            error_code: c.error_code.into_inner(),
+        },
+        quinn::ConnectionError::TimedOut => ConnectionErrorIncoming::Timeout,
+        other => ConnectionErrorIncoming::Undefined(Arc::new(other)),
+    }
+}
+
+fn stream_conn_error(e: quinn::ConnectionError) -> StreamErrorIncoming {
+    StreamErrorIncoming::ConnectionErrorIncoming {
+        connection_error: conn_error(e),
+    }
+}
+
+fn write_error(e: quinn::WriteError) -> StreamErrorIncoming {
+    match e {
+        quinn::WriteError::Stopped(code) => StreamErrorIncoming::StreamTerminated {
+            error_code: code.into_inner(),
+        },
+        quinn::WriteError::ConnectionLost(e) => stream_conn_error(e),
+        other => StreamErrorIncoming::Unknown(Box::new(other)),
+    }
+}
+
+fn read_error(e: quinn::ReadError) -> StreamErrorIncoming {
+    match e {
+        quinn::ReadError::Reset(code) => StreamErrorIncoming::StreamTerminated {
+            error_code: code.into_inner(),
+        },
+        quinn::ReadError::ConnectionLost(e) => stream_conn_error(e),
+        other => StreamErrorIncoming::Unknown(Box::new(other)),
+    }
+}
+
+fn stream_id(id: quinn::StreamId) -> StreamId {
+    StreamId::try_from(u64::from(id)).expect("a QUIC stream id is a 62-bit integer")
+}
+
+impl<B: Buf> quic::Connection<B> for Connection {
+    type RecvStream = RecvStream;
+    type OpenStreams = OpenStreams;
+
+    fn poll_accept_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<RecvStream, ConnectionErrorIncoming>> {
+        let r = ready!(self.uni.poll_next_unpin(cx)).expect("the accept stream never ends");
+        let s = r.map_err(conn_error)?;
+        Poll::Ready(Ok(RecvStream::new(s, Some(self.open.shared.prio.clone()))))
+    }
+
+    fn poll_accept_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<BidiStream<B>, ConnectionErrorIncoming>> {
+        let r = ready!(self.bidi.poll_next_unpin(cx)).expect("the accept stream never ends");
+        let (send, recv) = r.map_err(conn_error)?;
+        let send = SendStream::new(send, false);
+        self.open
+            .shared
+            .prio
+            .register(u64::from(send.id), &send.quinn);
+        Poll::Ready(Ok(BidiStream {
+            send,
+            recv: RecvStream::new(recv, None),
+        }))
+    }
+
+    fn opener(&self) -> OpenStreams {
+        self.open.clone()
+    }
+}
+
+impl<B: Buf> quic::OpenStreams<B> for Connection {
+    type BidiStream = BidiStream<B>;
+    type SendStream = SendStream<B>;
+
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<BidiStream<B>, StreamErrorIncoming>> {
+        self.open.poll_open_bidi(cx)
+    }
+
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<SendStream<B>, StreamErrorIncoming>> {
+        self.open.poll_open_send(cx)
+    }
+
+    fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
+        quic::OpenStreams::<B>::close(&mut self.open, code, reason)
+    }
+}
+
+/// Opens streams on a connection (`h3`'s request sender holds one).
+pub struct OpenStreams {
+    conn: quinn::Connection,
+    shared: Arc<ConnShared>,
+    bidi: Opening<(quinn::SendStream, quinn::RecvStream)>,
+    uni: Opening<quinn::SendStream>,
+}
+
+impl Clone for OpenStreams {
+    fn clone(&self) -> Self {
+        OpenStreams {
+            conn: self.conn.clone(),
+            shared: self.shared.clone(),
+            bidi: None,
+            uni: None,
+        }
+    }
+}
+
+impl<B: Buf> quic::OpenStreams<B> for OpenStreams {
+    type BidiStream = BidiStream<B>;
+    type SendStream = SendStream<B>;
+
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<BidiStream<B>, StreamErrorIncoming>> {
+        let conn = &self.conn;
+        let f = self.bidi.get_or_insert_with(|| {
+            let c = conn.clone();
+            Box::pin(async move { c.open_bi().await })
+        });
+        let r = ready!(f.as_mut().poll(cx));
+        self.bidi = None;
+        let (send, recv) = r.map_err(stream_conn_error)?;
+        Poll::Ready(Ok(BidiStream {
+            send: SendStream::new(send, false),
+            recv: RecvStream::new(recv, None),
+        }))
+    }
+
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<SendStream<B>, StreamErrorIncoming>> {
+        let conn = &self.conn;
+        let f = self.uni.get_or_insert_with(|| {
+            let c = conn.clone();
+            Box::pin(async move { c.open_uni().await })
+        });
+        let r = ready!(f.as_mut().poll(cx));
+        self.uni = None;
+        let send = r.map_err(stream_conn_error)?;
+        let _ = send.set_priority(UNI_PRIORITY);
+        let mut s = SendStream::new(send, true);
+        s.shared = Some(self.shared.clone());
+        Poll::Ready(Ok(s))
+    }
+
+    fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
+        let code = quinn::VarInt::from_u64(code.value()).unwrap_or(quinn::VarInt::MAX);
+        self.conn.close(code, reason);
+    }
+}
+
+// =======================================================================================
+// Streams.
+
+/// Both halves of a request stream.
+pub struct BidiStream<B: Buf> {
+    send: SendStream<B>,
+    recv: RecvStream,
+}
+
+impl<B: Buf> quic::BidiStream<B> for BidiStream<B> {
+    type SendStream = SendStream<B>;
+    type RecvStream = RecvStream;
+
+    fn split(self) -> (SendStream<B>, RecvStream) {
+        (self.send, self.recv)
+    }
+}
+
+impl<B: Buf> quic::RecvStream for BidiStream<B> {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        self.recv.poll_data(cx)
+    }
+
+    fn stop_sending(&mut self, code: u64) {
+        self.recv.stop_sending(code)
+    }
+
+    fn recv_id(&self) -> StreamId {
+        self.recv.recv_id()
+    }
+}
+
+impl<B: Buf> quic::SendStream<B> for BidiStream<B> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.send.poll_ready(cx)
+    }
+
+    fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        self.send.send_data(data)
+    }
+
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.send.poll_finish(cx)
+    }
+
+    fn reset(&mut self, code: u64) {
+        self.send.reset(code)
+    }
+
+    fn send_id(&self) -> StreamId {
+        self.send.send_id()
+    }
+}
+
+impl<B: Buf> quic::SendStreamUnframed<B> for BidiStream<B> {
+    fn poll_send<D: Buf>(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut D,
+    ) -> Poll<Result<usize, StreamErrorIncoming>> {
+        self.send.poll_send(cx, buf)
+    }
+}
+
+type ReadChunk = ReusableBoxFuture<
+    'static,
+    (
+        quinn::RecvStream,
+        Result<Option<quinn::Chunk>, quinn::ReadError>,
+    ),
+>;
+
+/// A stream's receiving half; on unidirectional streams of a server, a tap that reads
+/// PRIORITY_UPDATE frames off the control stream.
+pub struct RecvStream {
+    stream: Option<quinn::RecvStream>,
+    id: quinn::StreamId,
+    reading: ReadChunk,
+    tap: Option<(Tap, Arc<Priorities>)>,
+}
+
+impl RecvStream {
+    fn new(stream: quinn::RecvStream, prio: Option<Arc<Priorities>>) -> RecvStream {
+        RecvStream {
+            id: stream.id(),
+            stream: Some(stream),
+            reading: ReusableBoxFuture::new(async { unreachable!("replaced before polled") }),
+            tap: prio.map(|p| (Tap::default(), p)),
+        }
+    }
+}
+
+impl quic::RecvStream for RecvStream {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        if let Some(mut s) = self.stream.take() {
+            self.reading.set(async move {
+                let r = s.read_chunk(usize::MAX, true).await;
+                (s, r)
+            });
+        }
+        let (s, r) = ready!(self.reading.poll(cx));
+        self.stream = Some(s);
+        let data = r.map_err(read_error)?.map(|c| c.bytes);
+        if let (Some(b), Some((tap, prio))) = (&data, &mut self.tap) {
+            if !tap.feed(b, |id, u| prio.set(id, u)) {
+                self.tap = None;
+            }
+        }
+        Poll::Ready(Ok(data))
+    }
+
+    fn stop_sending(&mut self, code: u64) {
+        if let Some(s) = self.stream.as_mut() {
+            let _ = s.stop(quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::MAX));
+        }
+    }
+
+    fn recv_id(&self) -> StreamId {
+        stream_id(self.id)
+    }
+}
+
+/// The client's control stream: `h3`'s frames and injected ones, in one queue so that
+/// neither cuts into the other.
+struct Ctl {
+    stream: Shared<quinn::SendStream>,
+    queue: VecDeque<Bytes>,
+}
+
+impl Ctl {
+    /// Writes the queue out; ready once it is empty.
+    fn flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), quinn::WriteError>> {
+        let mut s = lock(&self.stream);
+        while let Some(head) = self.queue.front_mut() {
+            let n = ready!(Pin::new(&mut *s).poll_write(cx, head))?;
+            head.advance(n);
+            if head.is_empty() {
+                self.queue.pop_front();
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// A stream's sending half.
+pub struct SendStream<B: Buf> {
+    quinn: Shared<quinn::SendStream>,
+    id: quinn::StreamId,
+    writing: Option<WriteBuf<B>>,
+    /// A unidirectional stream not yet written to (it may be the control stream).
+    fresh_uni: bool,
+    shared: Option<Arc<ConnShared>>,
+    /// Set when this is the client's control stream: writes go through its queue.
+    ctl: Option<Shared<Ctl>>,
+    finished: bool,
+}
+
+impl<B: Buf> SendStream<B> {
+    fn new(s: quinn::SendStream, uni: bool) -> SendStream<B> {
+        SendStream {
+            id: s.id(),
+            quinn: Arc::new(Mutex::new(s)),
+            writing: None,
+            fresh_uni: uni,
+            shared: None,
+            ctl: None,
+            finished: false,
+        }
+    }
+}
+
+impl<B: Buf> quic::SendStream<B> for SendStream<B> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        if let Some(ctl) = &self.ctl {
+            return lock(ctl).flush(cx).map_err(write_error);
+        }
+        if let Some(w) = self.writing.as_mut() {
+            let mut s = lock(&self.quinn);
+            while w.has_remaining() {
+                let n = ready!(Pin::new(&mut *s).poll_write(cx, w.chunk())).map_err(write_error)?;
+                w.advance(n);
+            }
+        }
+        self.writing = None;
+        Poll::Ready(Ok(()))
+    }
+
+    fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        let mut data = data.into();
+        if std::mem::take(&mut self.fresh_uni) && data.chunk().first() == Some(&0) {
+            // The stream type varint 0x00: the control stream.
+            if let Some(shared) = &self.shared {
+                let ctl = Arc::new(Mutex::new(Ctl {
+                    stream: self.quinn.clone(),
+                    queue: VecDeque::new(),
+                }));
+                *lock(&shared.control) = Some(ctl.clone());
+                self.ctl = Some(ctl);
+            }
+        }
+        if let Some(ctl) = &self.ctl {
+            let b = data.copy_to_bytes(data.remaining());
+            lock(ctl).queue.push_back(b);
+            return Ok(());
+        }
+        if self.writing.is_some() {
+            return Err(StreamErrorIncoming::ConnectionErrorIncoming {
+                connection_error: ConnectionErrorIncoming::InternalError(
+                    "h3 sent data before the previous write finished".into(),
+                ),
+            });
+        }
+        self.writing = Some(data);
+        Ok(())
+    }
+
+    fn poll_finish(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.finished = true;
+        Poll::Ready(
+            lock(&self.quinn)
+                .finish()
+                .map_err(|e| StreamErrorIncoming::Unknown(Box::new(e))),
+        )
+    }
+
+    fn reset(&mut self, code: u64) {
+        self.finished = true;
+        let _ =
+            lock(&self.quinn).reset(quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::MAX));
+    }
+
+    fn send_id(&self) -> StreamId {
+        stream_id(self.id)
+    }
+}
+
+impl<B: Buf> quic::SendStreamUnframed<B> for SendStream<B> {
+    fn poll_send<D: Buf>(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut D,
+    ) -> Poll<Result<usize, StreamErrorIncoming>> {
+        let mut s = lock(&self.quinn);
+        let n = ready!(Pin::new(&mut *s).poll_write(cx, buf.chunk())).map_err(write_error)?;
+        buf.advance(n);
+        Poll::Ready(Ok(n))
+    }
+}
+
+impl<B: Buf> Drop for SendStream<B> {
+    /// quinn finishes a stream whose handle is dropped; the [`Priorities`] may keep
+    /// the handle longer, so finish it here as quinn would.
+    fn drop(&mut self) {
+        if !self.finished && self.ctl.is_none() {
+            let _ = lock(&self.quinn).finish();
+        }
+    }
+}
+
+// =======================================================================================
+// Client: injected frames and round trips.
+
+/// The client's way to write PRIORITY_UPDATE frames and to measure a round trip.
+#[derive(Clone)]
+pub struct Injector {
+    conn: quinn::Connection,
+    shared: Arc<ConnShared>,
+}
+
+impl Injector {
+    /// Queues a PRIORITY_UPDATE for request stream `id` at `urgency` onto the control
+    /// stream and writes it out (in the background if quinn cannot take it at once).
+    /// An error if `h3` has not opened the control stream.
+    pub fn priority_update(&self, id: u64, urgency: u8) -> Result<(), String> {
+        let Some(ctl) = lock(&self.shared.control).clone() else {
+            return Err("the HTTP/3 control stream is not open".into());
+        };
+        lock(&ctl)
+            .queue
+            .push_back(priority_update_frame(id, urgency));
+        tokio::spawn(async move {
+            let flush = std::future::poll_fn(|cx| lock(&ctl).flush(cx));
+            if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(30), flush).await {
+                tracing::debug!("h3 PRIORITY_UPDATE: {e}");
+            }
+        });
+        Ok(())
+    }
+
+    /// A round trip: from opening a reserved-type unidirectional stream to the
+    /// server's STOP_SENDING for it; `None` if the server ignores it (no answer in 10 s)
+    /// or the connection fails.
+    pub async fn ping(&self) -> Option<Duration> {
+        let t = std::time::Instant::now();
+        let mut s = self.conn.open_uni().await.ok()?;
+        let _ = s.set_priority(UNI_PRIORITY);
+        let mut ty = BytesMut::new();
+        put_varint(&mut ty, RESERVED_STREAM);
+        s.write_all(&ty).await.ok()?;
+        match tokio::time::timeout(Duration::from_secs(10), s.stopped()).await {
+            Ok(Ok(Some(_))) => Some(t.elapsed()),
+            _ => None,
+        }
+    }
+}
+
+/// A PRIORITY_UPDATE frame (RFC 9218 §7.2) for request stream `id`: `u=N`.
+pub fn priority_update_frame(id: u64, urgency: u8) -> Bytes {
+    let mut payload = BytesMut::new();
+    put_varint(&mut payload, id);
+    payload.extend_from_slice(format!("u={}", urgency.min(7)).as_bytes());
+    let mut f = BytesMut::new();
+    put_varint(&mut f, PRIORITY_UPDATE);
+    put_varint(&mut f, payload.len() as u64);
+    f.extend_from_slice(&payload);
+    f.freeze()
+}
+
+/// Appends `v` as a QUIC variable-length integer (RFC 9000 §16).
+fn put_varint(out: &mut BytesMut, v: u64) {
+    if v < 1 << 6 {
+        out.extend_from_slice(&[v as u8]);
+    } else if v < 1 << 14 {
+        out.extend_from_slice(&(v as u16 | 0x4000).to_be_bytes());
+    } else if v < 1 << 30 {
+        out.extend_from_slice(&(v as u32 | 0x8000_0000).to_be_bytes());
+    } else {
+        out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes());
+    }
+}
+
+/// Reads a varint from the front of `b`: (value, length), or `None` if incomplete.
+fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
+    let first = *b.first()?;
+    let len = 1usize << (first >> 6);
+    if b.len() < len {
+        return None;
+    }
+    let mut v = u64::from(first & 0x3f);
+    for &x in &b[1..len] {
+        v = v << 8 | u64::from(x);
+    }
+    Some((v, len))
+}
+
+// =======================================================================================
+// The control-stream tap.
+
+/// Follows the frames of an incoming unidirectional stream: the stream type, then (on
+/// a control stream) each frame's type and length, keeping PRIORITY_UPDATE payloads.
+#[derive(Default)]
+struct Tap {
+    /// Header bytes not yet complete (a varint split across chunks).
+    head: Vec<u8>,
+    typed: bool,
+    /// The frame being read: its type, bytes of payload left, payload kept.
+    frame: Option<(u64, u64, Vec<u8>)>,
+}
+
+impl Tap {
+    /// Feeds received bytes; calls `found(stream, urgency)` for each PRIORITY_UPDATE.
+    /// Returns false once the stream is known not to be a control stream.
+    fn feed(&mut self, mut b: &[u8], mut found: impl FnMut(u64, u8)) -> bool {
+        while !b.is_empty() {
+            if let Some((ty, left, kept)) = &mut self.frame {
+                let n = (*left).min(b.len() as u64) as usize;
+                if *ty == PRIORITY_UPDATE {
+                    let room = KEEP.saturating_sub(kept.len()).min(n);
+                    kept.extend_from_slice(&b[..room]);
+                }
+                *left -= n as u64;
+                b = &b[n..];
+                if *left == 0 {
+                    let (ty, _, kept) = self.frame.take().expect("a frame is open");
+                    if ty == PRIORITY_UPDATE {
+                        if let Some((id, n)) = get_varint(&kept) {
+                            if let Some(u) = parse_priority_field(&kept[n..]) {
+                                found(id, u);
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            // A varint: the stream type, or a frame's type or length.
+            self.head.push(b[0]);
+            b = &b[1..];
+            if !self.typed {
+                if let Some((ty, _)) = get_varint(&self.head) {
+                    if ty != CONTROL_STREAM {
+                        return false;
+                    }
+                    self.typed = true;
+                    self.head.clear();
+                }
+                continue;
+            }
+            if let Some((ty, n)) = get_varint(&self.head) {
+                if let Some((len, _)) = get_varint(&self.head[n..]) {
+                    self.head.clear();
+                    // (An empty frame has nothing to keep; an empty PRIORITY_UPDATE
+                    // would be malformed, and is ignored like the rest.)
+                    if len > 0 {
+                        self.frame = Some((ty, len, Vec::new()));
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_at_each_length() {
+        for v in [
+            0u64,
+            63,
+            64,
+            16_383,
+            16_384,
+            (1 << 30) - 1,
+            1 << 30,
+            (1 << 62) - 1,
+        ] {
+            let mut b = BytesMut::new();
+            put_varint(&mut b, v);
+            assert_eq!(get_varint(&b), Some((v, b.len())), "{v}");
+            if b.len() > 1 {
+                assert_eq!(get_varint(&b[..b.len() - 1]), None, "{v} cut short");
+            }
+        }
+    }
+
+    #[test]
+    fn the_tap_finds_priority_updates_split_anywhere() {
+        // Stream type, SETTINGS (type 4, 2 bytes), PRIORITY_UPDATE for stream 8, an
+        // unknown frame, PRIORITY_UPDATE for stream 4.
+        let mut s = vec![0x00, 0x04, 0x02, 0x06, 0x10];
+        s.extend_from_slice(&priority_update_frame(8, 0));
+        s.extend_from_slice(&[0x21, 0x03, 1, 2, 3]);
+        s.extend_from_slice(&priority_update_frame(4, 6));
+        for cut in 1..s.len() {
+            let mut tap = Tap::default();
+            let mut got = Vec::new();
+            assert!(tap.feed(&s[..cut], |i, u| got.push((i, u))));
+            assert!(tap.feed(&s[cut..], |i, u| got.push((i, u))));
+            assert_eq!(got, [(8, 0), (4, 6)], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn the_tap_lets_other_stream_types_go() {
+        let mut tap = Tap::default();
+        assert!(!tap.feed(&[0x02, 0x00], |_, _| panic!("no frame")));
+    }
+}
