@@ -406,7 +406,9 @@ impl Inflater {
         }
         let mut overflow = false;
         let mut stalled = false;
-        let mut discard = [0u8; 4096];
+        // Output past the limit lands here and is never read: left uninitialised, as
+        // zeroing 4 KiB on every call was most of the cost of small header blocks.
+        let mut discard = std::mem::MaybeUninit::<[u8; 4096]>::uninit();
         let dictionary = self.dictionary;
         let first = self.window_bits == 0;
         let s = self.stream();
@@ -430,7 +432,7 @@ impl Inflater {
                 // SAFETY: within out's spare capacity.
                 (unsafe { out.as_mut_ptr().add(out.len()) }, spare, true)
             } else {
-                (discard.as_mut_ptr(), discard.len(), false)
+                (discard.as_mut_ptr().cast::<u8>(), 4096, false)
             };
             s.next_out = ptr;
             s.avail_out = avail as c_uint;
