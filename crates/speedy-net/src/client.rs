@@ -29,6 +29,8 @@ pub struct ClientConfig {
     pub spdy: spdy::Config,
     /// HTTP/1.1: connections to open at most.
     pub http1_connections: usize,
+    /// HTTP/1.1: how requests use connections.
+    pub http1_mode: Http1Mode,
     /// The `-v` log: SPDY frames, HTTP/1.1 and h2 heads, connection facts.
     pub log: Option<FrameLog>,
     /// Plain TCP: reach SPDY/3.1 through an HTTP/1.1 `Upgrade` request (as Kubernetes
@@ -56,6 +58,7 @@ impl Default for ClientConfig {
                 ..spdy::Config::new(spdy::Role::Client, Version::V3_1)
             },
             http1_connections: 6,
+            http1_mode: Http1Mode::Persistent,
             log: None,
             connect_to: None,
             upgrade: None,
@@ -63,6 +66,20 @@ impl Default for ClientConfig {
             sctp: None,
         }
     }
+}
+
+/// How HTTP/1.1 requests use connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Http1Mode {
+    /// Keep-alive connections (at most `http1_connections`), one request at a time on
+    /// each.
+    #[default]
+    Persistent,
+    /// A new connection for every request, closed after its response (`Connection:
+    /// close`: HTTP/1.0's way).
+    ConnectionPerRequest,
+    /// One connection with the requests pipelined ([`crate::http1_pipeline`]).
+    Pipelined,
 }
 
 /// A request to send.
@@ -126,6 +143,9 @@ struct Http1Pool {
     >,
     idle: Mutex<Vec<hyper::client::conn::http1::SendRequest<Full<Bytes>>>>,
     slots: tokio::sync::Semaphore,
+    mode: Http1Mode,
+    /// [`Http1Mode::Pipelined`]: the connection, once opened.
+    pipe: Mutex<Option<Arc<crate::http1_pipeline::Pipeline>>>,
 }
 
 pub(crate) async fn dial(
@@ -416,6 +436,8 @@ impl Client {
                     connect,
                     idle: Mutex::new(Vec::new()),
                     slots: tokio::sync::Semaphore::new(cfg.http1_connections.max(1)),
+                    mode: cfg.http1_mode,
+                    pipe: Mutex::new(None),
                 };
                 Ok(Client {
                     scheme: scheme.into(),
@@ -676,12 +698,19 @@ impl Http1Pool {
         req: ClientRequest,
         log: &Option<FrameLog>,
     ) -> Result<ResponseStream, ClientError> {
+        if self.mode == Http1Mode::Pipelined {
+            return self.pipelined(authority, req, log).await;
+        }
+        let close = self.mode == Http1Mode::ConnectionPerRequest;
         let permit = self
             .slots
             .acquire()
             .await
             .map_err(|_| ClientError::Closed)?;
-        let existing = self.idle.lock().await.pop();
+        let existing = match close {
+            true => None,
+            false => self.idle.lock().await.pop(),
+        };
         let mut sender = match existing {
             Some(s) if !s.is_closed() => s,
             _ => {
@@ -706,6 +735,9 @@ impl Http1Pool {
         b = b
             .header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")))
             .header("accept", "*/*");
+        if close {
+            b = b.header("connection", "close");
+        }
         for (n, v) in &req.headers {
             b = b.header(n.as_str(), v.as_str());
         }
@@ -727,10 +759,71 @@ impl Http1Pool {
         let (parts, body) = resp.into_parts();
         // The connection goes back to the pool once the body has been read: hyper
         // queues the next request on it until then.
-        self.idle.lock().await.push(sender);
+        if !close {
+            self.idle.lock().await.push(sender);
+        }
         drop(permit);
         Ok(response_from(log, parts, "http/1.1", |len| {
             Body::http1(body, len, usize::MAX)
         }))
+    }
+
+    /// A request on the pool's one pipelined connection (opened by the first).
+    async fn pipelined(
+        &self,
+        authority: &str,
+        req: ClientRequest,
+        log: &Option<FrameLog>,
+    ) -> Result<ResponseStream, ClientError> {
+        let pipe = {
+            let mut p = self.pipe.lock().await;
+            match &*p {
+                Some(pipe) => pipe.clone(),
+                None => {
+                    let io = (self.connect)().await?;
+                    p.insert(Arc::new(crate::http1_pipeline::Pipeline::new(io)))
+                        .clone()
+                }
+            }
+        };
+        let mut headers = vec![
+            ("host".to_string(), authority.to_string()),
+            (
+                "user-agent".into(),
+                concat!("speedy/", env!("CARGO_PKG_VERSION")).into(),
+            ),
+            ("accept".into(), "*/*".into()),
+        ];
+        headers.extend(req.headers.iter().cloned());
+        if !req.body.is_empty() {
+            headers.push(("content-length".into(), req.body.len().to_string()));
+        }
+        let line = format!("{} {} HTTP/1.1", req.method, req.path);
+        let unsafe_text = |s: &str| s.bytes().any(|c| c == b'\r' || c == b'\n' || c == 0);
+        if unsafe_text(&line)
+            || headers
+                .iter()
+                .any(|(n, v)| unsafe_text(n) || unsafe_text(v))
+        {
+            return Err(ClientError::Http(
+                "a request line or header with CR, LF or NUL in it".into(),
+            ));
+        }
+        log_head(
+            log,
+            LogKind::Sent,
+            &line,
+            headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+        );
+        let mut head = line.into_bytes();
+        head.extend_from_slice(b"\r\n");
+        for (n, v) in &headers {
+            head.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+        }
+        head.extend_from_slice(b"\r\n");
+        let (parts, body) = pipe
+            .request(head, &req.body, req.method.eq_ignore_ascii_case("HEAD"))
+            .await?;
+        Ok(response_from(log, parts, "http/1.1", |_| body))
     }
 }

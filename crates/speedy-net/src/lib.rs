@@ -20,6 +20,7 @@ pub mod h3;
 pub mod h3_quic;
 pub mod handler;
 mod http1;
+pub mod http1_pipeline;
 mod http1_ready;
 pub mod io;
 pub mod kube;
@@ -40,7 +41,7 @@ pub mod tls;
 pub mod upgrade;
 
 pub use body::Body;
-pub use client::{Client, ClientConfig, ClientError, ResponseStream};
+pub use client::{Client, ClientConfig, ClientError, Http1Mode, ResponseStream};
 pub use limits::{Limits, Shutdown};
 pub use protocol::Protocol;
 pub use server::{Handler, Push, Request, Response, ServerConfig};

@@ -1,7 +1,7 @@
 //! SST's experiments end to end, through `speedy link` in namespaces (needs root):
 //! reprioritization of requests in flight (`speedy fetch --reprioritize` against
 //! `speedy serve`, over SPDY/3.1 with speedy's PRIORITY extension frame, h2 and h3 with
-//! RFC 9218 PRIORITY_UPDATE), and `speedy lab sst`'s Fig 7 and Fig 9.
+//! RFC 9218 PRIORITY_UPDATE), and `speedy lab sst`'s Fig 7, Fig 8 and Fig 9.
 
 mod support;
 use serde_json::Value;
@@ -194,6 +194,51 @@ fn lab_sst_fig_7_shows_the_handshake_a_warm_stream_saves() {
         "a new TCP connection costs a round trip more than a warm SPDY stream: {row}"
     );
     let html = std::fs::read_to_string(out.join("fig7.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 1);
+}
+
+/// `speedy lab sst --figures 8` on one page under HTTP/1.0 serial, HTTP/1.1 pipelined
+/// and h3: every object whole (the lab checks), the table printed and drawn, and serial
+/// HTTP/1.0 at least one round trip (50 ms of propagation: its new connection's
+/// handshake) per object slower than pipelining them on one connection.
+#[test]
+fn lab_sst_fig_8_loads_a_page_under_each_flavour() {
+    let Some((_dir, out, stdout)) = lab_sst(&[
+        "--figures",
+        "8",
+        "--pages",
+        "1",
+        "--flavours",
+        "http1.0-serial,http1.1-pipelined,h3",
+    ]) else {
+        return;
+    };
+    eprintln!("{stdout}");
+    let objects: f64 = stdout
+        .lines()
+        .find(|l| l.starts_with("1 pages, "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no workload line: {stdout}"));
+    let median = |name: &str| -> f64 {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} row: {stdout}"))
+    };
+    let (serial, pipelined, h3) = (
+        median("http1.0-serial"),
+        median("http1.1-pipelined"),
+        median("h3"),
+    );
+    assert!(h3 > 0.0 && pipelined > 0.0);
+    assert!(
+        serial >= pipelined + (objects - 1.0) * 50.0,
+        "serial {serial} ms, pipelined {pipelined} ms, {objects} objects"
+    );
+    let html = std::fs::read_to_string(out.join("fig8.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 1);
 }
 

@@ -32,7 +32,7 @@ mod waterfall;
 pub use har::{parse as parse_har, read as read_har, Load as HarLoad, Object as HarObject};
 pub use links::file_url;
 pub use sections::{summary_text, READING_GUIDE};
-pub use sst::{escape, fig7_chart, fig9_chart};
+pub use sst::{escape, fig7_chart, fig8_chart, fig9_chart};
 
 use crate::results::{read_rows, Row};
 use crate::stats::Stats;

@@ -1,4 +1,5 @@
-//! The drawing of SST's Fig 9 (`crate::sst`): bytes received over time per request.
+//! The drawings of SST's figures (`crate::sst`): Fig 7's transaction times, Fig 8's
+//! page loads, Fig 9's bytes received over time per request.
 
 use super::charts::{lines, Point, Series};
 use super::svg;
@@ -109,5 +110,47 @@ pub fn fig7_chart(r: &crate::sst::Fig7Result) -> String {
         "response size (log scale)",
         "ms, request to last byte (median)",
         &|x| crate::sst::size_label(10f64.powf(x).round() as usize),
+    )
+}
+
+/// SST Fig 8: page load time against the page's size, a line per flavour (pages in
+/// order of size).
+pub fn fig8_chart(r: &crate::sst::Fig8Result) -> String {
+    let series: Vec<(Series, Vec<Point>)> = crate::sst::FLAVOURS
+        .iter()
+        .filter_map(|(name, _)| Some((*name, r.times.get(*name)?)))
+        .enumerate()
+        .map(|(i, (name, times))| {
+            let mut pts: Vec<Point> = r
+                .pages
+                .iter()
+                .zip(times)
+                .map(|(p, &ms)| Point {
+                    x: p.bytes as f64 / 1e3,
+                    y: ms,
+                    ci: None,
+                    title: format!(
+                        "{name}: {} objects, {:.0} KB: {ms:.0} ms",
+                        p.objects,
+                        p.bytes as f64 / 1e3
+                    ),
+                })
+                .collect();
+            pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+            (
+                Series {
+                    name: name.to_string(),
+                    style: svg::style(i),
+                },
+                pts,
+            )
+        })
+        .collect();
+    lines(
+        "SST Fig 8: page load time against page size",
+        &series,
+        "page size, KB",
+        "ms, page load",
+        &|x| format!("{x:.0}"),
     )
 }

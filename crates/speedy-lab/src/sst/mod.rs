@@ -1,7 +1,7 @@
 //! SST's experiments (Ford, "Structured Streams: a New Transport Abstraction",
-//! SIGCOMM 2007) on today's stream protocols. Built so far: Fig 7, transaction time
-//! against size ([`fig7`]), and Fig 9, dynamic reprioritization (here). Fig 8 (page
-//! loads under the HTTP flavours) is not built yet.
+//! SIGCOMM 2007) on today's stream protocols: Fig 7, transaction time against size
+//! ([`fig7`]), Fig 8, page loads under HTTP's ways of using connections against a
+//! stream per request ([`fig8`]), and Fig 9, dynamic reprioritization (here).
 //!
 //! Fig 9, as the paper describes it: over a 1.5 Mbit/s link, two 1.5 MB downloads start
 //! at once with equal priority; at 5 s a third, high-priority download starts and
@@ -15,7 +15,9 @@
 //! is); SPDY and h2 over plain TCP.
 
 mod fig7;
+mod fig8;
 pub use fig7::{fig7, size_label, table as fig7_table, Fig7Options, Fig7Result};
+pub use fig8::{fig8, table as fig8_table, Fig8Options, Fig8Page, Fig8Result, FLAVOURS};
 
 use crate::report::fig9_chart;
 use std::io::Read;
@@ -154,6 +156,19 @@ impl Link<'_> {
         bytes: u64,
         what: &str,
     ) -> Result<String, String> {
+        let bits = bytes as f64 * 8.0;
+        let limit = Duration::from_secs_f64(30.0 + 2.0 * bits / (f64::from(self.rate_kbit) * 1e3));
+        self.run_within(server, client, limit, what)
+    }
+
+    /// As [`Link::run`], bounded by `limit`.
+    pub fn run_within(
+        &self,
+        server: &str,
+        client: &str,
+        limit: Duration,
+        what: &str,
+    ) -> Result<String, String> {
         let rate = format!("{}kbit", self.rate_kbit);
         let mut cmd = Command::new(self.speedy);
         cmd.args([
@@ -194,8 +209,6 @@ impl Link<'_> {
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         );
-        let bits = bytes as f64 * 8.0;
-        let limit = Duration::from_secs_f64(30.0 + 2.0 * bits / (f64::from(self.rate_kbit) * 1e3));
         let t0 = Instant::now();
         let status = loop {
             if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {

@@ -7,7 +7,9 @@ use clap::Args;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use spdy::url::Url;
-use speedy_net::client::{Client, ClientConfig, ClientRequest, LogKind, Protocol, ResponseStream};
+use speedy_net::client::{
+    Client, ClientConfig, ClientRequest, Http1Mode, LogKind, Protocol, ResponseStream,
+};
 use speedy_net::tls::Verify;
 use speedy_net::Body;
 use std::collections::HashMap;
@@ -34,6 +36,7 @@ speedy fetch -k https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k --protocol spdy/3 https://localhost:8443/ -v\n  \
 speedy fetch -k --protocol h2 -I https://localhost:8443/a.html\n  \
 speedy fetch -k --protocol h3 https://localhost:8443/a.html\n  \
+speedy fetch -k --protocol http1 --pipeline --after-first https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch -k -o a.html -o - https://localhost:8443/a.html https://localhost:8443/b.css\n  \
 speedy fetch --cacert ./corpus/lab-ca/ca.pem \\\n      \
 --resolve www.site0.example=127.0.0.1:8080 https://www.site0.example/\n  \
@@ -72,6 +75,19 @@ pub struct FetchArgs {
     /// Requests in flight at once.
     #[arg(long, default_value_t = 100, value_name = "N")]
     concurrency: usize,
+    /// HTTP/1.1 (--protocol http1): a new connection for every request, closed after
+    /// its response (`Connection: close`, HTTP/1.0's way), --concurrency at a time.
+    #[arg(long)]
+    connection_per_request: bool,
+    /// HTTP/1.1 (--protocol http1): pipeline the requests on one connection per origin
+    /// (RFC 9112 §9.3.2): each is sent without waiting for the responses before it,
+    /// which come back in order.
+    #[arg(long, conflicts_with = "connection_per_request")]
+    pipeline: bool,
+    /// Request the other URLs of an origin only once the first one's response is whole
+    /// (a page, then what it embeds).
+    #[arg(long)]
+    after_first: bool,
     /// POST this file's contents to every URL.
     #[arg(long, value_name = "FILE")]
     data: Option<PathBuf>,
@@ -371,6 +387,22 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
     cfg.spdy.flow_control = a.flow_control;
     cfg.sctp = sctp_config(a.transport, a.no_cookie_bundling, a.sctp_rto_initial_ms)?;
     cfg.http1_connections = a.concurrency.min(6);
+    if a.connection_per_request || a.pipeline {
+        let flag = match a.pipeline {
+            true => "--pipeline",
+            false => "--connection-per-request",
+        };
+        if protocol != Some(Protocol::Http1) {
+            bail!("{flag}: HTTP/1.1 only (add --protocol http1)");
+        }
+        cfg.http1_mode = match a.pipeline {
+            true => Http1Mode::Pipelined,
+            false => Http1Mode::ConnectionPerRequest,
+        };
+        if a.connection_per_request {
+            cfg.http1_connections = a.concurrency;
+        }
+    }
     if a.verbose {
         let t0 = Instant::now();
         cfg.log = Some(Arc::new(move |kind, line| {
@@ -399,6 +431,7 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
         priority: a.priority,
         method,
         print_head: a.head,
+        after_first: a.after_first,
         json_to_stderr: a.head || targets_to_stdout(&a.output),
         not_2xx: std::sync::atomic::AtomicBool::new(false),
     });
@@ -541,6 +574,8 @@ struct Ctx {
     method: String,
     /// `-I`: print each response head on stdout.
     print_head: bool,
+    /// `--after-first`: the other URLs of an origin wait for the first's response.
+    after_first: bool,
     /// Stdout carries response content: the JSON lines go to stderr.
     json_to_stderr: bool,
     /// Some response's status was not 2xx (`--fail`).
@@ -629,8 +664,14 @@ async fn fetch_origin(
     // Stream ids of the responses so far, by URL position, for --reprioritize.
     let (ids_tx, ids_rx) = tokio::sync::watch::channel(HashMap::<usize, u32>::new());
     let ids_tx = Arc::new(ids_tx);
-    let mut tasks = Vec::new();
+    let mut tasks: Vec<tokio::task::JoinHandle<bool>> = Vec::new();
+    let mut first_ok = true;
     for (pos, t) in list.into_iter().enumerate() {
+        if pos == 1 && ctx.after_first {
+            if let Some(first) = tasks.pop() {
+                first_ok = first.await.unwrap_or(false);
+            }
+        }
         let client = client.clone();
         let ctx = ctx.clone();
         let sem = sem.clone();
@@ -697,7 +738,7 @@ async fn fetch_origin(
         }));
     }
     drop(ids_rx);
-    let mut ok = true;
+    let mut ok = first_ok;
     for t in tasks {
         ok &= t.await.unwrap_or(false);
     }

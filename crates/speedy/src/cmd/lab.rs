@@ -87,14 +87,17 @@ HTTP/2. See docs/lab.md."
     },
     /// SST's experiments through a 1.5 Mbit/s link. Fig 7: transaction time against
     /// response size, a new TCP connection per transaction against a new SPDY, h2 or h3
-    /// stream on a warm connection (DIR/fig7.html). Fig 9, dynamic reprioritization:
+    /// stream on a warm connection (DIR/fig7.html). Fig 8: page loads (web-2010 corpus)
+    /// under HTTP/1.0 serial and parallel, HTTP/1.1 persistent and pipelined, and a
+    /// stream per object over SPDY, h2 and h3 (DIR/fig8.html). Fig 9, dynamic reprioritization:
     /// three downloads on one connection, a high-priority third at 5 s, a swap at 10 s,
     /// bytes over time per request (DIR/sst.html). Tables printed.
     #[command(
         after_help = "Needs root (network namespaces). Fig 9: SPDY uses speedy's PRIORITY extension \
 frame (docs/spdy-priority.md), h2 and h3 RFC 9218's PRIORITY_UPDATE. \
-SST's Fig 8 and Fig 7's UDP curve are not built. The defaults take about 5 minutes.\n\nExamples:\n  \
+Fig 7's UDP curve is not built. The defaults take about 5 minutes.\n\nExamples:\n  \
 sudo speedy lab sst\n  \
+sudo speedy lab sst --figures 8 --pages 3 --flavours http1.0-serial,http1.1-pipelined,h2\n  \
 sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  \
 sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
     )]
@@ -102,10 +105,10 @@ sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
         /// Output directory (default: lab-out/sst).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
-        /// Figures to run, comma-separated: 7 and 9.
+        /// Figures to run, comma-separated: 7, 8 and 9.
         #[arg(
             long,
-            default_value = "7,9",
+            default_value = "7,8,9",
             value_delimiter = ',',
             value_name = "LIST"
         )]
@@ -127,6 +130,13 @@ sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
         /// Fig 7's transactions per size and variant (the median is reported).
         #[arg(long, default_value_t = 3, value_name = "N")]
         reps: usize,
+        /// Fig 8's pages (synthetic, web-2010 calibration).
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        pages: usize,
+        /// Fig 8's flavours, comma-separated: http1.0-serial, http1.0-parallel,
+        /// http1.1-persistent, http1.1-pipelined, spdy/3.1, h2, h3 (default all).
+        #[arg(long, value_delimiter = ',', value_name = "LIST")]
+        flavours: Vec<String>,
     },
 }
 
@@ -209,9 +219,20 @@ fn lab(a: LabArgs) -> Result<()> {
             size,
             sizes,
             reps,
+            pages,
+            flavours,
         }) => {
-            if let Some(f) = figures.iter().find(|f| ![7, 9].contains(*f)) {
-                bail!("--figures {f}: only Fig 7 and Fig 9 are built");
+            if let Some(f) = figures.iter().find(|f| ![7, 8, 9].contains(*f)) {
+                bail!("--figures {f}: SST's figures 7, 8 and 9");
+            }
+            if !(1..=200).contains(&pages) {
+                bail!("--pages {pages}: 1 to 200");
+            }
+            for f in &flavours {
+                if !speedy_lab::sst::FLAVOURS.iter().any(|k| k.0 == f) {
+                    let names: Vec<&str> = speedy_lab::sst::FLAVOURS.iter().map(|k| k.0).collect();
+                    bail!("--flavours {f}: one of {}", names.join(", "));
+                }
             }
             if let Some(n) = sizes.iter().find(|n| !(1..=100_000_000).contains(*n)) {
                 bail!("--sizes {n}: between 1 and 100000000 bytes");
@@ -243,6 +264,18 @@ fn lab(a: LabArgs) -> Result<()> {
                 println!("Fig 7:");
                 print!("{}", speedy_lab::sst::fig7_table(&r));
                 let html = o.out.join("fig7.html");
+                println!("report: {}", speedy_lab::report::file_url(&html));
+            }
+            if figures.contains(&8) {
+                let mut o = speedy_lab::sst::Fig8Options::paper(speedy.clone(), out.clone());
+                o.pages = pages;
+                if !flavours.is_empty() {
+                    o.flavours = flavours;
+                }
+                let r = speedy_lab::sst::fig8(&o).map_err(anyhow::Error::msg)?;
+                println!("Fig 8:");
+                print!("{}", speedy_lab::sst::fig8_table(&r));
+                let html = o.out.join("fig8.html");
                 println!("report: {}", speedy_lab::report::file_url(&html));
             }
             if figures.contains(&9) {
