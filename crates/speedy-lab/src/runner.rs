@@ -468,9 +468,9 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     Ok(results)
 }
 
-/// What tells replay servers apart: corpus, push policy, hint, header compression.
-/// (corpus, push, hint, header compression, SCTP RTO.Initial of an SCTP variant).
-type ServerKey = (usize, String, bool, &'static str, Option<u32>);
+/// What tells replay servers apart: (corpus, push, hint, header compression, SCTP
+/// RTO.Initial of an SCTP variant, `initcwnd` of an h3 variant: QUIC's is the server's).
+type ServerKey = (usize, String, bool, &'static str, Option<u32>, Option<u32>);
 
 /// The server a variant loads from.
 fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
@@ -481,6 +481,7 @@ fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
         var.hint,
         var.header_compression.name(),
         var.sctp_rto_initial_ms.filter(|_| var.sctp),
+        var.initcwnd.filter(|_| var.protocol == "h3"),
     )
 }
 
@@ -512,6 +513,8 @@ fn start_servers(
             sctp: exp.variants.iter().any(|v| v.sctp),
             sctp_rto_initial_ms: key.4,
             h3: exp.variants.iter().any(|v| v.protocol == "h3"),
+            // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
+            quic_initial_window: key.5.map(|n| u64::from(n) * 1460),
         };
         let server = ReplayServer::start(topo, &spec)?;
         servers.insert(key, server);
@@ -1451,6 +1454,7 @@ mod tests {
             Path::new("."),
         )
         .unwrap();
+        exp.variants.truncate(2); // quick's HTTP/1.1 and SPDY
         exp.variants[0].cc_preference = vec![];
         exp.variants[1].cc_preference = vec!["cubic".into(), "reno".into()];
         let cc = |name: &str, per_route| {
@@ -1473,12 +1477,9 @@ mod tests {
 
     #[test]
     fn alternates_variants_run_by_run() {
-        let exp = crate::experiment::parse(
-            crate::experiment::built_in("quick").unwrap().toml,
-            "q",
-            Path::new("."),
-        )
-        .unwrap();
+        let q = crate::experiment::built_in("quick").unwrap().toml;
+        let mut exp = crate::experiment::parse(q, "q", Path::new(".")).unwrap();
+        exp.variants.truncate(2); // quick's HTTP/1.1 and SPDY
         let js = jobs(&exp, 2);
         assert_eq!(js.len(), exp.loads(2));
         let first: Vec<usize> = js

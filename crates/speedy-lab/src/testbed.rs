@@ -162,6 +162,8 @@ pub struct ReplaySpec<'a> {
     pub sctp_rto_initial_ms: Option<u32>,
     /// `--h3`: HTTP/3 over QUIC too, on UDP at the same addresses and port.
     pub h3: bool,
+    /// `--quic-initial-window`: QUIC's initial congestion window, bytes.
+    pub quic_initial_window: Option<u64>,
 }
 
 /// `speedy serve --archive` running in the server namespace, every server address bound
@@ -191,6 +193,9 @@ impl ReplayServer {
         }
         if spec.h3 {
             cmd.arg("--h3");
+            if let Some(w) = spec.quic_initial_window {
+                cmd.args(["--quic-initial-window", &w.to_string()]);
+            }
         }
         if spec.sctp {
             cmd.arg("--sctp");

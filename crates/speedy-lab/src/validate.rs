@@ -504,6 +504,7 @@ impl NetLab {
                 sctp: false,
                 sctp_rto_initial_ms: None,
                 h3: true,
+                quic_initial_window: None,
             },
         )?;
         let origins = server.resolve();

@@ -38,15 +38,26 @@ pub struct H3Listener {
 
 impl H3Listener {
     /// Binds UDP `addr` with the listener's TLS configuration `tls` (its certificate; its
-    /// ALPN list is replaced by `h3`).
-    pub fn bind(addr: SocketAddr, tls: &rustls::ServerConfig) -> io::Result<H3Listener> {
+    /// ALPN list is replaced by `h3`); `initial_window`: CUBIC's initial congestion
+    /// window in bytes (quinn's default: RFC 9002's 14,720).
+    pub fn bind(
+        addr: SocketAddr,
+        tls: &rustls::ServerConfig,
+        initial_window: Option<u64>,
+    ) -> io::Result<H3Listener> {
         let mut tls = tls.clone();
         tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
         tls.max_early_data_size = 0;
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
             .map_err(|e| io::Error::other(format!("TLS configuration unfit for QUIC: {e}")))?;
         let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        cfg.transport_config(Arc::new(transport()));
+        let mut t = transport();
+        if let Some(w) = initial_window {
+            let mut cubic = quinn::congestion::CubicConfig::default();
+            cubic.initial_window(w);
+            t.congestion_controller_factory(Arc::new(cubic));
+        }
+        cfg.transport_config(Arc::new(t));
         let endpoint = quinn::Endpoint::server(cfg, addr)?;
         Ok(H3Listener { endpoint })
     }

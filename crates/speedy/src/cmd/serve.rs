@@ -188,6 +188,10 @@ pub struct ServeArgs {
     /// --sctp.
     #[arg(long, conflicts_with = "sctp")]
     h3: bool,
+    /// With --h3: QUIC's initial congestion window in bytes (quinn's CUBIC; default
+    /// 14720, RFC 9002's), as `ip route ... initcwnd` sets TCP's.
+    #[arg(long, value_name = "BYTES", requires = "h3", value_parser = clap::value_parser!(u64).range(1200..=100_000_000))]
+    quic_initial_window: Option<u64>,
 }
 
 /// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
@@ -404,7 +408,7 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         .with_context(|| format!("--listen {}", a.listen))?;
     let addr = listener.local_addr()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &[addr]).await?;
-    let h3 = bind_h3(a.h3, &cfg, &[addr])?;
+    let h3 = bind_h3(a.h3, a.quic_initial_window, &cfg, &[addr])?;
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
     // Human line, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
@@ -448,6 +452,7 @@ pub(crate) struct Udp {
 /// `cfg` (refused by name without one).
 fn bind_h3(
     on: bool,
+    initial_window: Option<u64>,
     cfg: &ServerConfig,
     addrs: &[std::net::SocketAddr],
 ) -> Result<Vec<H3Listener>> {
@@ -459,7 +464,10 @@ fn bind_h3(
     };
     addrs
         .iter()
-        .map(|a| H3Listener::bind(*a, tls).with_context(|| format!("--h3: binding UDP {a}")))
+        .map(|a| {
+            H3Listener::bind(*a, tls, initial_window)
+                .with_context(|| format!("--h3: binding UDP {a}"))
+        })
         .collect()
 }
 
@@ -565,7 +573,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         .map(|l| l.local_addr())
         .collect::<std::io::Result<_>>()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &addrs).await?;
-    let h3 = bind_h3(a.h3, &cfg, &addrs)?;
+    let h3 = bind_h3(a.h3, a.quic_initial_window, &cfg, &addrs)?;
     // Human lines, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let origins: Vec<speedy_lab::testbed::ServedOrigin> = hosts
