@@ -164,7 +164,7 @@ pub(crate) async fn dial(
 
 /// The address to dial for `host:port` over UDP (SCTP, QUIC): `via` when given, else the
 /// first address the system resolver gives.
-pub(crate) async fn resolve(
+pub async fn resolve(
     host: &str,
     port: u16,
     via: Option<SocketAddr>,

@@ -38,6 +38,7 @@ mod spdy_client;
 pub mod spdy_conn;
 mod spdy_server;
 pub mod tls;
+pub mod udp_get;
 pub mod upgrade;
 
 pub use body::Body;

@@ -67,8 +67,8 @@ pub struct ResponseStream {
     pub protocol: &'static str,
     /// For pushed streams, the pushed URL.
     pub pushed_url: Option<String>,
-    /// The stream's id on its connection (SPDY, h2), for [`crate::Client::reprioritize`];
-    /// `None` over HTTP/1.1 and h3.
+    /// The stream's id on its connection (SPDY, h2, h3), for
+    /// [`crate::Client::reprioritize`]; `None` over HTTP/1.1.
     pub stream_id: Option<u32>,
     /// The body.
     pub body: Body,

@@ -186,12 +186,16 @@ fn lab_sst_fig_7_shows_the_handshake_a_warm_stream_saves() {
         .collect();
     let of = |name: &str| vals[cols.iter().position(|c| *c == name).unwrap() - 1];
     eprintln!("{stdout}");
-    for v in ["tcp", "spdy/3.1", "h2", "h3"] {
+    for v in ["udp", "tcp", "spdy/3.1", "h2", "h3"] {
         assert!(of(v) > 0.0, "{v}: {row}");
     }
     assert!(
         of("tcp") >= of("spdy/3.1") + 40.0,
         "a new TCP connection costs a round trip more than a warm SPDY stream: {row}"
+    );
+    assert!(
+        of("tcp") >= of("udp") + 40.0,
+        "a new TCP connection costs a round trip more than a datagram each way: {row}"
     );
     let html = std::fs::read_to_string(out.join("fig7.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 1);
@@ -260,6 +264,96 @@ fn lab_sst(args: &[&str]) -> Option<(TempDir, std::path::PathBuf, String)> {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     Some((dir, out, String::from_utf8_lossy(&o.stdout).into_owned()))
+}
+
+/// `speedy serve --udp-get` and `speedy fetch --protocol udp` on loopback: bodies up to
+/// one datagram's 65,506 bytes byte for byte; larger ones, missing files and silence
+/// are failures that say why; options that cannot work are refused by name.
+#[test]
+fn udp_get_answers_one_datagram_each_way() {
+    let dir = TempDir::new("udp-get");
+    let mut sums = Vec::new();
+    for (i, n) in [0usize, 1, 1400, 65_506, 65_507].iter().enumerate() {
+        let body: Vec<u8> = (0..*n).map(|k| (k * 13 + i) as u8).collect();
+        std::fs::write(dir.0.join(format!("{i}.bin")), &body).unwrap();
+        use sha2::Digest;
+        sums.push(format!("{:x}", sha2::Sha256::digest(&body)));
+    }
+    let root = dir.0.to_str().unwrap();
+    let srv = support::Server::start(&["--root", root, "--udp-get"]);
+    let port = srv.addr.rsplit(':').next().unwrap();
+    let url = |i: &str| format!("http://127.0.0.1:{port}/{i}");
+    let o = run_bounded(
+        Command::new(BIN)
+            .args(["fetch", "--protocol", "udp", "--read-timeout", "5"])
+            .args(["0.bin", "1.bin", "2.bin", "3.bin", "4.bin", "none"].map(url)),
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(1), "some failed");
+    let lines: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    for (i, l) in lines.iter().take(4).enumerate() {
+        assert_eq!(l["protocol"], "udp", "{l}");
+        assert_eq!(l["sha256"].as_str().unwrap(), sums[i], "{l}");
+    }
+    assert!(
+        lines[4]["error"]
+            .as_str()
+            .unwrap()
+            .contains("over 65506 bytes"),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[5]["error"].as_str().unwrap().contains("status 404"),
+        "{}",
+        lines[5]
+    );
+    // Nobody answers on this port: a timeout that says a lost datagram is not resent.
+    let quiet = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let qport = quiet.local_addr().unwrap().port();
+    let o = run_bounded(
+        Command::new(BIN).args([
+            "fetch",
+            "--protocol",
+            "udp",
+            "--read-timeout",
+            "1",
+            &format!("http://127.0.0.1:{qport}/x"),
+        ]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("not sent again"));
+    for (args, says) in [
+        (
+            vec!["fetch", "--protocol", "udp", "https://127.0.0.1:1/x"],
+            "http:// URLs only",
+        ),
+        (
+            vec![
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--root",
+                root,
+                "--udp-get",
+                "--h3",
+                "--tls-self-signed",
+            ],
+            "--udp-get",
+        ),
+    ] {
+        let o = run_bounded(Command::new(BIN).args(&args), Duration::from_secs(10));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{args:?}"
+        );
+    }
 }
 
 /// Scheduling options that cannot work are refused by name, before anything connects.

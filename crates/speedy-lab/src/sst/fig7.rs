@@ -1,8 +1,10 @@
 //! SST's Fig 7: request + response time against response size, for a transaction on a
 //! new TCP connection against a new stream on a connection already warm.
 //!
-//! Each variant runs through the same link (`Link`) against one `speedy serve
-//! --tls-self-signed --h3`:
+//! Each variant runs through the same link (`Link`) against `speedy serve
+//! --tls-self-signed --h3` (`udp`: `speedy serve --udp-get`):
+//! - `udp`: one datagram each way (`speedy fetch --protocol udp`: no handshake, no
+//!   retransmission), for the sizes one datagram holds (65,506 bytes and below);
 //! - `tcp`: a new TCP connection per transaction (HTTP/1.1, one `speedy fetch` each: the
 //!   time includes the three-way handshake, and slow start from a cold window);
 //! - `spdy/3.1`, `h2`: a new stream per transaction on one warm connection (plain TCP,
@@ -10,8 +12,6 @@
 //! - `h3`: the same on one warm QUIC connection (encrypted: QUIC always is).
 //!
 //! The time is `speedy fetch`'s `elapsed_ms`: from the request to the body's last byte.
-//! SST's UDP curve (a single datagram each way) is not built: speedy has no
-//! request/response service over bare UDP.
 
 use super::Link;
 use crate::report::{escape, fig7_chart};
@@ -25,7 +25,7 @@ pub struct Fig7Options {
     pub speedy: PathBuf,
     /// Output directory: the files served, `fig7.html`.
     pub out: PathBuf,
-    /// Variants: `tcp`, `spdy/3.1`, `h2`, `h3`.
+    /// Variants: `udp`, `tcp`, `spdy/3.1`, `h2`, `h3`.
     pub variants: Vec<String>,
     /// Response sizes, bytes.
     pub sizes: Vec<usize>,
@@ -44,7 +44,9 @@ impl Fig7Options {
         Fig7Options {
             speedy,
             out,
-            variants: ["tcp", "spdy/3.1", "h2", "h3"].map(String::from).to_vec(),
+            variants: ["udp", "tcp", "spdy/3.1", "h2", "h3"]
+                .map(String::from)
+                .to_vec(),
             sizes: vec![32, 256, 2_048, 16_384, 131_072, 1_048_576, 2_097_152],
             reps: 3,
             rate_kbit: 1_500,
@@ -81,11 +83,23 @@ pub fn fig7(o: &Fig7Options) -> Result<Fig7Result, String> {
         eprintln!("sst fig 7: {v} …");
         let scheme = if v == "h3" { "https" } else { "http" };
         let url = |n: usize| format!("{scheme}://$SPEEDY_SERVER_ADDR:9000/s{n}.bin");
+        let sizes: Vec<usize> = o
+            .sizes
+            .iter()
+            .copied()
+            .filter(|&n| v != "udp" || n <= speedy_net::udp_get::MAX_BODY)
+            .collect();
         let urls: Vec<String> = (0..o.reps)
-            .flat_map(|_| o.sizes.iter().map(|&n| url(n)))
+            .flat_map(|_| sizes.iter().map(|&n| url(n)))
             .collect();
         let speedy = o.speedy.display();
-        let client = if v == "tcp" {
+        let udp_server = format!(
+            "exec {speedy} serve --listen 0.0.0.0:9000 --root {} --udp-get",
+            www.display()
+        );
+        let client = if v == "udp" {
+            format!("exec {speedy} fetch --protocol udp {}", urls.join(" "))
+        } else if v == "tcp" {
             format!(
                 "for u in {}; do {speedy} fetch --protocol http1 \"$u\" || exit 1; done",
                 urls.join(" ")
@@ -97,8 +111,9 @@ pub fn fig7(o: &Fig7Options) -> Result<Fig7Result, String> {
                 urls.join(" ")
             )
         };
-        let out = link.run(&server, &client, bytes, v)?;
-        result.insert(v.clone(), medians(v, &out, o)?);
+        let serve = if v == "udp" { &udp_server } else { &server };
+        let out = link.run(serve, &client, bytes, v)?;
+        result.insert(v.clone(), medians(v, &out, &sizes, o.reps)?);
     }
     let html = page(o, &result);
     let path = o.out.join("fig7.html");
@@ -108,7 +123,12 @@ pub fn fig7(o: &Fig7Options) -> Result<Fig7Result, String> {
 
 /// The median `elapsed_ms` per size from `speedy fetch`'s JSON lines (the warm-up and
 /// the server's start-up line left out); every transaction must have succeeded.
-fn medians(variant: &str, stdout: &str, o: &Fig7Options) -> Result<BTreeMap<usize, f64>, String> {
+fn medians(
+    variant: &str,
+    stdout: &str,
+    sizes: &[usize],
+    reps: usize,
+) -> Result<BTreeMap<usize, f64>, String> {
     let mut by_size: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for line in stdout.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -138,13 +158,12 @@ fn medians(variant: &str, stdout: &str, o: &Fig7Options) -> Result<BTreeMap<usiz
             .push(v["elapsed_ms"].as_f64().unwrap_or(f64::NAN));
     }
     let mut med = BTreeMap::new();
-    for &n in &o.sizes {
+    for &n in sizes {
         let mut v = by_size.remove(&n).unwrap_or_default();
-        if v.len() != o.reps {
+        if v.len() != reps {
             return Err(format!(
-                "{variant}: {} of {} transactions of {n} B",
-                v.len(),
-                o.reps
+                "{variant}: {} of {reps} transactions of {n} B",
+                v.len()
             ));
         }
         v.sort_by(f64::total_cmp);
@@ -170,18 +189,16 @@ pub fn table(r: &Fig7Result) -> String {
         s.push_str(&format!(" {:>10}", v));
     }
     s.push_str("   (median ms, request to last byte)\n");
-    let sizes: Vec<usize> = r
-        .values()
-        .next()
-        .map(|m| m.keys().copied().collect())
-        .unwrap_or_default();
+    let sizes: std::collections::BTreeSet<usize> =
+        r.values().flat_map(|m| m.keys().copied()).collect();
     for n in sizes {
         s.push_str(&format!("{:>10}", size_label(n)));
         for v in &variants {
-            s.push_str(&format!(
-                " {:>10.0}",
-                r[*v].get(&n).copied().unwrap_or(f64::NAN)
-            ));
+            match r[*v].get(&n) {
+                Some(ms) => s.push_str(&format!(" {ms:>10.0}")),
+                // A size the variant cannot carry (UDP: over one datagram).
+                None => s.push_str(&format!(" {:>10}", "–")),
+            }
         }
         s.push('\n');
     }
@@ -196,7 +213,8 @@ fn page(o: &Fig7Options, r: &Fig7Result) -> String {
          at {} kbit/s each way, {} ms round-trip propagation; median of {} transactions per \
          size. <code>tcp</code>: a new TCP connection per transaction (HTTP/1.1); the others: \
          a new stream per transaction on one warm connection (SPDY/3.1 and h2 over plain TCP, \
-         h3 over QUIC). SST's UDP curve is not built.</p>\n<pre>{}</pre>\n{}",
+         h3 over QUIC); <code>udp</code>: one datagram each way, for the sizes one datagram \
+         holds.</p>\n<pre>{}</pre>\n{}",
         o.rate_kbit,
         o.rtt_ms,
         o.reps,
@@ -229,10 +247,10 @@ mod tests {
             out.push(line(32, ms));
             out.push(line(2048, ms * 2.0));
         }
-        let m = medians("h2", &out.join("\n"), &o).unwrap();
+        let m = medians("h2", &out.join("\n"), &o.sizes, o.reps).unwrap();
         assert_eq!((m[&32], m[&2048]), (60.0, 120.0));
         out.push(r#"{"url":"http://10.0.0.1:9000/s32.bin","error":"reset"}"#.into());
-        assert!(medians("h2", &out.join("\n"), &o).is_err());
+        assert!(medians("h2", &out.join("\n"), &o.sizes, o.reps).is_err());
         assert_eq!(size_label(2_097_152), "2 MiB");
     }
 }

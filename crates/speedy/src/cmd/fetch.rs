@@ -55,8 +55,9 @@ pub struct FetchArgs {
     max_time: Option<f64>,
     /// spdy (= spdy/3.1), spdy/3, spdy/2, h2 (= http2; h2c with prior knowledge on
     /// http://), http1 (= http/1.1) or h3 (= http3: HTTP/3 over QUIC on UDP, https://
-    /// only, by prior knowledge). Default: ALPN over TLS (SPDY, then h2, then HTTP/1.1),
-    /// spdy/3.1 on plain TCP.
+    /// only, by prior knowledge) or udp (one datagram each way to `speedy serve
+    /// --udp-get`, SST's Fig 7 baseline: http:// URLs, one at a time, nothing resent).
+    /// Default: ALPN over TLS (SPDY, then h2, then HTTP/1.1), spdy/3.1 on plain TCP.
     #[arg(long, value_name = "PROTOCOL")]
     protocol: Option<String>,
     /// Request method (as curl's -X), e.g. DELETE; default GET, or POST with --data.
@@ -265,7 +266,14 @@ pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>)
 
 /// Runs the command; returns the exit status (see the help).
 pub async fn run(a: FetchArgs) -> Result<u8> {
+    let udp = a.protocol.as_deref() == Some("udp");
     let protocol = match &a.protocol {
+        Some(p) if udp => {
+            if let Some(u) = a.urls.iter().find(|u| !u.starts_with("http://")) {
+                bail!("--protocol {p}: {u}: http:// URLs only (they name host, port and path)");
+            }
+            None
+        }
         Some(p) => Some(Protocol::parse(p).map_err(|e| anyhow::anyhow!("--protocol {p}: {e}"))?),
         None => None,
     };
@@ -432,6 +440,7 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
         method,
         print_head: a.head,
         after_first: a.after_first,
+        udp,
         json_to_stderr: a.head || targets_to_stdout(&a.output),
         not_2xx: std::sync::atomic::AtomicBool::new(false),
     });
@@ -486,9 +495,43 @@ async fn fetch_all(
                 stream_protocols: a.stream_protocol.clone(),
             });
         }
-        ok &= fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, ctx).await;
+        ok &= match ctx.udp {
+            true => fetch_udp(&host, port, list, &cfg, ctx).await,
+            false => fetch_origin(&scheme, &host, port, list, &cfg, a.concurrency, ctx).await,
+        };
     }
     Ok(ok)
+}
+
+/// `--protocol udp`: each URL as one datagram each way (`speedy_net::udp_get`), one
+/// at a time; whether all got their bodies.
+async fn fetch_udp(
+    host: &str,
+    port: u16,
+    list: Vec<Target>,
+    cfg: &ClientConfig,
+    ctx: &Arc<Ctx>,
+) -> bool {
+    let timeout = cfg.read_timeout.unwrap_or(Duration::from_secs(30));
+    let mut ok = true;
+    for (pos, t) in list.into_iter().enumerate() {
+        let t0 = Instant::now();
+        let r = match speedy_net::client::resolve(host, port, cfg.connect_to).await {
+            Ok(addr) => speedy_net::udp_get::get(addr, &t.path, timeout)
+                .await
+                .map(|b| ResponseStream {
+                    status: 200,
+                    headers: spdy::Headers::new(),
+                    protocol: "udp",
+                    pushed_url: None,
+                    stream_id: None,
+                    body: Body::full(b),
+                }),
+            Err(e) => Err(e),
+        };
+        ok &= finish(t.url, Some(pos), t.out, r, t0, "udp", false, ctx.clone()).await;
+    }
+    ok
 }
 
 /// `--priority-of`, `--start` and `--reprioritize`, by URL position (from 0).
@@ -576,6 +619,8 @@ struct Ctx {
     print_head: bool,
     /// `--after-first`: the other URLs of an origin wait for the first's response.
     after_first: bool,
+    /// `--protocol udp`.
+    udp: bool,
     /// Stdout carries response content: the JSON lines go to stderr.
     json_to_stderr: bool,
     /// Some response's status was not 2xx (`--fail`).

@@ -86,8 +86,8 @@ HTTP/2. See docs/lab.md."
         chromium: PathBuf,
     },
     /// SST's experiments through a 1.5 Mbit/s link. Fig 7: transaction time against
-    /// response size, a new TCP connection per transaction against a new SPDY, h2 or h3
-    /// stream on a warm connection (DIR/fig7.html). Fig 8: page loads (web-2010 corpus)
+    /// response size, one UDP datagram each way and a new TCP connection per transaction
+    /// against a new SPDY, h2 or h3 stream on a warm connection (DIR/fig7.html). Fig 8: page loads (web-2010 corpus)
     /// under HTTP/1.0 serial and parallel, HTTP/1.1 persistent and pipelined, and a
     /// stream per object over SPDY, h2 and h3 (DIR/fig8.html). Fig 9, dynamic reprioritization:
     /// three downloads on one connection, a high-priority third at 5 s, a swap at 10 s,
@@ -95,7 +95,7 @@ HTTP/2. See docs/lab.md."
     #[command(
         after_help = "Needs root (network namespaces). Fig 9: SPDY uses speedy's PRIORITY extension \
 frame (docs/spdy-priority.md), h2 and h3 RFC 9218's PRIORITY_UPDATE. \
-Fig 7's UDP curve is not built. The defaults take about 5 minutes.\n\nExamples:\n  \
+The defaults take about 5 minutes.\n\nExamples:\n  \
 sudo speedy lab sst\n  \
 sudo speedy lab sst --figures 8 --pages 3 --flavours http1.0-serial,http1.1-pipelined,h2\n  \
 sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  \

@@ -192,6 +192,12 @@ pub struct ServeArgs {
     /// 14720, RFC 9002's), as `ip route ... initcwnd` sets TCP's.
     #[arg(long, value_name = "BYTES", requires = "h3", value_parser = clap::value_parser!(u64).range(1200..=100_000_000))]
     quic_initial_window: Option<u64>,
+    /// Also answer one-datagram GETs on UDP at the same addresses and port numbers: a
+    /// datagram holding a path gets the file back in one datagram (at most 65,506
+    /// bytes), SST's Fig 7 UDP baseline (`speedy fetch --protocol udp`). It amplifies
+    /// (a small datagram gets up to 64 KiB back): labs and loopback only.
+    #[arg(long, conflicts_with_all = ["sctp", "h3"])]
+    udp_get: bool,
 }
 
 /// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
@@ -322,6 +328,13 @@ pub(crate) async fn serve_until_signal(
     for l in udp.h3 {
         tasks.spawn(speedy_net::h3::serve_h3(l, cfg.clone(), handler.clone()));
     }
+    for s in udp.udp_get {
+        tasks.spawn(speedy_net::udp_get::serve_udp_get(
+            s,
+            cfg.clone(),
+            handler.clone(),
+        ));
+    }
     let all_done = async {
         while let Some(r) = tasks.join_next().await {
             r??;
@@ -409,6 +422,7 @@ pub async fn run(a: ServeArgs) -> Result<()> {
     let addr = listener.local_addr()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &[addr]).await?;
     let h3 = bind_h3(a.h3, a.quic_initial_window, &cfg, &[addr])?;
+    let udp_get = bind_udp_get(a.udp_get, &[addr]).await?;
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
     // Human line, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
@@ -435,7 +449,7 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         )),
         a.log_requests.as_deref(),
     )?;
-    let udp = Udp { sctp, h3 };
+    let udp = Udp { sctp, h3, udp_get };
     serve_until_signal(vec![listener], udp, cfg, handler, a.drain_timeout).await
 }
 
@@ -446,6 +460,23 @@ pub(crate) struct Udp {
     pub(crate) sctp: Vec<SctpListener>,
     /// `--h3`: HTTP/3 over QUIC.
     pub(crate) h3: Vec<H3Listener>,
+    /// `--udp-get`: one datagram each way.
+    pub(crate) udp_get: Vec<tokio::net::UdpSocket>,
+}
+
+/// With `--udp-get`: a UDP socket at each of `addrs`.
+async fn bind_udp_get(
+    on: bool,
+    addrs: &[std::net::SocketAddr],
+) -> Result<Vec<tokio::net::UdpSocket>> {
+    let mut v = Vec::new();
+    for a in addrs.iter().filter(|_| on) {
+        let s = tokio::net::UdpSocket::bind(a)
+            .await
+            .with_context(|| format!("--udp-get: binding UDP {a}"))?;
+        v.push(s);
+    }
+    Ok(v)
 }
 
 /// With `--h3`: a QUIC endpoint on UDP at each of `addrs`, with the TLS configuration of
@@ -574,6 +605,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         .collect::<std::io::Result<_>>()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &addrs).await?;
     let h3 = bind_h3(a.h3, a.quic_initial_window, &cfg, &addrs)?;
+    let udp_get = bind_udp_get(a.udp_get, &addrs).await?;
     // Human lines, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
     let origins: Vec<speedy_lab::testbed::ServedOrigin> = hosts
@@ -604,7 +636,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         ..speedy_lab::testbed::ServeStartup::new(addrs[0], cfg.tls.is_some())
     };
     startup.announce(&human, std::io::stdout().lock())?;
-    let udp = Udp { sctp, h3 };
+    let udp = Udp { sctp, h3, udp_get };
     serve_until_signal(listeners, udp, cfg, handler, a.drain_timeout).await
 }
 
