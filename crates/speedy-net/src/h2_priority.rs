@@ -18,7 +18,7 @@
 //!
 //! Urgencies are 0 (most urgent) to 7, default 3: the same scale as SPDY/3 priorities.
 
-use crate::io::BoxIo;
+use crate::io::{BoxIo, SendRate};
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -79,10 +79,8 @@ pub fn priority_update_frame(stream: u32, urgency: u8) -> Vec<u8> {
 
 #[derive(Default)]
 struct State {
-    /// Bytes the socket took per second lately (0 until measured).
-    rate: f64,
-    /// The current measuring window: its start and the DATA bytes written since.
-    window: Option<(std::time::Instant, u64)>,
+    /// How fast the socket has been taking DATA bytes.
+    sent: SendRate,
     urgency: HashMap<u32, u8>,
     /// Streams with response data to send: bytes handed to the crate, bytes written.
     sending: HashMap<u32, Flow>,
@@ -114,7 +112,8 @@ impl State {
         } else {
             // Alone: what the socket takes in `BACKLOG_TIME`, so that a stream that
             // starts meanwhile waits about that long whatever the link's rate.
-            ((self.rate * BACKLOG_TIME) as u64).clamp(limits.0, limits.1)
+            self.sent
+                .bytes_in(BACKLOG_TIME, limits.0 as usize, limits.1 as usize) as u64
         };
         let queued = self
             .sending
@@ -141,8 +140,6 @@ impl State {
 
 /// Seconds of sending a stream alone may have handed the crate ahead of the socket.
 const BACKLOG_TIME: f64 = 0.01;
-/// The shortest window the sending rate is measured over.
-const RATE_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// One connection's stream urgencies and the turn-taking of its response bodies.
 pub struct Scheduler {
@@ -179,19 +176,7 @@ impl Scheduler {
     /// `n` bytes of `stream`'s DATA reached the socket.
     fn written(&self, stream: u32, n: usize) {
         let mut st = self.lock();
-        let now = std::time::Instant::now();
-        match &mut st.window {
-            Some((t0, b)) => {
-                *b += n as u64;
-                let dt = now.duration_since(*t0);
-                if dt >= RATE_WINDOW {
-                    let r = *b as f64 / dt.as_secs_f64();
-                    st.window = Some((now, 0));
-                    st.rate = r;
-                }
-            }
-            None => st.window = Some((now, 0)),
-        }
+        st.sent.wrote(n, std::time::Instant::now());
         if let Some(f) = st.sending.get_mut(&stream) {
             f.written += n as u64;
             for w in st.waiters.drain(..) {

@@ -38,12 +38,11 @@ pub struct H3Listener {
 
 impl H3Listener {
     /// Binds UDP `addr` with the listener's TLS configuration `tls` (its certificate; its
-    /// ALPN list is replaced by `h3`); `initial_window`: CUBIC's initial congestion
-    /// window in bytes (quinn's default: RFC 9002's 14,720).
+    /// ALPN list is replaced by `h3`) and QUIC's congestion control `cc`.
     pub fn bind(
         addr: SocketAddr,
         tls: &rustls::ServerConfig,
-        initial_window: Option<u64>,
+        cc: QuicCc,
     ) -> io::Result<H3Listener> {
         let mut tls = tls.clone();
         tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
@@ -52,14 +51,72 @@ impl H3Listener {
             .map_err(|e| io::Error::other(format!("TLS configuration unfit for QUIC: {e}")))?;
         let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let mut t = transport();
-        if let Some(w) = initial_window {
-            let mut cubic = quinn::congestion::CubicConfig::default();
-            cubic.initial_window(w);
-            t.congestion_controller_factory(Arc::new(cubic));
-        }
+        t.congestion_controller_factory(cc.factory());
         cfg.transport_config(Arc::new(t));
         let endpoint = quinn::Endpoint::server(cfg, addr)?;
         Ok(H3Listener { endpoint })
+    }
+}
+
+/// A QUIC sender's congestion control: quinn's algorithm and initial window.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QuicCc {
+    /// `cubic` (quinn's default), `bbr` or `newreno`.
+    pub algorithm: QuicCcAlgorithm,
+    /// Initial congestion window, bytes (`None`: quinn's, RFC 9002's 14,720).
+    pub initial_window: Option<u64>,
+}
+
+/// quinn's congestion controllers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QuicCcAlgorithm {
+    /// CUBIC (RFC 9438), quinn's default.
+    #[default]
+    Cubic,
+    /// BBR (quinn's version 1).
+    Bbr,
+    /// NewReno (RFC 9002 §7).
+    NewReno,
+}
+
+impl QuicCcAlgorithm {
+    /// By the name Linux gives the TCP algorithm (`reno` stands for NewReno).
+    pub fn parse(s: &str) -> Result<QuicCcAlgorithm, String> {
+        match s {
+            "cubic" => Ok(QuicCcAlgorithm::Cubic),
+            "bbr" => Ok(QuicCcAlgorithm::Bbr),
+            "newreno" | "reno" => Ok(QuicCcAlgorithm::NewReno),
+            _ => Err(format!("{s:?}: quinn has cubic, bbr and newreno (reno)")),
+        }
+    }
+}
+
+impl QuicCc {
+    fn factory(&self) -> Arc<dyn quinn::congestion::ControllerFactory + Send + Sync> {
+        use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+        match self.algorithm {
+            QuicCcAlgorithm::Cubic => {
+                let mut c = CubicConfig::default();
+                if let Some(w) = self.initial_window {
+                    c.initial_window(w);
+                }
+                Arc::new(c)
+            }
+            QuicCcAlgorithm::Bbr => {
+                let mut c = BbrConfig::default();
+                if let Some(w) = self.initial_window {
+                    c.initial_window(w);
+                }
+                Arc::new(c)
+            }
+            QuicCcAlgorithm::NewReno => {
+                let mut c = NewRenoConfig::default();
+                if let Some(w) = self.initial_window {
+                    c.initial_window(w);
+                }
+                Arc::new(c)
+            }
+        }
     }
 }
 

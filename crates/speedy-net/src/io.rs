@@ -109,3 +109,58 @@ pub async fn write_or_flush<W: AsyncWrite + Unpin + ?Sized>(
     write_some(w, out).await?;
     Ok(before - out.len())
 }
+
+/// The rate a connection's socket has been taking bytes at, measured over windows of at
+/// least 20 ms of writes (0 until measured). Output waiting in user space is bounded by
+/// what the socket takes in a few milliseconds ([`SendRate::bytes_in`]), so that a
+/// priority change reaches the wire that soon after it is made, on a slow link as on a
+/// fast one.
+#[derive(Debug, Default)]
+pub struct SendRate {
+    rate: f64,
+    window: Option<(std::time::Instant, u64)>,
+}
+
+impl SendRate {
+    /// The shortest window the rate is measured over.
+    const WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+
+    /// `n` bytes were written at `now`.
+    pub fn wrote(&mut self, n: usize, now: std::time::Instant) {
+        match &mut self.window {
+            Some((t0, b)) => {
+                *b += n as u64;
+                let dt = now.duration_since(*t0);
+                if dt >= Self::WINDOW {
+                    self.rate = *b as f64 / dt.as_secs_f64();
+                    self.window = Some((now, 0));
+                }
+            }
+            None => self.window = Some((now, 0)),
+        }
+    }
+
+    /// What the socket takes in `secs` at the measured rate, clamped to `lo..=hi`.
+    pub fn bytes_in(&self, secs: f64, lo: usize, hi: usize) -> usize {
+        ((self.rate * secs) as usize).clamp(lo, hi)
+    }
+}
+
+#[cfg(test)]
+mod send_rate_tests {
+    use super::SendRate;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_backlog_follows_the_measured_rate_within_its_bounds() {
+        let mut r = SendRate::default();
+        assert_eq!(r.bytes_in(0.01, 1000, 9000), 1000, "unmeasured: the floor");
+        let t = Instant::now();
+        r.wrote(0, t);
+        // 50,000 bytes in 25 ms: 2 MB/s, 20 KB in 10 ms.
+        r.wrote(30_000, t + Duration::from_millis(10));
+        r.wrote(20_000, t + Duration::from_millis(25));
+        assert_eq!(r.bytes_in(0.01, 1000, 90_000), 20_000);
+        assert_eq!(r.bytes_in(0.01, 1000, 9000), 9000, "capped");
+    }
+}

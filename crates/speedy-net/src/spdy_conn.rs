@@ -16,8 +16,15 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Output is produced from the session until this much is waiting to be written.
+/// Output is produced from the session until what the socket takes in `OUT_TIME` is
+/// waiting to be written (at least `OUT_LOW`, at most `OUT_HIGH` bytes): enough to keep
+/// a fast socket busy, little enough that on a slow link a frame the scheduler picks
+/// next (a raised priority, a PING's answer) is not queued behind seconds of output.
 const OUT_HIGH: usize = 256 * 1024;
+/// See [`OUT_HIGH`].
+const OUT_LOW: usize = 32 * 1024;
+/// See [`OUT_HIGH`].
+const OUT_TIME: f64 = 0.01;
 /// The read buffer grows when less than this is free.
 const READ_SPARE: usize = 4096;
 /// See [`Tuning::flow_stall`].
@@ -148,6 +155,7 @@ pub async fn run<O: Owner>(
     let mut rbuf = BytesMut::with_capacity(tuning.read_initial);
     let mut out = OutBuf::new();
     let mut traffic = Traffic::default();
+    let mut sent = crate::io::SendRate::default();
     let mut read_closed = false;
     let mut unflushed = false;
     let mut stall_since: Option<Instant> = None;
@@ -160,7 +168,8 @@ pub async fn run<O: Owner>(
         }
         owner.after_events(session);
         let mut produced = false;
-        while out.len() < OUT_HIGH && session.poll_transmit(&mut out) {
+        let high = sent.bytes_in(OUT_TIME, OUT_LOW, OUT_HIGH);
+        while out.len() < high && session.poll_transmit(&mut out) {
             produced = true;
         }
         if produced {
@@ -241,7 +250,10 @@ pub async fn run<O: Owner>(
             }
             r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
                 match r {
-                    Ok(n) => traffic.bytes_out += n as u64,
+                    Ok(n) => {
+                        traffic.bytes_out += n as u64;
+                        sent.wrote(n, Instant::now());
+                    }
                     Err(e) => break End::WriteFailed(e),
                 }
             }

@@ -114,9 +114,11 @@ pub async fn get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<Byte
     let mut buf = vec![0u8; MAX_BODY + 2];
     let n = match tokio::time::timeout(timeout, sock.recv(&mut buf)).await {
         Ok(r) => r.map_err(|e| ClientError::Http(format!("{addr} over UDP: {e}")))?,
-        Err(_) => return Err(ClientError::Http(format!(
+        Err(_) => {
+            return Err(ClientError::Http(format!(
             "no answer from {addr} over UDP within {timeout:?} (a lost datagram is not sent again)"
-        ))),
+        )))
+        }
     };
     match buf[..n].split_first() {
         Some((0, body)) => Ok(Bytes::copy_from_slice(body)),

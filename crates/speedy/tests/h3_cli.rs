@@ -536,4 +536,25 @@ fn the_quic_initial_window_is_the_servers_to_set() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--h3"), "{}", stderr(&o));
+    let o = speedy_in(
+        &dir.0,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--root",
+            "www",
+            "--tls-self-signed",
+            "--h3",
+            "--quic-cc",
+            "vegas",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("quinn has cubic, bbr and newreno"),
+        "{}",
+        stderr(&o)
+    );
 }

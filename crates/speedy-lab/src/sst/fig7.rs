@@ -67,11 +67,7 @@ pub fn fig7(o: &Fig7Options) -> Result<Fig7Result, String> {
         let path = www.join(format!("s{n}.bin"));
         std::fs::write(&path, body).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    let server = format!(
-        "exec {} serve --listen 0.0.0.0:9000 --root {} --tls-self-signed --h3",
-        o.speedy.display(),
-        www.display()
-    );
+    let server = super::server_cmd(&o.speedy, &www, "");
     let link = Link {
         speedy: &o.speedy,
         rate_kbit: o.rate_kbit,

@@ -131,11 +131,7 @@ pub fn fig8(o: &Fig8Options) -> Result<Fig8Result, String> {
         });
         paths.push(list);
     }
-    let server = format!(
-        "exec {} serve --listen 0.0.0.0:9000 --root {} --tls-self-signed --h3",
-        o.speedy.display(),
-        www.display()
-    );
+    let server = super::server_cmd(&o.speedy, &www, "");
     let link = Link {
         speedy: &o.speedy,
         rate_kbit: o.rate_kbit,

@@ -109,11 +109,7 @@ pub fn fig9(o: &Fig9Options) -> Result<Vec<Fig9Run>, String> {
 }
 
 fn run_one(o: &Fig9Options, protocol: &str, www: &Path, progress: &Path) -> Result<(), String> {
-    let server = format!(
-        "exec {} serve --listen 0.0.0.0:9000 --root {} --notsent-lowat 16K --tls-self-signed --h3",
-        o.speedy.display(),
-        www.display()
-    );
+    let server = server_cmd(&o.speedy, www, "--notsent-lowat 16K");
     let scheme = if protocol == "h3" { "https" } else { "http" };
     let url = |n: u32| format!("{scheme}://$SPEEDY_SERVER_ADDR:9000/{n}.bin");
     let fetch = format!(
@@ -135,6 +131,22 @@ fn run_one(o: &Fig9Options, protocol: &str, www: &Path, progress: &Path) -> Resu
     };
     link.run(&server, &fetch, 3 * o.size as u64, protocol)
         .map(|_| ())
+}
+
+/// The server every SST figure runs in the link's server namespace: `speedy serve` of
+/// `root` on port 9000, plain TCP and h3 on UDP, with `extra` options. QUIC runs the
+/// congestion control the namespace's TCP runs (`--quic-cc`, read from
+/// `net.ipv4.tcp_congestion_control` there: the host's default, bbr on this lab's
+/// machine), so the protocols differ in what they are, not in their senders' algorithm
+/// (with quinn's default CUBIC against TCP's BBR, QUIC filled the link's queue: Fig 9's
+/// round trip grew to 10 s where TCP's stayed under 1 s).
+pub(crate) fn server_cmd(speedy: &Path, root: &Path, extra: &str) -> String {
+    format!(
+        "exec {} serve --listen 0.0.0.0:9000 --root {} --tls-self-signed --h3 \
+         --quic-cc \"$(cat /proc/sys/net/ipv4/tcp_congestion_control)\" {extra}",
+        speedy.display(),
+        root.display()
+    )
 }
 
 /// The link every SST figure runs through: `speedy link` with `--server-cmd` in the

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
-use speedy_net::h3::H3Listener;
+use speedy_net::h3::{H3Listener, QuicCc, QuicCcAlgorithm};
 use speedy_net::sctp::{SctpConfig, SctpListener};
 use speedy_net::server::{serve, serve_sctp, Handler, Request, ResponseFuture, ServerConfig};
 use std::collections::HashMap;
@@ -192,6 +192,11 @@ pub struct ServeArgs {
     /// 14720, RFC 9002's), as `ip route ... initcwnd` sets TCP's.
     #[arg(long, value_name = "BYTES", requires = "h3", value_parser = clap::value_parser!(u64).range(1200..=100_000_000))]
     quic_initial_window: Option<u64>,
+    /// With --h3: QUIC's congestion control, quinn's cubic (default), bbr or newreno
+    /// (also `reno`): e.g. the algorithm the TCP side runs, for a like-for-like
+    /// comparison.
+    #[arg(long, value_name = "NAME", requires = "h3", value_parser = QuicCcAlgorithm::parse)]
+    quic_cc: Option<QuicCcAlgorithm>,
     /// Also answer one-datagram GETs on UDP at the same addresses and port numbers: a
     /// datagram holding a path gets the file back in one datagram (at most 65,506
     /// bytes), SST's Fig 7 UDP baseline (`speedy fetch --protocol udp`). It amplifies
@@ -224,6 +229,14 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
 }
 
 impl ServeArgs {
+    /// QUIC's congestion control from --quic-cc and --quic-initial-window.
+    fn quic_cc(&self) -> QuicCc {
+        QuicCc {
+            algorithm: self.quic_cc.unwrap_or_default(),
+            initial_window: self.quic_initial_window,
+        }
+    }
+
     /// The limits and the shutdown signal, on a server configuration.
     fn apply_limits(&self, cfg: &mut ServerConfig) {
         cfg.max_body = self.max_body;
@@ -421,7 +434,7 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         .with_context(|| format!("--listen {}", a.listen))?;
     let addr = listener.local_addr()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &[addr]).await?;
-    let h3 = bind_h3(a.h3, a.quic_initial_window, &cfg, &[addr])?;
+    let h3 = bind_h3(a.h3, a.quic_cc(), &cfg, &[addr])?;
     let udp_get = bind_udp_get(a.udp_get, &[addr]).await?;
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
     // Human line, then the JSON start-up line (see after_help).
@@ -483,7 +496,7 @@ async fn bind_udp_get(
 /// `cfg` (refused by name without one).
 fn bind_h3(
     on: bool,
-    initial_window: Option<u64>,
+    cc: QuicCc,
     cfg: &ServerConfig,
     addrs: &[std::net::SocketAddr],
 ) -> Result<Vec<H3Listener>> {
@@ -495,10 +508,7 @@ fn bind_h3(
     };
     addrs
         .iter()
-        .map(|a| {
-            H3Listener::bind(*a, tls, initial_window)
-                .with_context(|| format!("--h3: binding UDP {a}"))
-        })
+        .map(|a| H3Listener::bind(*a, tls, cc).with_context(|| format!("--h3: binding UDP {a}")))
         .collect()
 }
 
@@ -604,7 +614,7 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         .map(|l| l.local_addr())
         .collect::<std::io::Result<_>>()?;
     let sctp = bind_sctp(a.sctp, a.sctp_rto_initial_ms, &addrs).await?;
-    let h3 = bind_h3(a.h3, a.quic_initial_window, &cfg, &addrs)?;
+    let h3 = bind_h3(a.h3, a.quic_cc(), &cfg, &addrs)?;
     let udp_get = bind_udp_get(a.udp_get, &addrs).await?;
     // Human lines, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
