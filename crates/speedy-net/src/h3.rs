@@ -93,28 +93,24 @@ impl QuicCcAlgorithm {
 
 impl QuicCc {
     fn factory(&self) -> Arc<dyn quinn::congestion::ControllerFactory + Send + Sync> {
-        use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+        use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
+        /// A factory with its initial window set, when one is given.
+        fn with<C: ControllerFactory + Send + Sync + 'static>(
+            mut c: C,
+            window: Option<u64>,
+            set: fn(&mut C, u64) -> &mut C,
+        ) -> Arc<dyn ControllerFactory + Send + Sync> {
+            if let Some(w) = window {
+                set(&mut c, w);
+            }
+            Arc::new(c)
+        }
+        let w = self.initial_window;
         match self.algorithm {
-            QuicCcAlgorithm::Cubic => {
-                let mut c = CubicConfig::default();
-                if let Some(w) = self.initial_window {
-                    c.initial_window(w);
-                }
-                Arc::new(c)
-            }
-            QuicCcAlgorithm::Bbr => {
-                let mut c = BbrConfig::default();
-                if let Some(w) = self.initial_window {
-                    c.initial_window(w);
-                }
-                Arc::new(c)
-            }
+            QuicCcAlgorithm::Cubic => with(CubicConfig::default(), w, CubicConfig::initial_window),
+            QuicCcAlgorithm::Bbr => with(BbrConfig::default(), w, BbrConfig::initial_window),
             QuicCcAlgorithm::NewReno => {
-                let mut c = NewRenoConfig::default();
-                if let Some(w) = self.initial_window {
-                    c.initial_window(w);
-                }
-                Arc::new(c)
+                with(NewRenoConfig::default(), w, NewRenoConfig::initial_window)
             }
         }
     }

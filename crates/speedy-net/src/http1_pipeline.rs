@@ -245,23 +245,9 @@ async fn read_body<R: AsyncRead>(
     framing: Framing,
     tx: &mpsc::Sender<io::Result<Bytes>>,
 ) -> io::Result<()> {
-    let give = |b: Bytes| async move {
-        // A body nobody reads is still read off the connection.
-        let _ = tx.send(Ok(b)).await;
-    };
     match framing {
         Framing::None => Ok(()),
-        Framing::Length(mut left) => {
-            while left > 0 {
-                if buf.is_empty() {
-                    fill(rd, buf).await?;
-                }
-                let n = (buf.len() as u64).min(left) as usize;
-                left -= n as u64;
-                give(buf.split_to(n).freeze()).await;
-            }
-            Ok(())
-        }
+        Framing::Length(n) => pass(rd, buf, n, tx).await,
         Framing::Close => loop {
             if buf.is_empty() {
                 match fill(rd, buf).await {
@@ -270,7 +256,7 @@ async fn read_body<R: AsyncRead>(
                 }
             }
             let n = buf.len();
-            give(buf.split_to(n).freeze()).await;
+            let _ = tx.send(Ok(buf.split_to(n).freeze())).await;
         },
         Framing::Chunked => {
             let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
@@ -286,21 +272,32 @@ async fn read_body<R: AsyncRead>(
                     while !read_line(rd, buf).await?.is_empty() {}
                     return Ok(());
                 }
-                let mut left = size;
-                while left > 0 {
-                    if buf.is_empty() {
-                        fill(rd, buf).await?;
-                    }
-                    let n = (buf.len() as u64).min(left) as usize;
-                    left -= n as u64;
-                    give(buf.split_to(n).freeze()).await;
-                }
+                pass(rd, buf, size, tx).await?;
                 if !read_line(rd, buf).await?.is_empty() {
                     return Err(bad("chunk data longer than its size"));
                 }
             }
         }
     }
+}
+
+/// Passes the next `left` bytes of the connection to `tx` (dropped when the reader is
+/// gone: a body nobody reads is still read off the connection).
+async fn pass<R: AsyncRead>(
+    rd: &mut ReadHalf<R>,
+    buf: &mut BytesMut,
+    mut left: u64,
+    tx: &mpsc::Sender<io::Result<Bytes>>,
+) -> io::Result<()> {
+    while left > 0 {
+        if buf.is_empty() {
+            fill(rd, buf).await?;
+        }
+        let n = (buf.len() as u64).min(left) as usize;
+        left -= n as u64;
+        let _ = tx.send(Ok(buf.split_to(n).freeze())).await;
+    }
+    Ok(())
 }
 
 /// One line (without its CRLF or LF), at most `MAX_HEAD` bytes.

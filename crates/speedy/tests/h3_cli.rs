@@ -521,40 +521,17 @@ fn the_quic_initial_window_is_the_servers_to_set() {
         ms[0], ms[1]
     );
     assert!(ms[0] >= ms[1] + 400.0, "{ms:?}");
-    let o = speedy_in(
-        &dir.0,
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--root",
-            "www",
-            "--quic-initial-window",
-            "4380",
-        ],
-        Duration::from_secs(10),
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--h3"), "{}", stderr(&o));
-    let o = speedy_in(
-        &dir.0,
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--root",
-            "www",
-            "--tls-self-signed",
-            "--h3",
-            "--quic-cc",
-            "vegas",
-        ],
-        Duration::from_secs(10),
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("quinn has cubic, bbr and newreno"),
-        "{}",
-        stderr(&o)
-    );
+    let serve = ["serve", "--listen", "127.0.0.1:0", "--root", "www"];
+    for (extra, says) in [
+        (&["--quic-initial-window", "4380"][..], "--h3"),
+        (
+            &["--tls-self-signed", "--h3", "--quic-cc", "vegas"][..],
+            "quinn has cubic, bbr and newreno",
+        ),
+    ] {
+        let args: Vec<&str> = serve.iter().chain(extra).copied().collect();
+        let o = speedy_in(&dir.0, &args, Duration::from_secs(10));
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(says), "{extra:?}: {}", stderr(&o));
+    }
 }
