@@ -95,7 +95,7 @@ HTTP/2. See docs/lab.md."
     #[command(
         after_help = "Needs root (network namespaces). Fig 9: SPDY uses speedy's PRIORITY extension \
 frame (docs/spdy-priority.md), h2 and h3 RFC 9218's PRIORITY_UPDATE. \
-The defaults take about 5 minutes.\n\nExamples:\n  \
+The defaults (all three figures) take about 9 minutes.\n\nExamples:\n  \
 sudo speedy lab sst\n  \
 sudo speedy lab sst --figures 8 --pages 3 --flavours http1.0-serial,http1.1-pipelined,h2\n  \
 sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  \
