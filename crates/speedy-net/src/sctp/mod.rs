@@ -97,8 +97,16 @@ const SOCKET_BUFFER: libc::c_int = 4 << 20;
 
 fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
     let streams = cfg.streams.max(2);
+    // A diagnostic, not an option: RTO.Min for experiments on where SCTP's loss recovery
+    // loses time (docs/sctp.md); RFC 4960's and Linux's 1 s otherwise.
+    let rto_min = std::env::var("SPEEDY_SCTP_RTO_MIN_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|ms| (1..=60_000).contains(ms))
+        .unwrap_or(1000);
     Arc::new(
         TransportConfig::default()
+            .with_rto_min_ms(rto_min)
             .with_max_num_outbound_streams(streams)
             .with_max_num_inbound_streams(streams)
             .with_max_send_message_size(MAX_MESSAGE)
