@@ -162,6 +162,18 @@ pub(crate) async fn dial(
     Ok(s)
 }
 
+/// The `user-agent` speedy's requests carry.
+const USER_AGENT: &str = concat!("speedy/", env!("CARGO_PKG_VERSION"));
+
+/// The local address to bind a UDP socket to for talking to `peer`: any address of its
+/// family, any port.
+pub(crate) fn unspecified_for(peer: SocketAddr) -> SocketAddr {
+    match peer {
+        SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    }
+}
+
 /// The address to dial for `host:port` over UDP (SCTP, QUIC): `via` when given, else the
 /// first address the system resolver gives.
 pub async fn resolve(
@@ -542,7 +554,7 @@ impl Client {
         match &self.inner {
             Inner::Spdy(h) => {
                 let mut extra = Headers::new();
-                extra.add("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")));
+                extra.add("user-agent", USER_AGENT);
                 extra.add("accept", "*/*");
                 for (n, v) in &req.headers {
                     extra.set(n, v.as_bytes());
@@ -587,7 +599,7 @@ impl Client {
         let mut b = hyper::Request::builder()
             .method(req.method.as_str())
             .uri(uri.as_str())
-            .header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")))
+            .header("user-agent", USER_AGENT)
             .header("accept", "*/*");
         for (n, v) in &req.headers {
             b = b.header(n.as_str(), v.as_str());
@@ -732,9 +744,7 @@ impl Http1Pool {
             .method(req.method.as_str())
             .uri(req.path.as_str())
             .header("host", authority);
-        b = b
-            .header("user-agent", concat!("speedy/", env!("CARGO_PKG_VERSION")))
-            .header("accept", "*/*");
+        b = b.header("user-agent", USER_AGENT).header("accept", "*/*");
         if close {
             b = b.header("connection", "close");
         }
@@ -788,10 +798,7 @@ impl Http1Pool {
         };
         let mut headers = vec![
             ("host".to_string(), authority.to_string()),
-            (
-                "user-agent".into(),
-                concat!("speedy/", env!("CARGO_PKG_VERSION")).into(),
-            ),
+            ("user-agent".into(), USER_AGENT.into()),
             ("accept".into(), "*/*".into()),
         ];
         headers.extend(req.headers.iter().cloned());

@@ -37,11 +37,11 @@ const FLAG_PADDED: u8 = 0x8;
 const FLAG_PRIORITY: u8 = 0x20;
 /// Payload bytes kept of a frame the tap reads (a PRIORITY_UPDATE's field value is a
 /// few bytes; longer ones are cut, which can only drop parameters after `u`).
-const KEEP: usize = 64;
+pub(crate) const KEEP: usize = 64;
 /// Streams the scheduler remembers an urgency for that are not sending: a client may
 /// announce priorities for streams it opens later (RFC 9218 §7.1), but not without
 /// bound.
-const MAX_REMEMBERED: usize = 256;
+pub(crate) const MAX_REMEMBERED: usize = 256;
 
 /// The urgency in an RFC 9218 Priority field value (`u=N`, other members ignored), or
 /// `None` when it has no valid `u`.

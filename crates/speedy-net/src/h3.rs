@@ -368,12 +368,7 @@ pub async fn connect(
         .map_err(|e| ClientError::Connect(format!("TLS configuration unfit for QUIC: {e}")))?;
     let mut qcfg = quinn::ClientConfig::new(Arc::new(crypto));
     qcfg.transport_config(Arc::new(transport()));
-    let bind: SocketAddr = if addr.is_ipv6() {
-        "[::]:0".parse().expect("literal")
-    } else {
-        "0.0.0.0:0".parse().expect("literal")
-    };
-    let mut endpoint = quinn::Endpoint::client(bind)
+    let mut endpoint = quinn::Endpoint::client(crate::client::unspecified_for(addr))
         .map_err(|e| ClientError::Connect(format!("UDP socket: {e}")))?;
     endpoint.set_default_client_config(qcfg);
     let conn = endpoint

@@ -19,7 +19,7 @@
 //!   waits for the STOP_SENDING. Like a PING's answer, it is queued behind the data the
 //!   server has already sent.
 
-use crate::h2_priority::{parse_priority_field, DEFAULT_URGENCY};
+use crate::h2_priority::{parse_priority_field, DEFAULT_URGENCY, KEEP, MAX_REMEMBERED};
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
@@ -40,11 +40,6 @@ const RESERVED_STREAM: u64 = 0x21;
 /// quinn's priority of the streams `h3` opens itself (control, QPACK): above every
 /// request stream (whose priorities are `7 - urgency`).
 const UNI_PRIORITY: i32 = 8;
-/// Payload bytes of a PRIORITY_UPDATE frame the tap keeps (an id and `u=N`; a longer
-/// field value is cut, which can only drop members after `u`).
-const KEEP: usize = 64;
-/// Urgencies remembered for streams not (or no longer) registered.
-const MAX_REMEMBERED: usize = 256;
 
 /// quinn's stream priority for an urgency: higher goes first.
 fn quinn_priority(urgency: u8) -> i32 {
@@ -71,14 +66,14 @@ struct PrioState {
     /// Send halves of request streams, by stream id, kept while quinn still knows them
     /// (after `h3` dropped its half, queued data may still be waiting to go).
     streams: HashMap<u64, Shared<quinn::SendStream>>,
-    /// Urgencies, and whether a frame (not a header) set them.
-    urgency: HashMap<u64, (u8, bool)>,
+    /// Urgencies (a frame's, or else the request header's).
+    urgency: HashMap<u64, u8>,
 }
 
 impl PrioState {
     fn apply(&self, id: u64) {
         if let Some(s) = self.streams.get(&id) {
-            let u = self.urgency.get(&id).map_or(DEFAULT_URGENCY, |u| u.0);
+            let u = self.urgency.get(&id).copied().unwrap_or(DEFAULT_URGENCY);
             let _ = lock(s).set_priority(quinn_priority(u));
         }
     }
@@ -100,7 +95,7 @@ impl Priorities {
     /// header); effective from quinn's next packet.
     pub fn set(&self, id: u64, urgency: u8) {
         let mut st = lock(&self.state);
-        st.urgency.insert(id, (urgency.min(7), true));
+        st.urgency.insert(id, urgency.min(7));
         st.apply(id);
         if st.urgency.len() > MAX_REMEMBERED + st.streams.len() {
             st.prune();
@@ -111,16 +106,8 @@ impl Priorities {
     /// already set one.
     pub fn set_default(&self, id: u64, urgency: u8) {
         let mut st = lock(&self.state);
-        st.urgency.entry(id).or_insert((urgency.min(7), false));
+        st.urgency.entry(id).or_insert(urgency.min(7));
         st.apply(id);
-    }
-
-    /// Stream `id`'s urgency as it stands.
-    pub fn urgency(&self, id: u64) -> u8 {
-        lock(&self.state)
-            .urgency
-            .get(&id)
-            .map_or(DEFAULT_URGENCY, |u| u.0)
     }
 
     fn register(&self, id: u64, s: &Shared<quinn::SendStream>) {
@@ -253,7 +240,7 @@ impl<B: Buf> quic::Connection<B> for Connection {
     ) -> Poll<Result<BidiStream<B>, ConnectionErrorIncoming>> {
         let r = ready!(self.bidi.poll_next_unpin(cx)).expect("the accept stream never ends");
         let (send, recv) = r.map_err(conn_error)?;
-        let send = SendStream::new(send, false);
+        let send = SendStream::new(send, None);
         self.open
             .shared
             .prio
@@ -328,7 +315,7 @@ impl<B: Buf> quic::OpenStreams<B> for OpenStreams {
         self.bidi = None;
         let (send, recv) = r.map_err(stream_conn_error)?;
         Poll::Ready(Ok(BidiStream {
-            send: SendStream::new(send, false),
+            send: SendStream::new(send, None),
             recv: RecvStream::new(recv, None),
         }))
     }
@@ -346,9 +333,7 @@ impl<B: Buf> quic::OpenStreams<B> for OpenStreams {
         self.uni = None;
         let send = r.map_err(stream_conn_error)?;
         let _ = send.set_priority(UNI_PRIORITY);
-        let mut s = SendStream::new(send, true);
-        s.shared = Some(self.shared.clone());
-        Poll::Ready(Ok(s))
+        Poll::Ready(Ok(SendStream::new(send, Some(self.shared.clone()))))
     }
 
     fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
@@ -516,22 +501,21 @@ pub struct SendStream<B: Buf> {
     quinn: Shared<quinn::SendStream>,
     id: quinn::StreamId,
     writing: Option<WriteBuf<B>>,
-    /// A unidirectional stream not yet written to (it may be the control stream).
-    fresh_uni: bool,
-    shared: Option<Arc<ConnShared>>,
+    /// A unidirectional stream not yet written to (it may be the control stream): its
+    /// connection's shared state, where the control stream is recorded.
+    fresh_uni: Option<Arc<ConnShared>>,
     /// Set when this is the client's control stream: writes go through its queue.
     ctl: Option<Shared<Ctl>>,
     finished: bool,
 }
 
 impl<B: Buf> SendStream<B> {
-    fn new(s: quinn::SendStream, uni: bool) -> SendStream<B> {
+    fn new(s: quinn::SendStream, fresh_uni: Option<Arc<ConnShared>>) -> SendStream<B> {
         SendStream {
             id: s.id(),
             quinn: Arc::new(Mutex::new(s)),
             writing: None,
-            fresh_uni: uni,
-            shared: None,
+            fresh_uni,
             ctl: None,
             finished: false,
         }
@@ -556,9 +540,9 @@ impl<B: Buf> quic::SendStream<B> for SendStream<B> {
 
     fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
         let mut data = data.into();
-        if std::mem::take(&mut self.fresh_uni) && data.chunk().first() == Some(&0) {
+        if let Some(shared) = self.fresh_uni.take() {
             // The stream type varint 0x00: the control stream.
-            if let Some(shared) = &self.shared {
+            if data.chunk().first() == Some(&0) {
                 let ctl = Arc::new(Mutex::new(Ctl {
                     stream: self.quinn.clone(),
                     queue: VecDeque::new(),

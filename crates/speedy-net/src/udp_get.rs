@@ -97,12 +97,7 @@ async fn answer(path: Option<String>, host: String, handler: Arc<dyn Handler>) -
 /// Asks `addr` for `path` and waits at most `timeout` for the one datagram of its
 /// answer; returns the body.
 pub async fn get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<Bytes, ClientError> {
-    let bind: SocketAddr = if addr.is_ipv6() {
-        "[::]:0".parse().expect("literal")
-    } else {
-        "0.0.0.0:0".parse().expect("literal")
-    };
-    let sock = UdpSocket::bind(bind)
+    let sock = UdpSocket::bind(crate::client::unspecified_for(addr))
         .await
         .map_err(|e| ClientError::Connect(format!("UDP socket: {e}")))?;
     sock.connect(addr)

@@ -223,12 +223,7 @@ fn grow_buffers(sock: &UdpSocket) {
 /// allows (in the COOKIE ECHO's packet with bundling). A handshake that fails ends the
 /// stream with the reason as the read error.
 pub async fn dial(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<BoxIo> {
-    let any: SocketAddr = if addr.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(any).await?;
+    let sock = UdpSocket::bind(crate::client::unspecified_for(addr)).await?;
     sock.connect(addr).await?;
     grow_buffers(&sock);
     let mut endpoint = Endpoint::new(endpoint_config(), None);

@@ -513,11 +513,13 @@ async fn fetch_udp(
     ctx: &Arc<Ctx>,
 ) -> bool {
     let timeout = cfg.read_timeout.unwrap_or(Duration::from_secs(30));
+    // Once per origin, as the other protocols connect once.
+    let addr = speedy_net::client::resolve(host, port, cfg.connect_to).await;
     let mut ok = true;
     for (pos, t) in list.into_iter().enumerate() {
         let t0 = Instant::now();
-        let r = match speedy_net::client::resolve(host, port, cfg.connect_to).await {
-            Ok(addr) => speedy_net::udp_get::get(addr, &t.path, timeout)
+        let r = match &addr {
+            Ok(addr) => speedy_net::udp_get::get(*addr, &t.path, timeout)
                 .await
                 .map(|b| ResponseStream {
                     status: 200,
@@ -527,7 +529,7 @@ async fn fetch_udp(
                     stream_id: None,
                     body: Body::full(b),
                 }),
-            Err(e) => Err(e),
+            Err(e) => Err(e.clone()),
         };
         ok &= finish(t.url, Some(pos), t.out, r, t0, "udp", false, ctx.clone()).await;
     }
