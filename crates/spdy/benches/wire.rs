@@ -235,6 +235,15 @@ fn header_blocks(c: &mut Criterion) {
             });
         }
     }
+    // The uncompressed block alone: name and value checks over a 4 KiB value.
+    let mut h = request(0);
+    h.add("x-state", "k=v; ".repeat(820));
+    let mut raw = Vec::new();
+    h.encode(V, &mut raw);
+    g.throughput(Throughput::Bytes(raw.len() as u64));
+    g.bench_function("decode/request_4k_value", |b| {
+        b.iter(|| black_box(Headers::decode(V, black_box(&raw)).unwrap()))
+    });
     g.finish();
 }
 

@@ -289,6 +289,13 @@ fn validate_name(name: &[u8]) -> Result<(), HeaderError> {
 }
 
 fn validate_value(value: &[u8]) -> Result<(), HeaderError> {
+    // Most values hold neither NULs nor control bytes: one branch-free pass settles them.
+    if value
+        .iter()
+        .fold(true, |ok, &c| ok & (c >= 0x20) & (c != 0x7f))
+    {
+        return Ok(());
+    }
     // NUL separates values: none at the edges, no empty segment (digest §4.1).
     if value.first() == Some(&0)
         || value.last() == Some(&0)
