@@ -12,16 +12,12 @@
 
 use crate::body::Body;
 use crate::client::ClientError;
+use crate::http1_response::{parse_head, BodyDecoder, Framing, Piece, ResponseHead};
 use crate::io::BoxIo;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadHalf};
 use tokio::sync::{mpsc, oneshot};
-
-/// The largest response head read (status line and headers).
-const MAX_HEAD: usize = 64 * 1024;
-/// Most headers in a response head.
-const MAX_HEADERS: usize = 128;
 
 type Reply = oneshot::Sender<Result<(http::response::Parts, Body), ClientError>>;
 
@@ -93,26 +89,16 @@ impl Pipeline {
     }
 }
 
-/// How a response body ends.
-#[derive(Debug, PartialEq)]
-enum Framing {
-    None,
-    Length(u64),
-    Chunked,
-    Close,
-}
-
 async fn read_responses<R: AsyncRead>(
     mut rd: ReadHalf<R>,
     mut order: mpsc::UnboundedReceiver<Waiting>,
 ) {
     let mut buf = BytesMut::with_capacity(16 * 1024);
     while let Some(w) = order.recv().await {
-        let (parts, framing) = loop {
+        let head = loop {
             match read_head(&mut rd, &mut buf, w.head_only).await {
-                // 1xx: informational, the final response follows.
-                Ok((p, _)) if p.status.is_informational() => continue,
-                Ok(r) => break r,
+                Ok(h) if h.is_interim() => continue,
+                Ok(h) => break h,
                 Err(e) => {
                     let _ = w.reply.send(Err(ClientError::Http(e.to_string())));
                     fail_rest(&mut order).await;
@@ -120,7 +106,15 @@ async fn read_responses<R: AsyncRead>(
                 }
             }
         };
-        let len = match framing {
+        let parts = match response_parts(&head) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = w.reply.send(Err(ClientError::Http(e)));
+                fail_rest(&mut order).await;
+                return;
+            }
+        };
+        let len = match head.framing {
             Framing::Length(n) => Some(n),
             Framing::None => Some(0),
             _ => None,
@@ -134,13 +128,12 @@ async fn read_responses<R: AsyncRead>(
             len,
         );
         let _ = w.reply.send(Ok((parts, body)));
-        let close = framing == Framing::Close;
-        if let Err(e) = read_body(&mut rd, &mut buf, framing, &tx).await {
+        if let Err(e) = read_body(&mut rd, &mut buf, head.framing, &tx).await {
             let _ = tx.send(Err(io::Error::new(e.kind(), e.to_string()))).await;
             fail_rest(&mut order).await;
             return;
         }
-        if close {
+        if !head.keep_alive() {
             fail_rest(&mut order).await;
             return;
         }
@@ -157,167 +150,62 @@ async fn fail_rest(order: &mut mpsc::UnboundedReceiver<Waiting>) {
     }
 }
 
-/// Reads more bytes into `buf`; an error at the end of the stream.
-async fn fill<R: AsyncRead>(rd: &mut ReadHalf<R>, buf: &mut BytesMut) -> io::Result<()> {
+/// Reads more bytes into `buf`; `false` at the end of the stream.
+async fn fill<R: AsyncRead>(rd: &mut ReadHalf<R>, buf: &mut BytesMut) -> io::Result<bool> {
     buf.reserve(16 * 1024);
-    if rd.read_buf(buf).await? == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "connection closed by the server",
-        ));
-    }
-    Ok(())
+    Ok(rd.read_buf(buf).await? > 0)
 }
 
 async fn read_head<R: AsyncRead>(
     rd: &mut ReadHalf<R>,
     buf: &mut BytesMut,
     head_only: bool,
-) -> io::Result<(http::response::Parts, Framing)> {
+) -> io::Result<ResponseHead> {
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
-        match resp
-            .parse(buf)
-            .map_err(|e| bad(format!("bad response head: {e}")))?
-        {
-            httparse::Status::Complete(n) => {
-                let status = resp.code.unwrap_or(0);
-                let mut b = http::Response::builder().status(status);
-                let mut framing = None;
-                let mut chunked = false;
-                for h in resp.headers.iter() {
-                    if h.name.eq_ignore_ascii_case("content-length") {
-                        let n = std::str::from_utf8(h.value)
-                            .ok()
-                            .and_then(|v| v.trim().parse::<u64>().ok())
-                            .ok_or_else(|| bad("bad content-length".into()))?;
-                        if framing.is_some_and(|f| f != n) {
-                            return Err(bad("conflicting content-length headers".into()));
-                        }
-                        framing = Some(n);
-                    } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                        chunked = h
-                            .value
-                            .rsplit(|&c| c == b',')
-                            .next()
-                            .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-                    }
-                    b = b.header(h.name, h.value);
-                }
-                let parts = b
-                    .body(())
-                    .map_err(|e| bad(format!("bad response head: {e}")))?
-                    .into_parts()
-                    .0;
-                buf.advance(n);
-                let framing = if head_only
-                    || parts.status.is_informational()
-                    || parts.status == 204
-                    || parts.status == 304
-                {
-                    Framing::None
-                } else if chunked {
-                    Framing::Chunked
-                } else if let Some(n) = framing {
-                    Framing::Length(n)
-                } else {
-                    Framing::Close
-                };
-                return Ok((parts, framing));
-            }
-            httparse::Status::Partial => {
-                if buf.len() > MAX_HEAD {
-                    return Err(bad(format!("response head over {MAX_HEAD} bytes")));
-                }
-                fill(rd, buf).await?;
-            }
+        if let Some(h) = parse_head(buf, head_only)? {
+            return Ok(h);
+        }
+        if !fill(rd, buf).await? {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "connection closed by the server",
+            ));
         }
     }
 }
 
-/// Passes one body to `tx` (or drops it when the reader is gone), leaving the bytes
-/// after it in `buf`.
+/// The head as `http`'s response parts.
+fn response_parts(head: &ResponseHead) -> Result<http::response::Parts, String> {
+    let mut b = http::Response::builder().status(head.status);
+    for (n, v) in &head.headers {
+        b = b.header(n.as_str(), v.as_slice());
+    }
+    b.body(())
+        .map(|r| r.into_parts().0)
+        .map_err(|e| format!("bad response head: {e}"))
+}
+
+/// Passes one body to `tx` (dropped when the reader is gone: a body nobody reads is
+/// still read off the connection), leaving the bytes after it in `buf`.
 async fn read_body<R: AsyncRead>(
     rd: &mut ReadHalf<R>,
     buf: &mut BytesMut,
     framing: Framing,
     tx: &mpsc::Sender<io::Result<Bytes>>,
 ) -> io::Result<()> {
-    match framing {
-        Framing::None => Ok(()),
-        Framing::Length(n) => pass(rd, buf, n, tx).await,
-        Framing::Close => loop {
-            if buf.is_empty() {
-                match fill(rd, buf).await {
-                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-                    r => r?,
-                }
-            }
-            let n = buf.len();
-            let _ = tx.send(Ok(buf.split_to(n).freeze())).await;
-        },
-        Framing::Chunked => {
-            let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
-            loop {
-                let line = read_line(rd, buf).await?;
-                let size = std::str::from_utf8(&line)
-                    .ok()
-                    .and_then(|l| l.split(';').next())
-                    .and_then(|s| u64::from_str_radix(s.trim(), 16).ok())
-                    .ok_or_else(|| bad("bad chunk size"))?;
-                if size == 0 {
-                    // Trailers, up to the blank line.
-                    while !read_line(rd, buf).await?.is_empty() {}
-                    return Ok(());
-                }
-                pass(rd, buf, size, tx).await?;
-                if !read_line(rd, buf).await?.is_empty() {
-                    return Err(bad("chunk data longer than its size"));
-                }
-            }
-        }
-    }
-}
-
-/// Passes the next `left` bytes of the connection to `tx` (dropped when the reader is
-/// gone: a body nobody reads is still read off the connection).
-async fn pass<R: AsyncRead>(
-    rd: &mut ReadHalf<R>,
-    buf: &mut BytesMut,
-    mut left: u64,
-    tx: &mpsc::Sender<io::Result<Bytes>>,
-) -> io::Result<()> {
-    while left > 0 {
-        if buf.is_empty() {
-            fill(rd, buf).await?;
-        }
-        let n = (buf.len() as u64).min(left) as usize;
-        left -= n as u64;
-        let _ = tx.send(Ok(buf.split_to(n).freeze())).await;
-    }
-    Ok(())
-}
-
-/// One line (without its CRLF or LF), at most `MAX_HEAD` bytes.
-async fn read_line<R: AsyncRead>(rd: &mut ReadHalf<R>, buf: &mut BytesMut) -> io::Result<Bytes> {
+    let mut dec = BodyDecoder::new(framing);
     loop {
-        if let Some(i) = buf.iter().position(|&c| c == b'\n') {
-            let mut line = buf.split_to(i + 1);
-            line.truncate(i);
-            if line.last() == Some(&b'\r') {
-                line.truncate(i - 1);
+        match dec.decode(buf)? {
+            Some(Piece::Data(d)) => {
+                let _ = tx.send(Ok(d)).await;
             }
-            return Ok(line.freeze());
+            Some(Piece::End) => return Ok(()),
+            None => {
+                if !fill(rd, buf).await? {
+                    return dec.eof();
+                }
+            }
         }
-        if buf.len() > MAX_HEAD {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "a chunk line over 64 KiB",
-            ));
-        }
-        fill(rd, buf).await?;
     }
 }
 

@@ -22,6 +22,7 @@ pub mod handler;
 mod http1;
 pub mod http1_pipeline;
 mod http1_ready;
+pub mod http1_response;
 pub mod io;
 pub mod kube;
 #[cfg(feature = "kube-double")]

@@ -4,7 +4,8 @@
 //! byte, last byte) and every header byte is measured where it happens.
 
 use super::{ConnCmd, ConnCounters, ConnCtx, ConnEvent, Driver, ReqId, WireRequest};
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
+use speedy_net::http1_response::{parse_head, BodyDecoder, Piece};
 use speedy_net::io::BoxIo;
 use std::future::Future;
 use std::pin::Pin;
@@ -16,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 /// The largest response head read before giving up on it (a server that never ends its
 /// head cannot make the loader buffer more).
-pub(crate) const MAX_HEAD: usize = 64 << 10;
+pub(crate) use speedy_net::http1_response::MAX_HEAD;
 
 /// HTTP/1.1 with a pipelining depth (1 = no pipelining, the browsers' default).
 pub struct Http1 {
@@ -206,48 +207,18 @@ async fn read_response(
 ) -> Result<bool, (String, bool)> {
     let mut first_byte = (!buf.is_empty()).then(Instant::now);
     // Head (skipping interim 1xx responses).
-    let (status, headers, version) = loop {
-        if !buf.is_empty() {
-            let mut hs = [httparse::EMPTY_HEADER; 128];
-            let mut resp = httparse::Response::new(&mut hs);
-            match resp.parse(buf) {
-                Ok(httparse::Status::Complete(n)) => {
-                    let status = resp.code.unwrap_or(0);
-                    let version = resp.version.unwrap_or(1);
-                    let headers: Vec<(String, String)> = resp
-                        .headers
-                        .iter()
-                        .map(|h| {
-                            (
-                                h.name.to_ascii_lowercase(),
-                                String::from_utf8_lossy(h.value).into_owned(),
-                            )
-                        })
-                        .collect();
-                    buf.advance(n);
-                    c.header_bytes_raw_received += n as u64;
-                    c.header_bytes_received += n as u64;
-                    if (100..200).contains(&status) && status != 101 {
-                        continue;
-                    }
-                    ctx.emit(ConnEvent::Head {
-                        id,
-                        first_byte: first_byte.unwrap_or_else(Instant::now),
-                        status,
-                        headers: headers.clone(),
-                        header_bytes: n as i64,
-                    });
-                    break (status, headers, version);
+    let head = loop {
+        match parse_head(buf, head_only) {
+            Ok(Some(h)) => {
+                c.header_bytes_raw_received += h.wire_len as u64;
+                c.header_bytes_received += h.wire_len as u64;
+                if !h.is_interim() {
+                    break h;
                 }
-                Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
-                    return Err((
-                        format!("response head over {} KiB without its end", MAX_HEAD >> 10),
-                        false,
-                    ))
-                }
-                Ok(httparse::Status::Partial) => {}
-                Err(e) => return Err((format!("bad response head: {e}"), false)),
+                continue;
             }
+            Ok(None) => {}
+            Err(e) => return Err((e.to_string(), false)),
         }
         match fill(rd, buf, c).await {
             Ok(0) => {
@@ -262,127 +233,42 @@ async fn read_response(
             Err(e) => return Err((format!("reading: {e}"), first_byte.is_none())),
         }
     };
-    let get = |name: &str| {
-        headers
+    ctx.emit(ConnEvent::Head {
+        id,
+        first_byte: first_byte.unwrap_or_else(Instant::now),
+        status: head.status,
+        headers: head
+            .headers
             .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let conn_close = super::header_has_token(&headers, "connection", "close");
-    let mut keep = if version == 0 {
-        super::header_has_token(&headers, "connection", "keep-alive")
-    } else {
-        !conn_close
-    };
-    let data = |buf: &mut BytesMut, n: usize| {
-        if n > 0 {
-            ctx.emit(ConnEvent::Data {
+            .map(|(n, v)| (n.clone(), String::from_utf8_lossy(v).into_owned()))
+            .collect(),
+        header_bytes: head.wire_len as i64,
+    });
+    let mut body = BodyDecoder::new(head.framing);
+    loop {
+        match body.decode(buf) {
+            Ok(Some(Piece::Data(data))) => ctx.emit(ConnEvent::Data {
                 id,
                 at: Instant::now(),
-                data: buf.split_to(n).freeze(),
-            });
-        }
-    };
-    let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
-    if no_body {
-    } else if super::header_has_token(&headers, "transfer-encoding", "chunked") {
-        loop {
-            // Chunk size line.
-            let line_end = loop {
-                if let Some(p) = buf.windows(2).position(|w| w == b"\r\n") {
-                    break p;
+                data,
+            }),
+            Ok(Some(Piece::End)) => break,
+            Ok(None) => match fill(rd, buf, c).await {
+                Ok(0) => {
+                    body.eof().map_err(|e| (e.to_string(), false))?;
+                    break;
                 }
-                if buf.len() > 4096 {
-                    return Err(("bad chunk size line".into(), false));
-                }
-                match fill(rd, buf, c).await {
-                    Ok(0) | Err(_) => {
-                        return Err(("connection closed inside a chunked body".into(), false))
-                    }
-                    Ok(_) => {}
-                }
-            };
-            let line = String::from_utf8_lossy(&buf[..line_end]).into_owned();
-            buf.advance(line_end + 2);
-            let hex = line.split(';').next().unwrap_or("").trim();
-            let size = usize::from_str_radix(hex, 16)
-                .map_err(|_| (format!("bad chunk size {hex:?}"), false))?;
-            if size == 0 {
-                // Trailers until an empty line.
-                loop {
-                    if let Some(p) = buf.windows(2).position(|w| w == b"\r\n") {
-                        buf.advance(p + 2);
-                        if p == 0 {
-                            break;
-                        }
-                        continue;
-                    }
-                    match fill(rd, buf, c).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                }
-                break;
-            }
-            let mut left = size;
-            while left > 0 {
-                if buf.is_empty() {
-                    match fill(rd, buf, c).await {
-                        Ok(0) | Err(_) => {
-                            return Err(("connection closed inside a chunk".into(), false))
-                        }
-                        Ok(_) => {}
-                    }
-                }
-                let k = left.min(buf.len());
-                data(buf, k);
-                left -= k;
-            }
-            while buf.len() < 2 {
-                match fill(rd, buf, c).await {
-                    Ok(0) | Err(_) => {
-                        return Err(("connection closed after a chunk".into(), false))
-                    }
-                    Ok(_) => {}
-                }
-            }
-            buf.advance(2);
-        }
-    } else if let Some(cl) = get("content-length") {
-        let mut left: usize = cl
-            .trim()
-            .parse()
-            .map_err(|_| (format!("bad content-length {cl:?}"), false))?;
-        while left > 0 {
-            if buf.is_empty() {
-                match fill(rd, buf, c).await {
-                    Ok(0) => return Err(("connection closed inside the body".into(), false)),
-                    Err(e) => return Err((format!("reading the body: {e}"), false)),
-                    Ok(_) => {}
-                }
-            }
-            let k = left.min(buf.len());
-            data(buf, k);
-            left -= k;
-        }
-    } else {
-        // Delimited by the connection's end.
-        keep = false;
-        loop {
-            let k = buf.len();
-            data(buf, k);
-            match fill(rd, buf, c).await {
-                Ok(0) => break,
-                Err(e) => return Err((format!("reading the body: {e}"), false)),
                 Ok(_) => {}
-            }
+                Err(e) => return Err((format!("reading the body: {e}"), false)),
+            },
+            Err(e) => return Err((e.to_string(), false)),
         }
     }
     ctx.emit(ConnEvent::End {
         id,
         at: Instant::now(),
     });
-    Ok(keep)
+    Ok(head.keep_alive())
 }
 
 #[cfg(test)]

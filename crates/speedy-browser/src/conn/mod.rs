@@ -266,11 +266,3 @@ pub trait Driver: Send + Sync {
         ))
     }
 }
-
-/// Whether a response header list contains `name` with a value containing `token`
-/// (comma-separated, case-insensitive).
-pub fn header_has_token(headers: &[(String, String)], name: &str, token: &str) -> bool {
-    headers.iter().any(|(n, v)| {
-        n.eq_ignore_ascii_case(name) && v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token))
-    })
-}
