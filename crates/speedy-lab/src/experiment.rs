@@ -47,6 +47,9 @@
 //! # prefetch = true         # client prefetch from an earlier load
 //! # cc = "bbr"; initcwnd = 10; slow_start_after_idle = false; no_metrics_save = true
 //! # cc = ["cubic", "reno"]  # the first the host allows (recorded per row)
+//! # rack_tlp = false        # TCP loss recovery without RACK and tail loss probes: the
+//! #                         # duplicate-ACK threshold and the RTO, as RFC 5681/6675
+//! #                         # (and SCTP's RFC 4960) recover
 //! # rto_min_ms = 3000        # the server namespace's minimum RTO (per route)
 //! # keepalive_ms = 4000      # with revisit_after_ms or session_think_ms: SPDY PINGs
 //! #                          # during the pauses
@@ -160,6 +163,9 @@ pub struct Variant {
     pub initcwnd: Option<u32>,
     /// net.ipv4.tcp_slow_start_after_idle, if set.
     pub slow_start_after_idle: Option<bool>,
+    /// Linux's RACK loss detection and tail loss probes (net.ipv4.tcp_recovery,
+    /// net.ipv4.tcp_early_retrans): on (the kernel's defaults) unless set false.
+    pub rack_tlp: bool,
     /// net.ipv4.tcp_no_metrics_save (default true: runs do not learn from each other).
     pub no_metrics_save: bool,
     /// TCP congestion control in order of preference: the first the host allows is used.
@@ -284,6 +290,7 @@ struct VariantSpec {
     initcwnd: Option<u32>,
     initrwnd: Option<u32>,
     slow_start_after_idle: Option<bool>,
+    rack_tlp: Option<bool>,
     no_metrics_save: Option<bool>,
     header_compression: Option<String>,
     connections_per_host: Option<usize>,
@@ -835,6 +842,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         baseline: v.baseline.unwrap_or(false),
         initcwnd: v.initcwnd,
         slow_start_after_idle: v.slow_start_after_idle,
+        rack_tlp: v.rack_tlp.unwrap_or(true),
         no_metrics_save: v.no_metrics_save.unwrap_or(true),
         cc_preference,
         initrwnd: v.initrwnd,
@@ -1010,16 +1018,29 @@ mod tests {
             if v.protocol != "h3" {
                 assert_eq!(v.cc_preference, ["cubic", "reno"], "{}", v.name);
                 assert_eq!(v.header_compression, HeaderCompression::Zlib, "{}", v.name);
+                assert!(
+                    !v.rack_tlp,
+                    "{}: the era's Linux had no RACK or TLP",
+                    v.name
+                );
             }
         }
-        // The factor chain: every SPDY step is against its own HTTP/1.1, on its pages.
+        // The factor chain: every SPDY step is against its own HTTP/1.1, on its pages;
+        // RACK and TLP come on in the last step only.
         let f = parse(built_in("factors").unwrap().toml, "f", Path::new(".")).unwrap();
         let spdy: Vec<&Variant> = f.variants.iter().filter(|v| v.protocol == "spdy").collect();
-        assert_eq!(spdy.len(), 7);
-        for v in spdy {
+        assert_eq!(spdy.len(), 8);
+        for v in &spdy {
             let a = v.against.as_deref().unwrap();
             assert_eq!(a, v.name.replace("spdy-", "http1-"));
         }
+        let on: Vec<&str> = f
+            .variants
+            .iter()
+            .filter(|v| v.rack_tlp)
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(on, ["http1-rack-tlp", "spdy-rack-tlp"]);
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub struct Row {
     /// net.ipv4.tcp_slow_start_after_idle in the namespaces.
     #[serde(default)]
     pub slow_start_after_idle: bool,
+    /// RACK loss detection and tail loss probes on in the namespaces (the kernel's
+    /// defaults; rows written before the key existed had them on).
+    #[serde(default = "on")]
+    pub rack_tlp: bool,
     /// net.ipv4.tcp_no_metrics_save in the namespaces (true: loads do not learn from
     /// each other's cached TCP metrics).
     #[serde(default)]
@@ -195,6 +199,11 @@ pub struct Row {
 
 /// Reads `results.jsonl`. A last line without its newline that does not parse is what a
 /// run stopped while writing leaves: it is skipped, said on stderr (its load runs again on
+/// serde's default for keys that were on before they could be set.
+fn on() -> bool {
+    true
+}
+
 /// resume, [`drop_unfinished_tail`]); any other bad line is an error naming it.
 pub fn read_rows(path: &Path) -> Result<Vec<Row>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

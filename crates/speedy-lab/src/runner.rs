@@ -612,6 +612,10 @@ fn apply_tcp_knobs(
                 "net.ipv4.tcp_slow_start_after_idle={}",
                 v.slow_start_after_idle.unwrap_or(true) as u8
             ),
+            // RACK (bit 1 of tcp_recovery) and TLP (tcp_early_retrans 3, the kernel's
+            // default) on, or both off.
+            format!("net.ipv4.tcp_recovery={}", v.rack_tlp as u8),
+            format!("net.ipv4.tcp_early_retrans={}", 3 * v.rack_tlp as u8),
         ];
         for s in &set {
             sh(topo, side, "sysctl", &["-q", "-w", s])?;
@@ -1126,6 +1130,7 @@ fn row_from_har(
         initcwnd: v.initcwnd.unwrap_or(10),
         initrwnd: v.initrwnd,
         slow_start_after_idle: v.slow_start_after_idle.unwrap_or(true),
+        rack_tlp: v.rack_tlp,
         no_metrics_save: v.no_metrics_save,
         connections_per_host: v.connections_per_host.unwrap_or(6) as u32,
         max_connections: v.max_connections.unwrap_or(32) as u32,
