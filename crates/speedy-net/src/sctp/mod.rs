@@ -102,6 +102,11 @@ const SOCKET_BUFFER: libc::c_int = 4 << 20;
 /// the window by one packet per round trip, whatever the packet's size.
 const DATA_PAYLOAD: u32 = 1444;
 
+/// `SPEEDY_SCTP_SACK_IMMEDIATELY=1` (a diagnostic, docs/sctp.md): the last DATA chunk of
+/// each burst carries RFC 7053's I bit.
+static SACK_IMMEDIATELY: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("SPEEDY_SCTP_SACK_IMMEDIATELY").is_some());
+
 /// The endpoint's settings: DATA chunks of at most [`DATA_PAYLOAD`] bytes, or
 /// `SPEEDY_SCTP_PAYLOAD` (a diagnostic, 500 to 1,444).
 fn endpoint_config() -> Arc<EndpointConfig> {
@@ -605,6 +610,16 @@ impl Conn {
             }
             if let Some(h) = packets.last().and_then(|p| p.get(..8)) {
                 self.last_header = h.try_into().ok();
+            }
+            if *SACK_IMMEDIATELY {
+                // The end of what the association can send now: its last DATA asks for
+                // an immediate SACK rather than the peer's delayed one (200 ms).
+                if let Some(p) = packets.last_mut() {
+                    let mut v = p.to_vec();
+                    if packet::sack_immediately(&mut v) {
+                        *p = Bytes::from(v);
+                    }
+                }
             }
             for p in &packets {
                 send_packet(&sock, p, remote, client).await;

@@ -64,6 +64,27 @@ pub fn data_streams(packet: &[u8]) -> Vec<u16> {
         .collect()
 }
 
+/// Sets the I bit (RFC 7053: SACK immediately) on the last DATA chunk of `packet` and
+/// reseals it; `false` when it carries no DATA.
+pub fn sack_immediately(packet: &mut [u8]) -> bool {
+    let mut at = COMMON;
+    let mut last = None;
+    while let Some(head) = packet.get(at..at + 4) {
+        let len = usize::from(u16::from_be_bytes([head[2], head[3]])).max(4);
+        if head[0] == chunk::DATA {
+            last = Some(at);
+        }
+        at += (len + 3) & !3;
+    }
+    let Some(at) = last else { return false };
+    packet[at + 1] |= DATA_FLAG_I;
+    seal(packet);
+    true
+}
+
+/// The I bit of a DATA chunk's flags (RFC 7053 §3).
+const DATA_FLAG_I: u8 = 0x08;
+
 /// The type of a packet's first chunk.
 pub fn first_chunk(packet: &[u8]) -> Option<u8> {
     chunks(packet).next().map(|(t, _, _)| t)
@@ -369,6 +390,32 @@ mod tests {
         assert_eq!(b.deadline(), Some(now + rto * 3));
         b.heard();
         assert_eq!(b.deadline(), None);
+    }
+
+    #[test]
+    fn the_i_bit_goes_on_the_last_data_chunk_only_and_the_packet_is_resealed() {
+        let p = packet(
+            7,
+            &[
+                (chunk::SACK, &[0u8; 12]),
+                (chunk::DATA, &[1u8; 13]),
+                (chunk::DATA, &[2u8; 16]),
+            ],
+        );
+        let mut v = p.to_vec();
+        assert!(sack_immediately(&mut v));
+        assert!(checksum_ok(&v));
+        let flags: Vec<(u8, u8)> = chunks(&v).map(|(t, f, _)| (t, f)).collect();
+        assert_eq!(
+            flags,
+            [
+                (chunk::SACK, 0),
+                (chunk::DATA, 0),
+                (chunk::DATA, DATA_FLAG_I)
+            ]
+        );
+        let mut sack_only = packet(7, &[(chunk::SACK, &[0u8; 12])]).to_vec();
+        assert!(!sack_immediately(&mut sack_only));
     }
 
     #[test]
