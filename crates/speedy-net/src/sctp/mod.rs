@@ -102,6 +102,22 @@ const SOCKET_BUFFER: libc::c_int = 4 << 20;
 /// the window by one packet per round trip, whatever the packet's size.
 const DATA_PAYLOAD: u32 = 1444;
 
+/// [`SEND_HIGH`] and [`DUPLEX`], or `SPEEDY_SCTP_SEND_HIGH` and `SPEEDY_SCTP_DUPLEX`
+/// (diagnostics, bytes, 4 KiB to 16 MiB): how much of the session's output may wait below
+/// its scheduler, in SCTP's send queues and in the byte stream.
+static SEND_HIGH_SIZE: std::sync::LazyLock<usize> =
+    std::sync::LazyLock::new(|| env_bytes("SPEEDY_SCTP_SEND_HIGH", SEND_HIGH));
+static DUPLEX_SIZE: std::sync::LazyLock<usize> =
+    std::sync::LazyLock::new(|| env_bytes("SPEEDY_SCTP_DUPLEX", DUPLEX));
+
+fn env_bytes(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (4096..=16 << 20).contains(n))
+        .unwrap_or(default)
+}
+
 /// `SPEEDY_SCTP_SACK_IMMEDIATELY=1` (a diagnostic, docs/sctp.md): the last DATA chunk of
 /// each burst carries RFC 7053's I bit.
 static SACK_IMMEDIATELY: std::sync::LazyLock<bool> =
@@ -197,7 +213,7 @@ impl AsyncWrite for SctpIo {
 
 /// A session's byte stream and the association task's end of it.
 fn pair() -> (BoxIo, DuplexStream, Fate) {
-    let (app, ours) = tokio::io::duplex(DUPLEX);
+    let (app, ours) = tokio::io::duplex(*DUPLEX_SIZE);
     let fate = Fate::default();
     let io = SctpIo {
         inner: app,
@@ -548,7 +564,7 @@ impl Conn {
         }
         // The queues' total once, then what this flush adds to it.
         let mut queued = self.queued();
-        while !self.to_sctp.is_empty() && queued < SEND_HIGH {
+        while !self.to_sctp.is_empty() && queued < *SEND_HIGH_SIZE {
             let (id, frame) = self.to_sctp.pop_front().expect("non-empty");
             queued += frame.len();
             if !self.written.contains(&id) {
