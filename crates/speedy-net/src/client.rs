@@ -55,6 +55,10 @@ impl Default for ClientConfig {
             verify: Verify::System,
             spdy: spdy::Config {
                 flow_control: spdy::session::FlowControl::Lenient,
+                // The receive windows Chromium announces (as for h2, which shares its
+                // session code with SPDY/3.1 in Chromium's net/spdy).
+                initial_window: crate::protocol::H2_STREAM_WINDOW,
+                session_window: crate::protocol::H2_SESSION_WINDOW,
                 ..spdy::Config::new(spdy::Role::Client, Version::V3_1)
             },
             http1_connections: 6,
