@@ -9,8 +9,10 @@
 //! - [`session`]: a server or client `Session` fed by a peer that either writes raw bytes
 //!   or runs a script of real frames (encoded with its own compressor, so header blocks
 //!   are valid zlib), corrupts some of them, and drives the session's own API. Bytes are
-//!   delivered in arbitrary chunkings, with the session parked (idle memory given back,
-//!   `Session::park`) between reads when the fuzzer says so. Everything the session
+//!   delivered in arbitrary chunkings (at most 256 reads a step), with the session parked
+//!   (idle memory given back, `Session::park`) between reads when the fuzzer says so. The
+//!   bounds keep an input's cost near its bytes' (see `session`): 2,000 executions a
+//!   second and more, where 1-byte reads of header bombs held it to a few hundred. Everything the session
 //!   writes must decode cleanly, its stream ids must increase, no DATA frame may exceed
 //!   `max_data_frame` (`lone_data_frame` when larger) or overdraw the stream window, and
 //!   a session error must end with GOAWAY.
