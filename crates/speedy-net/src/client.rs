@@ -380,7 +380,10 @@ impl Client {
         };
         match proto {
             Protocol::Spdy(v) => {
-                let mut scfg = cfg.spdy.clone();
+                let mut scfg = match cfg.sctp {
+                    Some(_) => crate::sctp::spdy_config(&cfg.spdy),
+                    None => cfg.spdy.clone(),
+                };
                 scfg.role = spdy::Role::Client;
                 scfg.version = v;
                 let (h, pushes, _task) =

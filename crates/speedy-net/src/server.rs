@@ -39,9 +39,10 @@ pub async fn serve(
 /// from an [`SctpListener`] (SPDY/2, 3 and 3.1, told apart by the first frame).
 pub async fn serve_sctp(
     listener: SctpListener,
-    cfg: ServerConfig,
+    mut cfg: ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
+    cfg.spdy = crate::sctp::spdy_config(&cfg.spdy);
     serve_on(Listener::Sctp(listener), cfg, handler).await
 }
 

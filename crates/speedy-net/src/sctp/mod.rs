@@ -123,17 +123,35 @@ fn env_bytes(name: &str, default: usize) -> usize {
 static SACK_IMMEDIATELY: std::sync::LazyLock<bool> =
     std::sync::LazyLock::new(|| std::env::var_os("SPEEDY_SCTP_SACK_IMMEDIATELY").is_some());
 
-/// The endpoint's settings: DATA chunks of at most [`DATA_PAYLOAD`] bytes, or
-/// `SPEEDY_SCTP_PAYLOAD` (a diagnostic, 500 to 1,444).
-fn endpoint_config() -> Arc<EndpointConfig> {
-    let mut c = EndpointConfig::new();
-    let n = std::env::var("SPEEDY_SCTP_PAYLOAD")
+/// User data per DATA chunk: [`DATA_PAYLOAD`], or `SPEEDY_SCTP_PAYLOAD` (a diagnostic,
+/// 500 to 1,444).
+fn data_payload() -> u32 {
+    std::env::var("SPEEDY_SCTP_PAYLOAD")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
         .filter(|n| (500..=DATA_PAYLOAD).contains(n))
-        .unwrap_or(DATA_PAYLOAD);
-    c.max_payload_size(n);
+        .unwrap_or(DATA_PAYLOAD)
+}
+
+/// The endpoint's settings: DATA chunks of at most [`data_payload`] bytes.
+fn endpoint_config() -> Arc<EndpointConfig> {
+    let mut c = EndpointConfig::new();
+    c.max_payload_size(data_payload());
     Arc::new(c)
+}
+
+/// `session` as a SPDY session over SCTP runs it: every DATA frame fits one DATA chunk.
+/// SCTP hands a message over only when all of it has arrived, so a frame cut into
+/// chunks reaches the application a round trip late whenever its last chunk is in the
+/// next flight (an 8 KiB frame is six chunks; slow start's first flight holds three);
+/// a frame per chunk is delivered as it arrives, as bytes over TCP are.
+pub fn spdy_config(session: &spdy::Config) -> spdy::Config {
+    let frame = data_payload() as usize - spdy::frame::HEADER_LEN;
+    spdy::Config {
+        max_data_frame: session.max_data_frame.min(frame),
+        lone_data_frame: session.lone_data_frame.min(frame),
+        ..session.clone()
+    }
 }
 
 fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
@@ -793,5 +811,28 @@ impl Conn {
                 let _ = done.send((self.ch, None));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spdy_data_frame_over_sctp_fits_one_data_chunk() {
+        let mut session = spdy::Config::new(spdy::Role::Server, spdy::Version::V3_1);
+        session.lone_data_frame = 64 << 10;
+        let c = spdy_config(&session);
+        assert_eq!(
+            c.max_data_frame + spdy::frame::HEADER_LEN,
+            DATA_PAYLOAD as usize
+        );
+        assert_eq!(c.lone_data_frame, c.max_data_frame);
+        // Smaller frames stay as they were; nothing else changes.
+        session.max_data_frame = 100;
+        session.lone_data_frame = 0;
+        let c = spdy_config(&session);
+        assert_eq!((c.max_data_frame, c.lone_data_frame), (100, 0));
+        assert_eq!(c.initial_window, session.initial_window);
     }
 }
