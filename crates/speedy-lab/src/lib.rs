@@ -6,6 +6,7 @@
 
 pub mod experiment;
 pub mod interrupt;
+pub mod merge;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -177,7 +177,7 @@ fn lab(a: LabArgs) -> Result<()> {
             Ok(())
         }
         Some(LabCmd::Merge { inputs, out }) => {
-            let n = speedy_lab::runner::merge(&inputs, &out).map_err(anyhow::Error::msg)?;
+            let n = speedy_lab::merge::merge(&inputs, &out).map_err(anyhow::Error::msg)?;
             println!(
                 "merged {n} loads into {}",
                 out.join("results.jsonl").display()
