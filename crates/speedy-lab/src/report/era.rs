@@ -208,8 +208,8 @@ pub fn conditions_section(cx: &mut Ctx) -> String {
     out.push_str(&html::p(
         "Recorded per load in results.jsonl. The whitepaper's conditions (lab-facts §6): pages \
          of its era (web-2010: 320 KB, 44 resources, 7 hosts), CUBIC with the RFC 3390 initial \
-         window of 3 segments, SPDY headers in one zlib context (before CRIME), Chrome's 6 \
-         connections per host. When the host does not let namespaces use CUBIC the lab runs the \
+         window of 3 segments and Linux's loss recovery of 2009 (no RACK, no tail loss probes), \
+         SPDY headers in one zlib context (before CRIME), Chrome's 6 connections per host. When the host does not let namespaces use CUBIC the lab runs the \
          next algorithm the variant names and says so before any load; the column on the right \
          shows every such difference.",
     ));
