@@ -605,37 +605,31 @@ fn apply_tcp_knobs(
     cc: Option<&Cc>,
     default_cc: &str,
 ) -> Result<(), String> {
+    // The congestion control is always set: a variant without `cc` gets the namespaces'
+    // default back, not the previous variant's choice (the value is recorded in each row).
+    let default = match cc {
+        Some(c) if !c.per_route => &c.name,
+        _ => default_cc,
+    };
+    let set = [
+        format!("net.ipv4.tcp_no_metrics_save={}", v.no_metrics_save as u8),
+        format!(
+            "net.ipv4.tcp_slow_start_after_idle={}",
+            v.slow_start_after_idle.unwrap_or(true) as u8
+        ),
+        // RACK (bit 1 of tcp_recovery) and TLP (tcp_early_retrans 3, the kernel's
+        // default) on, or both off.
+        format!("net.ipv4.tcp_recovery={}", v.rack_tlp as u8),
+        format!("net.ipv4.tcp_early_retrans={}", 3 * v.rack_tlp as u8),
+        format!("net.ipv4.tcp_congestion_control={default}"),
+    ];
+    let args: Vec<&str> = ["-q", "-w"]
+        .into_iter()
+        .chain(set.iter().map(String::as_str))
+        .collect();
     for side in [Side::Client, Side::Server] {
-        let set = [
-            format!("net.ipv4.tcp_no_metrics_save={}", v.no_metrics_save as u8),
-            format!(
-                "net.ipv4.tcp_slow_start_after_idle={}",
-                v.slow_start_after_idle.unwrap_or(true) as u8
-            ),
-            // RACK (bit 1 of tcp_recovery) and TLP (tcp_early_retrans 3, the kernel's
-            // default) on, or both off.
-            format!("net.ipv4.tcp_recovery={}", v.rack_tlp as u8),
-            format!("net.ipv4.tcp_early_retrans={}", 3 * v.rack_tlp as u8),
-        ];
-        for s in &set {
-            sh(topo, side, "sysctl", &["-q", "-w", s])?;
-        }
-        // Always set: a variant without `cc` gets the namespaces' default back, not the
-        // previous variant's choice (the value is recorded in each row).
-        let default = match cc {
-            Some(c) if !c.per_route => &c.name,
-            _ => default_cc,
-        };
-        sh(
-            topo,
-            side,
-            "sysctl",
-            &[
-                "-q",
-                "-w",
-                &format!("net.ipv4.tcp_congestion_control={default}"),
-            ],
-        )?;
+        // One process per namespace and load, all five settings in it.
+        sh(topo, side, "sysctl", &args)?;
         set_route_option(
             topo,
             side,

@@ -97,46 +97,60 @@ const SOCKET_BUFFER: libc::c_int = 4 << 20;
 
 /// The most user data in one DATA chunk: what fills a 1,500-byte IP packet over UDP
 /// (1,500 - 20 IPv4 - 8 UDP - 12 SCTP common header - 16 DATA chunk header; over IPv6
-/// such a packet is fragmented), as Linux's SCTP fills the path MTU. sctp-proto's own 1,200 (WebRTC's cautious size) cost SCTP about
-/// half of its deficit against TCP under loss (docs/sctp.md): congestion avoidance grows
-/// the window by one packet per round trip, whatever the packet's size.
+/// such a packet is fragmented), as Linux's SCTP fills the path MTU. sctp-proto's own
+/// 1,200 (WebRTC's cautious size) cost SCTP about a third of its deficit against TCP
+/// under loss (docs/sctp.md): congestion avoidance grows the window by one packet per
+/// round trip, whatever the packet's size.
 const DATA_PAYLOAD: u32 = 1444;
 
-/// [`SEND_HIGH`] and [`DUPLEX`], or `SPEEDY_SCTP_SEND_HIGH` and `SPEEDY_SCTP_DUPLEX`
-/// (diagnostics, bytes, 4 KiB to 16 MiB): how much of the session's output may wait below
-/// its scheduler, in SCTP's send queues and in the byte stream.
-static SEND_HIGH_SIZE: std::sync::LazyLock<usize> =
-    std::sync::LazyLock::new(|| env_bytes("SPEEDY_SCTP_SEND_HIGH", SEND_HIGH));
-static DUPLEX_SIZE: std::sync::LazyLock<usize> =
-    std::sync::LazyLock::new(|| env_bytes("SPEEDY_SCTP_DUPLEX", DUPLEX));
+/// Diagnostics for experiments on where SCTP loses time (docs/sctp.md), not options:
+/// read from the environment once, each ignored outside its range.
+struct Diagnostics {
+    /// `SPEEDY_SCTP_PAYLOAD`: user data per DATA chunk, 500 to [`DATA_PAYLOAD`].
+    payload: u32,
+    /// `SPEEDY_SCTP_RTO_MIN_MS`: RTO.Min, RFC 4960's and Linux's 1 s otherwise.
+    rto_min_ms: u64,
+    /// `SPEEDY_SCTP_SEND_HIGH` and `SPEEDY_SCTP_DUPLEX`: how much of the session's output
+    /// may wait below its scheduler, in SCTP's send queues ([`SEND_HIGH`]) and in the
+    /// byte stream ([`DUPLEX`]); 4 KiB to 16 MiB.
+    send_high: usize,
+    duplex: usize,
+    /// `SPEEDY_SCTP_SACK_IMMEDIATELY`: the last DATA chunk of each burst carries RFC
+    /// 7053's I bit.
+    sack_immediately: bool,
+    /// `SPEEDY_SCTP_STATS`: each association prints its counters when it ends.
+    stats: bool,
+}
 
-fn env_bytes(name: &str, default: usize) -> usize {
+static DIAG: std::sync::LazyLock<Diagnostics> = std::sync::LazyLock::new(|| {
+    let set = |name: &str| std::env::var_os(name).is_some();
+    Diagnostics {
+        payload: env_in("SPEEDY_SCTP_PAYLOAD", 500..=DATA_PAYLOAD, DATA_PAYLOAD),
+        rto_min_ms: env_in("SPEEDY_SCTP_RTO_MIN_MS", 1..=60_000, 1000),
+        send_high: env_in("SPEEDY_SCTP_SEND_HIGH", 4096..=16 << 20, SEND_HIGH),
+        duplex: env_in("SPEEDY_SCTP_DUPLEX", 4096..=16 << 20, DUPLEX),
+        sack_immediately: set("SPEEDY_SCTP_SACK_IMMEDIATELY"),
+        stats: set("SPEEDY_SCTP_STATS"),
+    }
+});
+
+/// The number in environment variable `name`, if it parses and is in `range`.
+fn env_in<T: std::str::FromStr + PartialOrd>(
+    name: &str,
+    range: std::ops::RangeInclusive<T>,
+    default: T,
+) -> T {
     std::env::var(name)
         .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|n| (4096..=16 << 20).contains(n))
+        .and_then(|v| v.parse::<T>().ok())
+        .filter(|n| range.contains(n))
         .unwrap_or(default)
 }
 
-/// `SPEEDY_SCTP_SACK_IMMEDIATELY=1` (a diagnostic, docs/sctp.md): the last DATA chunk of
-/// each burst carries RFC 7053's I bit.
-static SACK_IMMEDIATELY: std::sync::LazyLock<bool> =
-    std::sync::LazyLock::new(|| std::env::var_os("SPEEDY_SCTP_SACK_IMMEDIATELY").is_some());
-
-/// User data per DATA chunk: [`DATA_PAYLOAD`], or `SPEEDY_SCTP_PAYLOAD` (a diagnostic,
-/// 500 to 1,444).
-fn data_payload() -> u32 {
-    std::env::var("SPEEDY_SCTP_PAYLOAD")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|n| (500..=DATA_PAYLOAD).contains(n))
-        .unwrap_or(DATA_PAYLOAD)
-}
-
-/// The endpoint's settings: DATA chunks of at most [`data_payload`] bytes.
+/// The endpoint's settings: DATA chunks of at most [`DATA_PAYLOAD`] bytes.
 fn endpoint_config() -> Arc<EndpointConfig> {
     let mut c = EndpointConfig::new();
-    c.max_payload_size(data_payload());
+    c.max_payload_size(DIAG.payload);
     Arc::new(c)
 }
 
@@ -146,7 +160,7 @@ fn endpoint_config() -> Arc<EndpointConfig> {
 /// next flight (an 8 KiB frame is six chunks; slow start's first flight holds three);
 /// a frame per chunk is delivered as it arrives, as bytes over TCP are.
 pub fn spdy_config(session: &spdy::Config) -> spdy::Config {
-    let frame = data_payload() as usize - spdy::frame::HEADER_LEN;
+    let frame = DIAG.payload as usize - spdy::frame::HEADER_LEN;
     spdy::Config {
         max_data_frame: session.max_data_frame.min(frame),
         lone_data_frame: session.lone_data_frame.min(frame),
@@ -156,16 +170,9 @@ pub fn spdy_config(session: &spdy::Config) -> spdy::Config {
 
 fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
     let streams = cfg.streams.max(2);
-    // A diagnostic, not an option: RTO.Min for experiments on where SCTP's loss recovery
-    // loses time (docs/sctp.md); RFC 4960's and Linux's 1 s otherwise.
-    let rto_min = std::env::var("SPEEDY_SCTP_RTO_MIN_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|ms| (1..=60_000).contains(ms))
-        .unwrap_or(1000);
     Arc::new(
         TransportConfig::default()
-            .with_rto_min_ms(rto_min)
+            .with_rto_min_ms(DIAG.rto_min_ms)
             .with_max_num_outbound_streams(streams)
             .with_max_num_inbound_streams(streams)
             .with_max_send_message_size(MAX_MESSAGE)
@@ -231,7 +238,7 @@ impl AsyncWrite for SctpIo {
 
 /// A session's byte stream and the association task's end of it.
 fn pair() -> (BoxIo, DuplexStream, Fate) {
-    let (app, ours) = tokio::io::duplex(*DUPLEX_SIZE);
+    let (app, ours) = tokio::io::duplex(DIAG.duplex);
     let fate = Fate::default();
     let io = SctpIo {
         inner: app,
@@ -582,7 +589,7 @@ impl Conn {
         }
         // The queues' total once, then what this flush adds to it.
         let mut queued = self.queued();
-        while !self.to_sctp.is_empty() && queued < *SEND_HIGH_SIZE {
+        while !self.to_sctp.is_empty() && queued < DIAG.send_high {
             let (id, frame) = self.to_sctp.pop_front().expect("non-empty");
             queued += frame.len();
             if !self.written.contains(&id) {
@@ -645,7 +652,7 @@ impl Conn {
             if let Some(h) = packets.last().and_then(|p| p.get(..8)) {
                 self.last_header = h.try_into().ok();
             }
-            if *SACK_IMMEDIATELY {
+            if DIAG.sack_immediately {
                 // The end of what the association can send now: its last DATA asks for
                 // an immediate SACK rather than the peer's delayed one (200 ms).
                 if let Some(p) = packets.last_mut() {
@@ -790,7 +797,7 @@ impl Conn {
             }
         }
         let _ = wr.shutdown().await;
-        if std::env::var_os("SPEEDY_SCTP_STATS").is_some() {
+        if DIAG.stats {
             let mut st = self.assoc.stats();
             eprintln!(
                 "SCTP association with {remote} ended: {} DATA chunks in, {} SACKs in, {} T3 \
