@@ -27,6 +27,9 @@ const OUT_LOW: usize = 32 * 1024;
 const OUT_TIME: f64 = 0.01;
 /// The read buffer grows when less than this is free.
 const READ_SPARE: usize = 4096;
+/// Inputs handled in one turn of the loop, at most, before output is produced and
+/// written: a bound so that a flood of inputs cannot keep the socket from being read.
+const INPUT_BATCH: usize = 64;
 /// See [`Tuning::flow_stall`].
 const FLOW_STALL: Duration = Duration::from_millis(500);
 /// See [`Tuning::park_after`].
@@ -103,7 +106,7 @@ pub trait Owner: Send {
     fn wants_input(&self) -> bool;
 
     /// Waits for the next input. Must be cancel-safe: the loop drops it when the socket
-    /// is ready first. `None`: that source ended (the owner remembers it).
+    /// is ready first, and polls it once without waiting to take inputs already there. `None`: that source ended (the owner remembers it).
     fn next_input(&mut self) -> impl Future<Output = Option<Self::Input>> + Send;
 
     /// Handles an input.
@@ -246,6 +249,19 @@ pub async fn run<O: Owner>(
             i = owner.next_input(), if wants_input => {
                 if let Some(i) = i {
                     owner.on_input(session, i);
+                    // Take the inputs that are already waiting too, so that what they
+                    // produce leaves in one write: otherwise the socket, always
+                    // writable, wins every other turn of the select and a batch of
+                    // requests (or answers) goes out one frame per system call.
+                    for _ in 1..INPUT_BATCH {
+                        if !owner.wants_input() {
+                            break;
+                        }
+                        match futures_util::FutureExt::now_or_never(owner.next_input()) {
+                            Some(Some(i)) => owner.on_input(session, i),
+                            _ => break,
+                        }
+                    }
                 }
             }
             r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
