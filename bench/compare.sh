@@ -79,14 +79,29 @@ npid=$(pgrep -P "$(cat "$W/nginx.pid")" | head -1)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # utime + stime, clock ticks
 HZ=$(getconf CLK_TCK)
 
+# gen ARGS...: runs ARGS on core 1 and writes how busy it kept that core (its CPU time,
+# user + system, over its wall time) to $W/genbusy: a generator near 100% is what bounds
+# that run's req/s, not the server.
+gen() {
+    python3 -c '
+import resource, subprocess, sys, time
+t = time.monotonic()
+p = subprocess.run(["taskset", "-c", "1"] + sys.argv[2:])
+wall = time.monotonic() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write(f"{(ru.ru_utime + ru.ru_stime) / wall:.3f}\n")
+sys.exit(p.returncode)' "$W/genbusy" "$@"
+}
+
 # run NAME SERVER_PID GENERATOR ARGS...: one measured run; appends
-# "NAME req/s p99_ms cpu_us_per_req" to $W/runs (p99 from speedy bench only).
+# "NAME req/s p99_ms cpu_us_per_req generator_busy" to $W/runs (p99 from speedy bench
+# only).
 run() {
     local name=$1 pid=$2 gen=$3; shift 3
     local c0 c1 out rps p99 n
     c0=$(cpu "$pid")
     if [ "$gen" = h2load ]; then
-        out=$(taskset -c 1 h2load -t 1 -D "${DURATION%s}" --warm-up-time="${WARMUP%s}" "$@" 2>&1)
+        out=$(gen h2load -t 1 -D "${DURATION%s}" --warm-up-time="${WARMUP%s}" "$@" 2>&1)
         c1=$(cpu "$pid")
         read -r rps n < <(python3 -c "
 import re,sys
@@ -97,7 +112,7 @@ ok=int(re.search(r'status codes: (\d+) 2xx',t).group(1))
 print(rps*ok/done if done else 0, ok)" <<<"$out")
         p99=nan
     else
-        out=$(taskset -c 1 "$S" bench --threads 1 -D "$DURATION" --warmup "$WARMUP" --json "$@" 2>/dev/null || true)
+        out=$(gen "$S" bench --threads 1 -D "$DURATION" --warmup "$WARMUP" --json "$@" 2>/dev/null || true)
         c1=$(cpu "$pid")
         read -r rps p99 n < <(python3 -c "
 import json,sys
@@ -107,15 +122,15 @@ print(d['requests_per_s']*ok/max(d['requests'],1), d['latency_ms']['p99'], ok)" 
     fi
     # CPU over the whole run (warm-up included) per request of the whole run: the
     # measured count scaled by (warm-up + duration) / duration.
-    python3 - "$name" "$rps" "$p99" "$c0" "$c1" "$HZ" "${DURATION%s}" "${WARMUP%s}" "$n" >> "$W/runs" <<'PY'
+    python3 - "$name" "$rps" "$p99" "$c0" "$c1" "$HZ" "${DURATION%s}" "${WARMUP%s}" "$n" "$(cat "$W/genbusy")" >> "$W/runs" <<'PY'
 import sys
-name, rps, p99, c0, c1, hz, d, w, n = sys.argv[1:]
+name, rps, p99, c0, c1, hz, d, w, n, busy = sys.argv[1:]
 rps, c0, c1, hz, d, w, n = float(rps), float(c0), float(c1), float(hz), float(d), float(w), float(n)
 reqs = n * (d + w) / d if n else 0
 us = (c1 - c0) / hz * 1e6 / reqs if reqs else float("nan")
-print(f"{name} {rps:.1f} {p99} {us:.2f}")
+print(f"{name} {rps:.1f} {p99} {us:.2f} {float(busy):.3f}")
 PY
-    tail -1 "$W/runs" | awk '{printf "  %-26s %10.0f req/s  p99 %7s ms  %6.2f µs CPU/req\n", $1, $2, $3, $4}'
+    tail -1 "$W/runs" | awk '{printf "  %-26s %10.0f req/s  p99 %7s ms  %6.2f µs CPU/req  generator %3.0f%% busy\n", $1, $2, $3, $4, $5 * 100}'
 }
 
 echo "== ${ROUNDS} interleaved rounds, ${DURATION} each after ${WARMUP} warm-up; ${CONNS} connections, ${STREAMS} streams"
@@ -158,8 +173,8 @@ from collections import defaultdict
 runs, dls, r0, r1, idle = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 m = defaultdict(lambda: defaultdict(list))
 for line in open(runs):
-    name, rps, p99, us = line.split()
-    for k, v in (("rps", rps), ("p99", p99), ("us", us)):
+    name, rps, p99, us, busy = line.split()
+    for k, v in (("rps", rps), ("p99", p99), ("us", us), ("busy", busy)):
         if v != "nan":
             m[name][k].append(float(v))
 def med(name, k):
@@ -196,6 +211,10 @@ h1 = st.median(d["dl.http1"])
 for p in ("spdy3.1", "h2"):
     v = d[f"dl.{p}"]
     print(f"{'100 MiB download MB/s, ' + p + ' vs HTTP/1.1':<44} {f'{st.median(v):,.0f} [{min(v):,.0f}–{max(v):,.0f}]':>28} {f'{h1:,.0f} (HTTP/1.1)':>28} {st.median(v)/h1:>6.2f}  ≥ 1.0")
+print()
+print("generator busy (median of rounds; near 100%: the generator, not the server, bounds that req/s):")
+names = ["h1", "h2c", "spdy", "h2", "h1b"]
+print("  " + "   ".join(f"{n}.{s} {med(f'{n}.{s}', 'busy') * 100:.0f}%" for n in names for s in ("speedy", "nginx") if m[f"{n}.{s}"]["busy"]))
 per = (r1 - r0) / idle
 print(f"{f'RSS per idle SPDY session ({idle:,.0f} sessions)':<44} {f'{per/1024:.1f} KiB':>28} {'':>28} {'':>6}  ≤ 24 KiB")
 PY
