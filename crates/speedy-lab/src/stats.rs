@@ -376,6 +376,23 @@ pub struct VariantInfo {
     pub tls: bool,
     /// The variant its speedup is computed against, when the rows name one.
     pub against: Option<String>,
+    /// `sctp` when its sessions ran over SCTP (TCP, or QUIC for h3, otherwise).
+    pub transport: Option<String>,
+}
+
+impl VariantInfo {
+    /// What the protocol ran over, for captions: `QUIC` (h3), `SCTP`, `TLS` or `TCP`.
+    pub fn carrier(&self) -> &'static str {
+        if self.protocol.eq_ignore_ascii_case("h3") {
+            "QUIC"
+        } else if self.transport.as_deref() == Some("sctp") {
+            "SCTP"
+        } else if self.tls {
+            "TLS"
+        } else {
+            "TCP"
+        }
+    }
 }
 
 /// A network as the rows describe it.
@@ -500,6 +517,7 @@ impl Stats {
                     protocol: r.protocol.clone(),
                     tls: r.tls,
                     against: r.against.clone(),
+                    transport: r.transport.clone(),
                 });
             }
         }

@@ -227,12 +227,7 @@ impl<'a> Ctx<'a> {
     /// `spdy (SPDY/3.1, TLS)`.
     pub fn variant_label(&self, variant: &str) -> String {
         match self.stats.variant(variant) {
-            Some(v) => format!(
-                "{} ({}, {})",
-                v.name,
-                proto_name(&v.protocol),
-                if v.tls { "TLS" } else { "TCP" }
-            ),
+            Some(v) => format!("{} ({}, {})", v.name, proto_name(&v.protocol), v.carrier()),
             None => variant.to_string(),
         }
     }
@@ -275,7 +270,7 @@ impl<'a> Ctx<'a> {
                     "{} = {} over {}{}",
                     v.name,
                     proto_name(&v.protocol),
-                    if v.tls { "TLS" } else { "TCP" },
+                    v.carrier(),
                     if v.baseline { ", baseline" } else { "" }
                 ));
             }

@@ -57,12 +57,16 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
                 .page_cell(page, net, variant)
                 .map(|c| c.summary.mean)
         };
-        let mut sctp_variants: Vec<&str> = Vec::new();
-        for r in on_net().filter(|r| r.transport.as_deref() == Some("sctp")) {
-            if !sctp_variants.contains(&r.variant.as_str()) {
-                sctp_variants.push(&r.variant);
-            }
-        }
+        // In the experiment's order (rows come in the order their loads finished).
+        let sctp_variants: Vec<&str> = cx
+            .stats
+            .variants
+            .iter()
+            .filter(|v| {
+                on_net().any(|r| r.variant == v.name && r.transport.as_deref() == Some("sctp"))
+            })
+            .map(|v| v.name.as_str())
+            .collect();
         let desc = on_net().next().map_or("", |r| r.network_desc.as_str());
         for v in sctp_variants {
             let pairs: Vec<(&str, f64, f64)> = pages

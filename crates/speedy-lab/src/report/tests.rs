@@ -168,8 +168,14 @@ fn the_sctp_section_compares_each_page_with_tcp_in_the_notes_form() {
             ("c", 1500.0, 1800.0),
         ] {
             rows.push(row(page, "http1", run, tcp, ""));
+            // A second SCTP variant, second in the experiment but first to finish.
+            let mut r = row(page, "spdy-nobundle", run, sctp + 500.0, "");
+            r.transport = Some("sctp".into());
+            r.variant_index = Some(2);
+            rows.push(r);
             let mut r = row(page, "spdy", run, sctp, "");
             r.transport = Some("sctp".into());
+            r.variant_index = Some(1);
             rows.push(r);
         }
     }
@@ -177,6 +183,12 @@ fn the_sctp_section_compares_each_page_with_tcp_in_the_notes_form() {
     let a = html.find(r#"<h2 id="sctp">"#).expect("an SCTP section");
     let end = html[a + 4..].find("<h2 ").map_or(html.len(), |i| a + 4 + i);
     let sec = &html[a..end];
+    // Its tables in the experiment's order, and captions that say what carried them.
+    let first = sec.find("against spdy (SCTP)").expect("spdy's table");
+    let second = sec.find("against spdy-nobundle (SCTP)").expect("spdy-nobundle's table");
+    assert!(first < second, "{sec}");
+    assert!(html.contains("spdy = SPDY/3.1 over SCTP"), "{html}");
+    assert!(!html.contains("spdy = SPDY/3.1 over TCP"), "{html}");
     // Mean of +200, -20 and -300.
     assert!(
         sec.contains("3 pages: 1 more than 5% faster over SCTP, 1 more than 5% slower, 1 within 5%; mean TCP − SCTP onLoad -40 ms"),

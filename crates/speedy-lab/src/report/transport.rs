@@ -454,7 +454,7 @@ pub fn waterfalls(cx: &mut Ctx) -> String {
                  chosen because its onLoad ({} ms) is closest to their median ({} ms). Green dashed line: onContentLoad; \
                  vermillion dashed line: onLoad.",
                 vi.map_or(String::new(), |x| super::proto_name(&x.protocol)),
-                vi.map_or("", |x| if x.tls { "TLS" } else { "TCP" }),
+                vi.map_or("", |x| x.carrier()),
                 row.run,
                 svg::ms(row.on_load_ms),
                 svg::ms(*med),
