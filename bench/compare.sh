@@ -151,7 +151,7 @@ echo "== 100 MiB single-stream download from speedy serve ($DL_ROUNDS each, inte
 dl() { taskset -c 1 "$S" bench --threads 1 -c 1 -m 1 -n 1 --warmup 0s --json --protocol "$1" http://127.0.0.1:18090/100m.bin \
         | python3 -c "import json,sys; print(json.load(sys.stdin)['bytes_per_s'])"; }
 for r in $(seq "$DL_ROUNDS"); do
-    for p in http1 spdy/3.1 h2; do echo "dl.${p//\//} $(dl "$p")" >> "$W/dl"; done
+    for p in http1 spdy/3.1 h2; do echo "dl.${p//\//} $(dl "$p")" | tee -a "$W/dl" | awk '{printf "  %-26s %10.0f MB/s\n", $1, $2 / 1e6}'; done
 done
 
 echo "== memory: $IDLE idle SPDY sessions held by speedy serve"
