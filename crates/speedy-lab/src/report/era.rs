@@ -93,8 +93,16 @@ const TABLE3: [(f64, f64, f64, f64); 7] = [
     (200.0, 4498.0, 3293.0, 26.79),
 ];
 
-/// The conditions a row ran under, as (name, value) pairs in a fixed order.
+/// The conditions a row ran under, as (name, value) pairs in a fixed order. Settings
+/// of Linux's TCP are `–` (not compared) for a load that did not run over TCP: QUIC (h3)
+/// has its own loss recovery (RFC 9002's time threshold and probe timeout) and takes
+/// only the congestion control and initial window from the variant; SCTP has its own
+/// congestion control, window and recovery (RFC 4960).
 fn conditions(r: &Row) -> Vec<(&'static str, String)> {
+    let quic = r.protocol.eq_ignore_ascii_case("h3");
+    let sctp = r.transport.as_deref() == Some("sctp");
+    let tcp_only = |v: String| if quic || sctp { "–".to_string() } else { v };
+    let not_sctp = |v: String| if sctp { "–".to_string() } else { v };
     let or_dash = |s: &str| {
         if s.is_empty() {
             "–".to_string()
@@ -111,23 +119,23 @@ fn conditions(r: &Row) -> Vec<(&'static str, String)> {
     };
     vec![
         ("pages", or_dash(&r.calibration)),
-        ("congestion control", or_dash(&r.tcp_cc)),
-        ("initcwnd", num(r.initcwnd)),
+        ("congestion control", not_sctp(or_dash(&r.tcp_cc))),
+        ("initcwnd", not_sctp(num(r.initcwnd))),
         (
             "initrwnd",
-            r.initrwnd.map_or("kernel".into(), |w| w.to_string()),
+            tcp_only(r.initrwnd.map_or("kernel".into(), |w| w.to_string())),
         ),
         (
             "slow start after idle",
-            if r.slow_start_after_idle { "on" } else { "off" }.into(),
+            tcp_only(if r.slow_start_after_idle { "on" } else { "off" }.into()),
         ),
         (
             "TCP RACK and tail loss probes",
-            if r.rack_tlp { "on" } else { "off" }.into(),
+            tcp_only(if r.rack_tlp { "on" } else { "off" }.into()),
         ),
         (
             "TCP metrics cache",
-            if r.no_metrics_save { "off" } else { "on" }.into(),
+            tcp_only(if r.no_metrics_save { "off" } else { "on" }.into()),
         ),
         ("SPDY headers", or_dash(&r.header_compression)),
         ("HTTP/1.1 conns per host", num(r.connections_per_host)),
@@ -211,7 +219,9 @@ pub fn conditions_section(cx: &mut Ctx) -> String {
          window of 3 segments and Linux's loss recovery of 2009 (no RACK, no tail loss probes), \
          SPDY headers in one zlib context (before CRIME), Chrome's 6 connections per host. When the host does not let namespaces use CUBIC the lab runs the \
          next algorithm the variant names and says so before any load; the column on the right \
-         shows every such difference.",
+         shows every such difference. – : not recorded, or a TCP setting that a load over QUIC \
+         (h3: its own loss recovery, the variant's congestion control and initial window) or \
+         SCTP (its own congestion control and recovery) does not use.",
     ));
     out
 }

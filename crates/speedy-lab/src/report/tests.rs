@@ -185,7 +185,9 @@ fn the_sctp_section_compares_each_page_with_tcp_in_the_notes_form() {
     let sec = &html[a..end];
     // Its tables in the experiment's order, and captions that say what carried them.
     let first = sec.find("against spdy (SCTP)").expect("spdy's table");
-    let second = sec.find("against spdy-nobundle (SCTP)").expect("spdy-nobundle's table");
+    let second = sec
+        .find("against spdy-nobundle (SCTP)")
+        .expect("spdy-nobundle's table");
     assert!(first < second, "{sec}");
     assert!(html.contains("spdy = SPDY/3.1 over SCTP"), "{html}");
     assert!(!html.contains("spdy = SPDY/3.1 over TCP"), "{html}");
@@ -198,4 +200,48 @@ fn the_sctp_section_compares_each_page_with_tcp_in_the_notes_form() {
     // Without SCTP rows there is no section.
     let html = render(&disagreeing(), Path::new("."), &ReportOptions::default());
     assert!(!html.contains(r#"<h2 id="sctp">"#));
+}
+
+#[test]
+fn tcp_settings_are_not_compared_for_loads_over_quic_or_sctp() {
+    let mut rows = Vec::new();
+    for (variant, protocol, transport) in [
+        ("http1", "http/1.1", None),
+        ("spdy", "spdy/3.1", None),
+        ("quic", "h3", None),
+        ("sctp", "spdy/3.1", Some("sctp")),
+    ] {
+        let mut r = row("a", variant, 0, 1000.0, "");
+        r.protocol = protocol.into();
+        r.transport = transport.map(str::to_string);
+        r.tcp_cc = "cubic".into();
+        r.initcwnd = 10;
+        r.rack_tlp = true;
+        rows.push(r);
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    let a = html
+        .find(r#"<h2 id="conditions">"#)
+        .expect("a conditions section");
+    let end = html[a + 4..].find("<h2 ").map_or(html.len(), |i| a + 4 + i);
+    let sec = &html[a..end];
+    // The last cell of each variant's row: how it differs from the whitepaper.
+    let differs = |variant: &str| {
+        let i = sec.find(&format!("{variant} (")).expect(variant);
+        let row_end = sec[i..].find("</tr>").map_or(sec.len(), |j| i + j);
+        let cells: Vec<&str> = sec[i..row_end].split("<td").collect();
+        cells.last().unwrap().to_string()
+    };
+    // Over TCP: the initial window and RACK/TLP differ from 2009's.
+    assert!(differs("spdy").contains("initcwnd 10"), "{sec}");
+    assert!(
+        differs("spdy").contains("TCP RACK and tail loss probes on"),
+        "{sec}"
+    );
+    // QUIC takes its window from the variant, not the TCP knobs.
+    assert!(differs("quic").contains("initcwnd 10"), "{sec}");
+    assert!(!differs("quic").contains("RACK"), "{sec}");
+    // SCTP takes neither.
+    assert!(!differs("sctp").contains("initcwnd"), "{sec}");
+    assert!(!differs("sctp").contains("RACK"), "{sec}");
 }
