@@ -149,7 +149,7 @@ struct Http1Pool {
     slots: tokio::sync::Semaphore,
     mode: Http1Mode,
     /// [`Http1Mode::Pipelined`]: the connection, once opened.
-    pipe: Mutex<Option<Arc<crate::http1_pipeline::Pipeline>>>,
+    pipe: std::sync::Mutex<Option<Arc<crate::http1_pipeline::Pipeline>>>,
 }
 
 pub(crate) async fn dial(
@@ -456,7 +456,7 @@ impl Client {
                     idle: Mutex::new(Vec::new()),
                     slots: tokio::sync::Semaphore::new(cfg.http1_connections.max(1)),
                     mode: cfg.http1_mode,
-                    pipe: Mutex::new(None),
+                    pipe: std::sync::Mutex::new(None),
                 };
                 Ok(Client {
                     scheme: scheme.into(),
@@ -792,17 +792,15 @@ impl Http1Pool {
         req: ClientRequest,
         log: &Option<FrameLog>,
     ) -> Result<ResponseStream, ClientError> {
-        let pipe = {
-            let mut p = self.pipe.lock().await;
-            match &*p {
-                Some(pipe) => pipe.clone(),
-                None => {
-                    let io = (self.connect)().await?;
-                    p.insert(Arc::new(crate::http1_pipeline::Pipeline::new(io)))
-                        .clone()
-                }
-            }
-        };
+        // Nothing here waits before the request is queued: requests go out in the
+        // order of the first polls of their futures (the connection is made in the
+        // pipeline's task, and they wait there for it).
+        let pipe = self
+            .pipe
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| Arc::new(crate::http1_pipeline::Pipeline::new((self.connect)())))
+            .clone();
         let mut headers = vec![
             ("host".to_string(), authority.to_string()),
             ("user-agent".into(), USER_AGENT.into()),

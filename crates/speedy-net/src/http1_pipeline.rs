@@ -3,8 +3,8 @@
 //! read back in the order the requests went out. This is what `speedy fetch --pipeline`
 //! and SST's Fig 8 ("HTTP/1.1 pipelined") use; hyper's client does not pipeline.
 //!
-//! A writer task sends the requests and hands each one's reply slot, in order, to a
-//! reader task, which parses the response head, gives the caller its body as a stream,
+//! A writer task connects, sends the requests and hands each one's reply slot, in
+//! order, to a reader task, which parses the response head, gives the caller its body as a stream,
 //! and reads that body (by `Content-Length`, chunked coding, or to the end of the
 //! connection) before the next response. A body nobody reads is still read, so the
 //! responses behind it are not stuck; one that is read slowly holds them up, as
@@ -15,6 +15,8 @@ use crate::client::ClientError;
 use crate::http1_response::{parse_head, BodyDecoder, Framing, Piece, ResponseHead};
 use crate::io::BoxIo;
 use bytes::{Bytes, BytesMut};
+use futures_util::future::BoxFuture;
+use std::future::Future;
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadHalf};
 use tokio::sync::{mpsc, oneshot};
@@ -39,12 +41,25 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Takes over `io` (connected, TLS done) and starts its writer and reader tasks.
-    pub fn new(io: BoxIo) -> Pipeline {
-        let (rd, mut wr) = tokio::io::split(io);
+    /// Starts the writer task, which makes the connection (`connect`: TCP, and TLS if
+    /// any) and then its reader task. Requests may be queued at once: they go out in the
+    /// order they were queued once the connection is up, and all fail with the
+    /// connection's error if it cannot be made.
+    pub fn new(connect: BoxFuture<'static, Result<BoxIo, ClientError>>) -> Pipeline {
         let (jobs, mut rx) = mpsc::unbounded_channel::<Job>();
-        let (order_tx, order_rx) = mpsc::unbounded_channel::<Waiting>();
         tokio::spawn(async move {
+            let io = match connect.await {
+                Ok(io) => io,
+                Err(e) => {
+                    while let Some(job) = rx.recv().await {
+                        let _ = job.waiting.reply.send(Err(e.clone()));
+                    }
+                    return;
+                }
+            };
+            let (rd, mut wr) = tokio::io::split(io);
+            let (order_tx, order_rx) = mpsc::unbounded_channel::<Waiting>();
+            tokio::spawn(read_responses(rd, order_rx));
             while let Some(job) = rx.recv().await {
                 let r = async {
                     wr.write_all(&job.bytes).await?;
@@ -63,29 +78,30 @@ impl Pipeline {
                 }
             }
         });
-        tokio::spawn(read_responses(rd, order_rx));
         Pipeline { jobs }
     }
 
-    /// Sends a request (`head`: the request line and headers, ending with the blank
-    /// line; `body`: its body, already announced in the head) and waits for its
-    /// response head. `head_only`: a HEAD request, whose response has no body.
-    pub async fn request(
+    /// Queues a request now (`head`: the request line and headers, ending with the blank
+    /// line; `body`: its body, already announced in the head), so that requests go out
+    /// in the order of these calls; the future waits for its response head.
+    /// `head_only`: a HEAD request, whose response has no body.
+    pub fn request(
         &self,
         head: Vec<u8>,
         body: &[u8],
         head_only: bool,
-    ) -> Result<(http::response::Parts, Body), ClientError> {
+    ) -> impl Future<Output = Result<(http::response::Parts, Body), ClientError>> + use<> {
         let (reply, rx) = oneshot::channel();
         let mut bytes = head;
         bytes.extend_from_slice(body);
-        self.jobs
-            .send(Job {
-                bytes,
-                waiting: Waiting { head_only, reply },
-            })
-            .map_err(|_| ClientError::Closed)?;
-        rx.await.map_err(|_| ClientError::Closed)?
+        let queued = self.jobs.send(Job {
+            bytes,
+            waiting: Waiting { head_only, reply },
+        });
+        async move {
+            queued.map_err(|_| ClientError::Closed)?;
+            rx.await.map_err(|_| ClientError::Closed)?
+        }
     }
 }
 
@@ -220,7 +236,8 @@ mod tests {
     #[tokio::test]
     async fn responses_come_back_in_order_whatever_their_framing() {
         let (client, mut server) = tokio::io::duplex(64 * 1024);
-        let p = Pipeline::new(Box::new(client));
+        let io: BoxIo = Box::new(client);
+        let p = Pipeline::new(Box::pin(async move { Ok(io) }));
         let srv = tokio::spawn(async move {
             let mut got = Vec::new();
             let mut b = [0u8; 4096];
@@ -279,7 +296,8 @@ mod tests {
     #[tokio::test]
     async fn a_connection_that_ends_early_fails_every_waiting_request() {
         let (client, mut server) = tokio::io::duplex(4096);
-        let p = Pipeline::new(Box::new(client));
+        let io: BoxIo = Box::new(client);
+        let p = Pipeline::new(Box::pin(async move { Ok(io) }));
         tokio::spawn(async move {
             let mut b = [0u8; 256];
             let _ = server.read(&mut b).await;

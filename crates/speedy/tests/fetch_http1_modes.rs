@@ -139,19 +139,22 @@ fn fetch(port: u16, args: &[&str], paths: &[&str]) -> Vec<Value> {
     lines
 }
 
-/// A server that answers nothing until it has all five requests on one connection:
-/// only a client that pipelines gets its answers.
+/// A server that answers nothing until it has all eight requests on one connection:
+/// only a client that pipelines gets its answers. They arrive in the order of the URLs.
 #[test]
 fn pipeline_sends_every_request_before_any_answer_on_one_connection() {
-    let (port, seen) = raw_server(5, Duration::ZERO);
-    let paths = ["/100", "/70000", "/0", "/5", "/300000"];
+    let paths = ["/100", "/70000", "/0", "/5", "/300000", "/6", "/7", "/8"];
+    let (port, seen) = raw_server(paths.len(), Duration::ZERO);
     fetch(port, &["--pipeline"], &paths);
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 5);
+    assert_eq!(seen.len(), paths.len());
     assert!(
         seen.iter().all(|s| s.conn == seen[0].conn && !s.close),
         "{seen:?}"
     );
+    let lines: Vec<&str> = seen.iter().map(|s| s.line.as_str()).collect();
+    let want: Vec<String> = paths.iter().map(|p| format!("GET {p} HTTP/1.1")).collect();
+    assert_eq!(lines, want);
 }
 
 /// Four requests, two at a time: four connections, each request saying `Connection:

@@ -713,6 +713,10 @@ async fn fetch_origin(
     let ids_tx = Arc::new(ids_tx);
     let mut tasks: Vec<tokio::task::JoinHandle<bool>> = Vec::new();
     let mut first_ok = true;
+    // Unscheduled requests are started in URL order: each task polls its request once
+    // (which queues it: a SPDY stream opened, a pipelined request written in turn) only
+    // after the one before it has; the runtime's threads would otherwise race.
+    let mut turn: Option<tokio::sync::oneshot::Receiver<()>> = None;
     for (pos, t) in list.into_iter().enumerate() {
         if pos == 1 && ctx.after_first {
             if let Some(first) = tasks.pop() {
@@ -727,6 +731,13 @@ async fn fetch_origin(
         // Unscheduled requests take their turn in the order given, as before.
         let now = match at {
             None => Some(sem.clone().acquire_owned().await.expect("semaphore open")),
+            Some(_) => None,
+        };
+        let my_turn = match at {
+            None => {
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                Some((turn.replace(rx), tx))
+            }
             Some(_) => None,
         };
         tasks.push(tokio::spawn(async move {
@@ -748,7 +759,24 @@ async fn fetch_origin(
             req.headers = ctx.extra.clone();
             req.method = ctx.method.clone();
             req.body = ctx.body.clone();
-            let r = client.request(req).await;
+            let r = match my_turn {
+                None => client.request(req).await,
+                Some((wait, done)) => {
+                    if let Some(w) = wait {
+                        let _ = w.await;
+                    }
+                    let mut fut = std::pin::pin!(client.request(req));
+                    let first = std::future::poll_fn(|cx| {
+                        std::task::Poll::Ready(std::future::Future::poll(fut.as_mut(), cx))
+                    })
+                    .await;
+                    let _ = done.send(());
+                    match first {
+                        std::task::Poll::Ready(r) => r,
+                        std::task::Poll::Pending => fut.await,
+                    }
+                }
+            };
             if let Some(id) = r.as_ref().ok().and_then(|r| r.stream_id) {
                 ids_tx.send_modify(|m| {
                     m.insert(pos, id);
