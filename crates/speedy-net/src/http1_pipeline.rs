@@ -4,9 +4,9 @@
 //! and SST's Fig 8 ("HTTP/1.1 pipelined") use; hyper's client does not pipeline.
 //!
 //! A writer task connects, sends the requests and hands each one's reply slot, in
-//! order, to a reader task, which parses the response head, gives the caller its body as a stream,
-//! and reads that body (by `Content-Length`, chunked coding, or to the end of the
-//! connection) before the next response. A body nobody reads is still read, so the
+//! order, to a reader task, which parses the response head, gives the caller its body
+//! as a stream, and reads that body (by `Content-Length`, chunked coding, or to the end
+//! of the connection) before the next response. A body nobody reads is still read, so the
 //! responses behind it are not stuck; one that is read slowly holds them up, as
 //! pipelining does. When the connection fails, every request still waiting fails.
 

@@ -106,7 +106,8 @@ pub trait Owner: Send {
     fn wants_input(&self) -> bool;
 
     /// Waits for the next input. Must be cancel-safe: the loop drops it when the socket
-    /// is ready first, and polls it once without waiting to take inputs already there. `None`: that source ended (the owner remembers it).
+    /// is ready first, and polls it once without waiting to take inputs already there.
+    /// `None`: that source ended (the owner remembers it).
     fn next_input(&mut self) -> impl Future<Output = Option<Self::Input>> + Send;
 
     /// Handles an input.
