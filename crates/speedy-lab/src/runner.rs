@@ -1027,7 +1027,13 @@ fn load(
     }
     cmd.arg("--har").arg(har);
     cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    // The loader's stderr goes to a file beside its HAR, kept when it is not empty (its
+    // warnings, and diagnostics such as SPEEDY_SCTP_STATS): a pipe read only at the end
+    // would stall a loader that wrote more than the pipe holds.
+    let log_path = har.with_extension("stderr.txt");
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+    cmd.stdout(Stdio::null()).stderr(log);
     crate::testbed::die_with_parent(&mut cmd);
     let mut child = cmd
         .spawn()
@@ -1043,11 +1049,11 @@ fn load(
             next_sample = Instant::now() + SS_EVERY;
         }
         if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            let err = std::fs::read_to_string(&log_path).unwrap_or_default();
+            if err.is_empty() {
+                let _ = std::fs::remove_file(&log_path);
+            }
             if !har.exists() {
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                }
                 return Err(format!("the loader wrote no HAR ({st}): {}", err.trim()));
             }
             return Ok(st.to_string());

@@ -63,9 +63,14 @@ protocol = "spdy"
             r["bytes_down"].as_u64().unwrap() > 10_000,
             "the link carried the page: {r}"
         );
+        let har = out.join(r["har"].as_str().unwrap());
+        assert!(har.exists(), "HAR kept: {r}");
+        // The loader's stderr beside its HAR, only when it said something.
+        let log = har.with_extension("stderr.txt");
         assert!(
-            out.join(r["har"].as_str().unwrap()).exists(),
-            "HAR kept: {r}"
+            !log.exists() || std::fs::metadata(&log).unwrap().len() > 0,
+            "an empty {} was kept",
+            log.display()
         );
         let want = if r["variant"] == "spdy" {
             "spdy/3.1"
