@@ -462,7 +462,29 @@ struct Conn {
 }
 
 impl Drop for Conn {
+    /// Sends the ABORT described at `last_header`, and prints the counters under
+    /// `SPEEDY_SCTP_STATS`: here, so that an association whose task is dropped (the
+    /// process exits with it open, as `speedy load` does) reports too.
     fn drop(&mut self) {
+        if DIAG.stats {
+            let remote = self.assoc.remote_addr();
+            let open = if self.assoc.is_closed() {
+                "ended"
+            } else {
+                "dropped open"
+            };
+            let rto = self.assoc.rtt();
+            let mut st = self.assoc.stats();
+            eprintln!(
+                "SCTP association with {remote} {open}: {} DATA chunks in, {} SACKs in, {} T3 \
+                 timeouts, {} fast retransmissions, {} delayed-ACK timeouts, RTO {rto:?}",
+                st.get_num_datas(),
+                st.get_num_sacks(),
+                st.get_num_t3timeouts(),
+                st.get_num_fast_retrans(),
+                st.get_num_ack_timeouts(),
+            );
+        }
         if let (false, Some(h), Some((sock, to, connected))) =
             (self.assoc.is_closed(), self.last_header, &self.abort_to)
         {
@@ -797,19 +819,6 @@ impl Conn {
             }
         }
         let _ = wr.shutdown().await;
-        if DIAG.stats {
-            let mut st = self.assoc.stats();
-            eprintln!(
-                "SCTP association with {remote} ended: {} DATA chunks in, {} SACKs in, {} T3 \
-                 timeouts, {} fast retransmissions, {} delayed-ACK timeouts, RTO {:?}",
-                st.get_num_datas(),
-                st.get_num_sacks(),
-                st.get_num_t3timeouts(),
-                st.get_num_fast_retrans(),
-                st.get_num_ack_timeouts(),
-                self.assoc.rtt()
-            );
-        }
         match feed {
             Feed::Client { mut endpoint, .. } => {
                 endpoint.handle_event(self.ch, EndpointEvent::drained());
