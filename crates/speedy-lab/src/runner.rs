@@ -1049,11 +1049,11 @@ fn load(
             next_sample = Instant::now() + SS_EVERY;
         }
         if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            let err = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if err.is_empty() {
+            if std::fs::metadata(&log_path).is_ok_and(|m| m.len() == 0) {
                 let _ = std::fs::remove_file(&log_path);
             }
             if !har.exists() {
+                let err = std::fs::read_to_string(&log_path).unwrap_or_default();
                 return Err(format!("the loader wrote no HAR ({st}): {}", err.trim()));
             }
             return Ok(st.to_string());

@@ -118,7 +118,8 @@ struct Diagnostics {
     /// `SPEEDY_SCTP_SACK_IMMEDIATELY`: the last DATA chunk of each burst carries RFC
     /// 7053's I bit.
     sack_immediately: bool,
-    /// `SPEEDY_SCTP_STATS`: each association prints its counters when it ends.
+    /// `SPEEDY_SCTP_STATS`: each association prints its counters on stderr when it is
+    /// dropped, ended or still open.
     stats: bool,
 }
 
