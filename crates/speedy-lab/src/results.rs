@@ -129,6 +129,21 @@ pub struct Row {
     /// Segments the server namespace sent during the load (`OutSegs`).
     #[serde(default)]
     pub server_segments_out: u64,
+    /// Segments the client namespace retransmitted during the load (`RetransSegs`: the
+    /// loader's requests and acknowledgements).
+    #[serde(default)]
+    pub loader_retransmissions: u64,
+    /// Retransmission timeouts that fired on the loader's sockets (`TCPTimeouts`).
+    #[serde(default)]
+    pub loader_rto_timeouts: u64,
+    /// Over SCTP: the replay servers' SCTP counters over the load (T3 timeouts, fast
+    /// retransmissions, ...: the sender's side of the downloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_sctp: Option<speedy_net::sctp::counters::Counters>,
+    /// Over SCTP: the loader's SCTP counters (its HAR's `_sctp`; a one-page load only,
+    /// as they cover the loader's whole run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_sctp: Option<speedy_net::sctp::counters::Counters>,
     /// The link emulator's mean lateness writing packets during the load, µs (how much
     /// later than their emulated departure time packets left: a busy CPU shows here).
     #[serde(default)]

@@ -769,7 +769,7 @@ fn run_lane(
             })
             .unwrap_or_default();
         // Link and server counters over time: a session's visits are cut from them.
-        let mut snaps: Vec<Snapshot> = vec![Snapshot::take(&topo)?];
+        let mut snaps: Vec<Snapshot> = vec![Snapshot::take(&topo, &servers)?];
         let mut sample = || {
             // A failed sample (ss missing) loses only the per-connection figures.
             if let Ok(t) = ss() {
@@ -787,7 +787,7 @@ fn run_lane(
                 }
             }
             if session {
-                if let Ok(s) = Snapshot::take(&topo) {
+                if let Ok(s) = Snapshot::take(&topo, &servers) {
                     snaps.push(s);
                 }
             }
@@ -807,7 +807,7 @@ fn run_lane(
             &mut sample,
         )?;
         sample();
-        snaps.push(Snapshot::take(&topo)?);
+        snaps.push(Snapshot::take(&topo, &servers)?);
         // Stopped here (restarted before the next load) for the forwarding thread's own
         // measure of this load's timing.
         topo.stop_link();
@@ -864,6 +864,19 @@ fn run_lane(
             row.server_retransmissions = after.server.retrans_segs - before.server.retrans_segs;
             row.server_rto_timeouts = after.server.timeouts - before.server.timeouts;
             row.server_segments_out = after.server.out_segs - before.server.out_segs;
+            row.loader_retransmissions = after.loader.retrans_segs - before.loader.retrans_segs;
+            row.loader_rto_timeouts = after.loader.timeouts - before.loader.timeouts;
+            if variant.sctp {
+                row.server_sctp = Some(after.sctp.since(&before.sctp));
+                // The loader's counters cover its whole run: a row of a one-page load.
+                if h.log.pages.len() == 1 {
+                    row.loader_sctp = h
+                        .log
+                        .sctp
+                        .as_ref()
+                        .and_then(|v| serde_json::from_value(v.clone()).ok());
+                }
+            }
             row.server_connections = conns.clone();
             row.link_late_mean_us = (fwd.late_sum.as_micros() as u64)
                 .checked_div(fwd.written)
@@ -1142,6 +1155,10 @@ fn row_from_har(
             .map(|i| i as u32),
         server_retransmissions: 0,
         server_rto_timeouts: 0,
+        loader_retransmissions: 0,
+        loader_rto_timeouts: 0,
+        server_sctp: None,
+        loader_sctp: None,
         server_segments_out: 0,
         server_connections: Vec::new(),
         link_late_mean_us: 0,
@@ -1168,22 +1185,30 @@ fn row_from_har(
     })
 }
 
-/// The link's and the server namespace's counters at one moment.
+/// The link's, both namespaces' TCP and the replay servers' SCTP counters at one moment.
 struct Snapshot {
     at_ms: f64,
     link: linkem::Counters,
     server: ServerTcp,
+    /// The client namespace's TCP MIB: the loader's sockets only.
+    loader: ServerTcp,
+    /// The lane's replay servers' SCTP counters, summed.
+    sctp: speedy_net::sctp::counters::Counters,
 }
 
 impl Snapshot {
-    fn take(topo: &Topology) -> Result<Snapshot, String> {
+    fn take(topo: &Topology, servers: &Servers) -> Result<Snapshot, String> {
         let at_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
         Ok(Snapshot {
             at_ms,
             link: topo.counters(),
-            server: server_tcp_counters(topo)?,
+            server: tcp_counters(topo, Side::Server)?,
+            loader: tcp_counters(topo, Side::Client)?,
+            sctp: servers
+                .values()
+                .fold(Default::default(), |sum, s| sum.plus(&s.sctp_counters())),
         })
     }
 }
@@ -1223,15 +1248,15 @@ fn visit_window<'a>(
     Ok((from, to))
 }
 
-fn server_tcp_counters(topo: &Topology) -> Result<ServerTcp, String> {
-    let text = sh(
-        topo,
-        Side::Server,
-        "cat",
-        &["/proc/net/snmp", "/proc/net/netstat"],
-    )?;
+/// The TCP MIB of one side's namespace (only that side's processes' sockets count).
+fn tcp_counters(topo: &Topology, side: Side) -> Result<ServerTcp, String> {
+    let text = sh(topo, side, "cat", &["/proc/net/snmp", "/proc/net/netstat"])?;
+    let name = match side {
+        Side::Client => "client",
+        Side::Server => "server",
+    };
     parse_tcp_mib(&text)
-        .ok_or_else(|| "the server namespace's /proc/net/snmp has no Tcp counters".into())
+        .ok_or_else(|| format!("the {name} namespace's /proc/net/snmp has no Tcp counters"))
 }
 
 /// The build of the `speedy` program at `path`: its version and the first 16 hex digits of

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -173,6 +173,9 @@ pub struct ReplaySpec<'a> {
 pub struct ReplayServer {
     child: Child,
     startup: ServeStartup,
+    /// With SCTP: the file the server keeps its SCTP counters in (`--sctp-counters`), a
+    /// temporary file removed with the server.
+    sctp_counters: Option<PathBuf>,
 }
 
 impl ReplayServer {
@@ -197,14 +200,22 @@ impl ReplayServer {
                 cmd.args(["--quic-initial-window", &w.to_string()]);
             }
         }
+        let mut sctp_counters = None;
         if spec.sctp {
             cmd.arg("--sctp");
             if let Some(ms) = spec.sctp_rto_initial_ms {
                 cmd.args(["--sctp-rto-initial-ms", &ms.to_string()]);
             }
+            let path = temp_path("sctp-counters", "json");
+            cmd.arg("--sctp-counters").arg(&path);
+            sctp_counters = Some(path);
         }
         let (child, startup) = spawn_announced(cmd, spec.speedy, "the replay server")?;
-        let server = ReplayServer { child, startup };
+        let server = ReplayServer {
+            child,
+            startup,
+            sctp_counters,
+        };
         if server.startup.origins.is_empty() {
             // Dropping `server` kills it.
             return Err(format!(
@@ -228,6 +239,16 @@ impl ReplayServer {
             .map(|o| (o.host.clone(), o.addr.to_string()))
             .collect()
     }
+
+    /// The server's SCTP counters as it last wrote them (zero before it wrote any, and
+    /// for a server without SCTP).
+    pub fn sctp_counters(&self) -> speedy_net::sctp::counters::Counters {
+        self.sctp_counters
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
 }
 
 impl Drop for ReplayServer {
@@ -235,7 +256,21 @@ impl Drop for ReplayServer {
         // Child::kill signals our own unreaped child by pid: never another process.
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(p) = &self.sctp_counters {
+            let _ = std::fs::remove_file(p);
+        }
     }
+}
+
+/// A path in the temporary directory no other call of this process returns:
+/// `speedy-lab-PID-N-WHAT.EXT`.
+fn temp_path(what: &str, ext: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!(
+        "speedy-lab-{}-{n}-{what}.{ext}",
+        std::process::id()
+    ))
 }
 
 /// Has the kernel kill `cmd`'s process (SIGKILL) when the thread that starts it ends,

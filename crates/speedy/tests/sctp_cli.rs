@@ -81,14 +81,33 @@ fn urls(addr: &str, files: &[(String, String)]) -> Vec<String> {
 fn serve_and_fetch_over_sctp_with_and_without_data_on_the_cookie_echo() {
     let dir = TempDir::new("sctp-site");
     let files = site(&dir.0);
-    let server = Server::start(&["--root", dir.0.to_str().unwrap(), "--sctp"]);
-    for extra in [&[][..], &["--no-cookie-bundling"][..]] {
+    let counters = dir.0.join("sctp-counters.json");
+    let server = Server::start(&[
+        "--root",
+        dir.0.to_str().unwrap(),
+        "--sctp",
+        "--sctp-counters",
+        counters.to_str().unwrap(),
+    ]);
+    let read_counters =
+        || -> Value { serde_json::from_str(&std::fs::read_to_string(&counters).unwrap()).unwrap() };
+    // Written at start, before any association.
+    assert_eq!(read_counters()["associations"], 0);
+    for (i, extra) in [&[][..], &["--no-cookie-bundling"][..]].iter().enumerate() {
         let mut args = vec!["--transport".to_string(), "sctp".into()];
         args.extend(extra.iter().map(|s| s.to_string()));
         args.extend(urls(&server.addr, &files));
         let (code, lines, err) = fetch(&args, Duration::from_secs(60));
         assert_eq!(code, Some(0), "{extra:?}: {err}");
         check_all(&lines, &files, &format!("sctp {extra:?}"));
+        // The server's counters file follows within 20 ms: one association per fetch,
+        // whose requests arrived as DATA chunks.
+        let t0 = Instant::now();
+        while read_counters()["associations"].as_u64() != Some(i as u64 + 1) {
+            assert!(t0.elapsed() < Duration::from_secs(5), "{}", read_counters());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(read_counters()["data_chunks_in"].as_u64() >= Some(files.len() as u64));
     }
     // The same server still speaks every protocol over TCP.
     let (code, lines, err) = fetch(&urls(&server.addr, &files), Duration::from_secs(60));
@@ -445,6 +464,26 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
         assert_eq!(r["transport"].as_str(), transport, "{r}");
         assert_eq!(r["cookie_bundling"].as_bool(), bundling, "{r}");
         assert_eq!(r["sctp_rto_initial_ms"].as_u64(), rto, "{r}");
+        // Each side's SCTP counters over the load: the server's from its counters file,
+        // the loader's from its HAR; a TCP load has neither.
+        for side in ["server_sctp", "loader_sctp"] {
+            if transport.is_some() {
+                let c = &r[side];
+                assert!(c["associations"].as_u64() >= Some(1), "{side}: {r}");
+                assert!(c["data_chunks_in"].as_u64() >= Some(1), "{side}: {r}");
+                assert!(c["t3_timeouts"].is_u64(), "{side}: {r}");
+            } else {
+                assert!(r.get(side).is_none(), "{side}: {r}");
+            }
+        }
+    }
+    // Where the link dropped packets, the report says how each variant recovered.
+    if rows.iter().any(|r| r["link_drops"].as_u64() > Some(0)) {
+        let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(
+            report.contains("how the loads recovered from loss"),
+            "{report}"
+        );
     }
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(

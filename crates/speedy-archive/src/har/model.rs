@@ -42,6 +42,11 @@ pub struct Log {
     /// A comment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// `_sctp`: a loader's SCTP counters over its whole run (every page of it), written
+    /// when it loaded over SCTP: associations, DATA chunks and SACKs received, T3
+    /// timeouts, fast retransmissions, delayed-SACK timeouts (`speedy_net::sctp::counters`).
+    #[serde(rename = "_sctp", default, skip_serializing_if = "Option::is_none")]
+    pub sctp: Option<Value>,
 }
 
 /// `creator` / `browser`.
@@ -531,6 +536,7 @@ impl Har {
                 pages,
                 entries,
                 comment: None,
+                sctp: None,
             },
         }
     }

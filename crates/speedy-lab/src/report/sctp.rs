@@ -6,6 +6,8 @@
 
 use super::html::{self, Cell};
 use super::Ctx;
+use crate::results::Row;
+use crate::stats::VariantInfo;
 
 /// A page more than this fraction faster or slower (of its TCP onLoad) is counted so.
 const BAND: f64 = 0.05;
@@ -20,6 +22,118 @@ fn counts(pairs: &[(f64, f64)]) -> (usize, usize, usize) {
     let faster = pairs.iter().filter(|(t, s)| t - s > BAND * t).count();
     let slower = pairs.iter().filter(|(t, s)| s - t > BAND * t).count();
     (faster, slower, pairs.len() - faster - slower)
+}
+
+/// Per variant on `net`, how its loads recovered from loss: the mean per load of the
+/// link's drops, the retransmission timeouts on each side and the retransmissions, from the
+/// kernel's TCP counters of each namespace or the SCTP stacks' own, and a sentence on what
+/// the timeouts cost when SCTP took more of them. Empty when no row on `net` has losses.
+fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
+    let on_net: Vec<&Row> = rows.iter().filter(|r| r.network == net).collect();
+    if on_net.iter().all(|r| r.link_drops == 0) {
+        return String::new();
+    }
+    let mean = |rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| -> Option<f64> {
+        let v: Vec<f64> = rs.iter().filter_map(|r| f(r)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let cell = |x: Option<f64>, digits: usize| {
+        Cell::num(x.map_or("–".to_string(), |x| format!("{x:.digits$}")))
+    };
+    let mut table_rows = Vec::new();
+    // (variant, over SCTP, mean timeouts a load on both sides, when both are known)
+    let mut timeouts: Vec<(&str, bool, f64)> = Vec::new();
+    for v in variants {
+        let rs: Vec<&Row> = on_net
+            .iter()
+            .copied()
+            .filter(|r| r.variant == v.name)
+            .collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let sctp = rs[0].transport.as_deref() == Some("sctp");
+        type Get = fn(&Row) -> Option<f64>;
+        let (srv_to, ldr_to, srv_re, ldr_re): (Get, Get, Get, Get) = if sctp {
+            (
+                |r| r.server_sctp.map(|c| c.t3_timeouts as f64),
+                |r| r.loader_sctp.map(|c| c.t3_timeouts as f64),
+                |r| r.server_sctp.map(|c| c.fast_retransmissions as f64),
+                |r| r.loader_sctp.map(|c| c.fast_retransmissions as f64),
+            )
+        } else {
+            (
+                |r| Some(r.server_rto_timeouts as f64),
+                |r| Some(r.loader_rto_timeouts as f64),
+                |r| Some(r.server_retransmissions as f64),
+                |r| Some(r.loader_retransmissions as f64),
+            )
+        };
+        let (st, lt) = (mean(&rs, &srv_to), mean(&rs, &ldr_to));
+        if let (Some(a), Some(b)) = (st, lt) {
+            timeouts.push((v.name.as_str(), sctp, a + b));
+        }
+        table_rows.push((
+            vec![
+                Cell::text(&v.name),
+                Cell::text(if sctp { "SCTP" } else { "TCP" }),
+                cell(mean(&rs, &|r| Some(r.on_load_ms)), 0),
+                cell(mean(&rs, &|r| Some(r.link_drops as f64)), 1),
+                cell(st, 2),
+                cell(lt, 2),
+                cell(mean(&rs, &srv_re), 1),
+                cell(mean(&rs, &ldr_re), 1),
+            ],
+            false,
+        ));
+    }
+    let mut out = html::h3(&format!("{net}: how the loads recovered from loss"));
+    out.push_str(&html::p(
+        "Means per load. Timeouts: TCP's retransmission timeouts (TCPTimeouts of each \
+         namespace's kernel), SCTP's T3-rtx expirations (the stacks' own counters); the \
+         server's recover the downloads, the loader's its requests and acknowledgements. \
+         Retransmissions: TCP's retransmitted segments (RetransSegs), SCTP's DATA chunks \
+         fast-retransmitted (a T3 timeout's resent chunks are not counted). – : not \
+         recorded (results of an older speedy, or a loader that visited more than one page).",
+    ));
+    out.push_str(&html::table(
+        &[
+            ("variant", true),
+            ("over", true),
+            ("onLoad (ms)", false),
+            ("link drops", false),
+            ("timeouts, server", false),
+            ("timeouts, loader", false),
+            ("retransmissions, server", false),
+            ("retransmissions, loader", false),
+        ],
+        &table_rows,
+    ));
+    // The SCTP variants against the network's baseline over TCP, as in the tables above.
+    let base = on_net
+        .iter()
+        .find(|r| r.baseline && r.transport.is_none())
+        .map(|r| r.variant.as_str());
+    let tcp = timeouts.iter().find(|t| Some(t.0) == base);
+    let more: Vec<String> = timeouts
+        .iter()
+        .filter(|s| s.1 && tcp.is_some_and(|t| s.2 > t.2))
+        .map(|s| format!("{:.2} ({})", s.2, s.0))
+        .collect();
+    if let (Some(t), false) = (tcp, more.is_empty()) {
+        out.push_str(&html::p(&format!(
+            "Over SCTP the loads waited out {} retransmission timeouts a load, against {:.2} \
+             for {}. An SCTP timeout lasts at least RTO.Min, 1 s (RFC 4960's, and Linux's \
+             net.sctp.rto_min); Linux's TCP's about the smoothed RTT plus 200 ms, and TCP \
+             often avoids one with a tail loss probe. A lost request, or the last packet of \
+             a response, with nothing sent after it to reveal the loss, costs SCTP a \
+             timeout (docs/sctp.md).",
+            more.join(", "),
+            t.2,
+            t.0
+        )));
+    }
+    out
 }
 
 /// The section; empty when no row ran over SCTP.
@@ -124,6 +238,7 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
             ));
             any = true;
         }
+        out.push_str(&recovery(rows, net, &cx.stats.variants));
     }
     let published: Vec<String> = PUBLISHED
         .iter()

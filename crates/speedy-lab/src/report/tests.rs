@@ -203,6 +203,63 @@ fn the_sctp_section_compares_each_page_with_tcp_in_the_notes_form() {
 }
 
 #[test]
+fn the_sctp_section_counts_each_sides_timeouts_and_says_what_they_cost() {
+    use speedy_net::sctp::counters::Counters;
+    let sctp = |t3: u64, fr: u64| Counters {
+        t3_timeouts: t3,
+        fast_retransmissions: fr,
+        ..Counters::default()
+    };
+    let mut rows = Vec::new();
+    for run in 0..2 {
+        let mut r = row("a", "http1", run, 2000.0, "");
+        r.link_drops = 20;
+        (r.server_rto_timeouts, r.loader_rto_timeouts) = (1, 0);
+        (r.server_retransmissions, r.loader_retransmissions) = (20, 4);
+        rows.push(r);
+        let mut r = row("a", "spdy", run, 2400.0, "");
+        r.transport = Some("sctp".into());
+        r.link_drops = 18;
+        // Loads 0 and 1: 2 and 3 T3 timeouts on the server, 1 on the loader each.
+        r.server_sctp = Some(sctp(2 + u64::from(run), 10));
+        r.loader_sctp = Some(sctp(1, 0));
+        // The kernel's TCP counters of an SCTP load are not SCTP's and are not shown.
+        r.server_rto_timeouts = 7;
+        rows.push(r);
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    let a = html.find(r#"<h2 id="sctp">"#).expect("an SCTP section");
+    let sec = &html[a..];
+    assert!(
+        sec.contains("dsl: how the loads recovered from loss"),
+        "{sec}"
+    );
+    // spdy: 2.5 timeouts on the server and 1 on the loader a load; http1: 1 and 0.
+    let spdy = sec
+        .find(r#"<td class="l">spdy</td><td class="l">SCTP"#)
+        .expect("spdy's row");
+    let cells = &sec[spdy..spdy + sec[spdy..].find("</tr>").unwrap()];
+    for want in ["SCTP", "2400", "18.0", "2.50", "1.00", "10.0", "0.0"] {
+        assert!(cells.contains(&format!(">{want}<")), "{want} in {cells}");
+    }
+    assert!(
+        sec.contains(
+            "waited out 3.50 (spdy) retransmission timeouts a load, against 1.00 for http1"
+        ),
+        "{sec}"
+    );
+    // Without losses on the link, no recovery table.
+    for r in &mut rows {
+        r.link_drops = 0;
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    assert!(
+        !html.contains("how the loads recovered from loss"),
+        "{html}"
+    );
+}
+
+#[test]
 fn tcp_settings_are_not_compared_for_loads_over_quic_or_sctp() {
     let mut rows = Vec::new();
     for (variant, protocol, transport) in [

@@ -16,6 +16,7 @@
 //! COOKIE ECHO's packet ([`packet::Bundler`]); without it, as with Linux's SCTP, data
 //! waits for the COOKIE ACK, one round trip more.
 
+pub mod counters;
 pub mod packet;
 pub mod route;
 
@@ -460,6 +461,8 @@ struct Conn {
     /// process exits), so the peer does not hold the association until it times out.
     last_header: Option<[u8; 8]>,
     abort_to: Option<(Arc<UdpSocket>, SocketAddr, bool)>,
+    /// This association's share of the process's [`counters::totals`].
+    tally: counters::Tally,
 }
 
 impl Drop for Conn {
@@ -467,6 +470,7 @@ impl Drop for Conn {
     /// `SPEEDY_SCTP_STATS`: here, so that an association whose task is dropped (the
     /// process exits with it open, as `speedy load` does) reports too.
     fn drop(&mut self) {
+        self.tally.update(self.assoc.stats());
         if DIAG.stats {
             let remote = self.assoc.remote_addr();
             let open = if self.assoc.is_closed() {
@@ -523,6 +527,7 @@ impl Conn {
             rto_initial: cfg.rto_initial,
             last_header: None,
             abort_to: None,
+            tally: counters::Tally::new(),
         }
     }
 
@@ -656,6 +661,7 @@ impl Conn {
         let born = Instant::now();
         loop {
             let now = Instant::now();
+            self.tally.update(self.assoc.stats());
             dead |= self.poll_events().is_err() || self.flush_to_sctp().is_err();
             let mut packets = Vec::new();
             while let Some(t) = self.assoc.poll_transmit(now) {

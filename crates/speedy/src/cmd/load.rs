@@ -373,7 +373,10 @@ pub async fn run(a: LoadArgs) -> Result<u8> {
     let think = std::time::Duration::from_millis(a.think_ms);
     let pages = loader::load_session(&cfg, archive.as_ref(), &urls, think).await?;
     if let Some(out) = &a.har {
-        let h = report::session_har(&pages);
+        let mut h = report::session_har(&pages);
+        if a.transport == super::fetch::Transport::Sctp {
+            h.log.sctp = Some(serde_json::to_value(speedy_net::sctp::counters::totals())?);
+        }
         har::write(&h, out).with_context(|| format!("--har {}", out.display()))?;
     }
     if let Some(p) = &a.prefetch {

@@ -182,6 +182,12 @@ pub struct ServeArgs {
     /// round trip is measured (default 3000, as Linux; RFC 9260 says 1000).
     #[arg(long, value_name = "MS", requires = "sctp", value_parser = clap::value_parser!(u32).range(1..=60_000))]
     sctp_rto_initial_ms: Option<u32>,
+    /// With --sctp: keep FILE holding this process's SCTP counters as JSON (associations,
+    /// DATA chunks and SACKs received, T3 timeouts, fast retransmissions, delayed-SACK
+    /// timeouts, all since start), rewritten within 20 ms of a change: the lab reads it
+    /// around each load, as it reads the kernel's TCP counters.
+    #[arg(long, value_name = "FILE", requires = "sctp")]
+    sctp_counters: Option<PathBuf>,
     /// Also accept HTTP/3 over QUIC on UDP at the same addresses and port numbers, with
     /// the TLS certificate of the TCP side (so it needs TLS: --tls-self-signed,
     /// --tls-cert, or an archive of https origins). UDP's port is SCTP's too: not with
@@ -338,6 +344,19 @@ pub(crate) async fn serve_until_signal(
     for l in udp.sctp {
         tasks.spawn(serve_sctp(l, cfg.clone(), handler.clone()));
     }
+    if let Some(path) = udp.sctp_counters {
+        let mut held = String::new();
+        keep_sctp_counters(&path, &mut held)?;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if let Err(e) = keep_sctp_counters(&path, &mut held) {
+                    eprintln!("speedy serve: --sctp-counters: {e:#}");
+                    return;
+                }
+            }
+        });
+    }
     for l in udp.h3 {
         tasks.spawn(speedy_net::h3::serve_h3(l, cfg.clone(), handler.clone()));
     }
@@ -462,7 +481,12 @@ pub async fn run(a: ServeArgs) -> Result<()> {
         )),
         a.log_requests.as_deref(),
     )?;
-    let udp = Udp { sctp, h3, udp_get };
+    let udp = Udp {
+        sctp,
+        sctp_counters: a.sctp_counters.clone(),
+        h3,
+        udp_get,
+    };
     serve_until_signal(vec![listener], udp, cfg, handler, a.drain_timeout).await
 }
 
@@ -471,10 +495,26 @@ pub async fn run(a: ServeArgs) -> Result<()> {
 pub(crate) struct Udp {
     /// `--sctp`: SPDY over SCTP.
     pub(crate) sctp: Vec<SctpListener>,
+    /// `--sctp-counters`: where the SCTP counters are kept.
+    pub(crate) sctp_counters: Option<PathBuf>,
     /// `--h3`: HTTP/3 over QUIC.
     pub(crate) h3: Vec<H3Listener>,
     /// `--udp-get`: one datagram each way.
     pub(crate) udp_get: Vec<tokio::net::UdpSocket>,
+}
+
+/// Writes the process's SCTP counters to `path` when they differ from `held`, what it
+/// holds (through a temporary file and a rename: a reader never sees half of it).
+fn keep_sctp_counters(path: &Path, held: &mut String) -> Result<()> {
+    let now = serde_json::to_string(&speedy_net::sctp::counters::totals())?;
+    if *held == now {
+        return Ok(());
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &now).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    *held = now;
+    Ok(())
 }
 
 /// With `--udp-get`: a UDP socket at each of `addrs`.
@@ -646,7 +686,12 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
         ..speedy_lab::testbed::ServeStartup::new(addrs[0], cfg.tls.is_some())
     };
     startup.announce(&human, std::io::stdout().lock())?;
-    let udp = Udp { sctp, h3, udp_get };
+    let udp = Udp {
+        sctp,
+        sctp_counters: a.sctp_counters.clone(),
+        h3,
+        udp_get,
+    };
     serve_until_signal(listeners, udp, cfg, handler, a.drain_timeout).await
 }
 
