@@ -27,10 +27,17 @@ fn counts(pairs: &[(f64, f64)]) -> (usize, usize, usize) {
 /// Per variant on `net`, how its loads recovered from loss: the mean per load of the
 /// link's drops, the retransmission timeouts on each side and the retransmissions, from the
 /// kernel's TCP counters of each namespace or the SCTP stacks' own, and a sentence on what
-/// the timeouts cost when SCTP took more of them. Empty when no row on `net` has losses.
+/// the timeouts cost when SCTP took more of them. Empty when no load on `net` lost a
+/// packet on the link or timed out.
 fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
     let on_net: Vec<&Row> = rows.iter().filter(|r| r.network == net).collect();
-    if on_net.iter().all(|r| r.link_drops == 0) {
+    let timed_out = |r: &Row| {
+        r.server_rto_timeouts + r.loader_rto_timeouts > 0
+            || r.server_sctp.is_some_and(|c| c.t3_timeouts > 0)
+            || r.loader_sctp.is_some_and(|c| c.t3_timeouts > 0)
+    };
+    let dropped = on_net.iter().any(|r| r.link_drops > 0);
+    if !dropped && !on_net.iter().any(|r| timed_out(r)) {
         return String::new();
     }
     let mean = |rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| -> Option<f64> {
@@ -123,15 +130,25 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
     if let (Some(t), false) = (tcp, more.is_empty()) {
         out.push_str(&html::p(&format!(
             "Over SCTP the loads waited out {} retransmission timeouts a load, against {:.2} \
-             for {}. An SCTP timeout lasts at least RTO.Min, 1 s (RFC 4960's, and Linux's \
-             net.sctp.rto_min); Linux's TCP's about the smoothed RTT plus 200 ms, and TCP \
-             often avoids one with a tail loss probe. A lost request, or the last packet of \
-             a response, with nothing sent after it to reveal the loss, costs SCTP a \
-             timeout (docs/sctp.md).",
+             for {}. After a timeout both start again from a window of one packet, but an \
+             SCTP timeout lasts at least RTO.Min, 1 s (RFC 4960's, and Linux's \
+             net.sctp.rto_min), where Linux's TCP waits about the smoothed round trip plus \
+             200 ms; and SCTP repairs fewer losses without one: it retransmits a chunk \
+             early only once and only after three gap reports, where Linux's TCP also \
+             detects losses by time (RACK) and probes a lost tail (docs/sctp.md).",
             more.join(", "),
             t.2,
             t.0
         )));
+    }
+    if !dropped {
+        out.push_str(&html::p(
+            "The link dropped no packet on this network, so every timeout here was \
+             spurious: the round trip outgrew the timeout while the link's queue filled. \
+             Linux's TCP can tell a spurious timeout and undo its window cut (F-RTO, RFC \
+             5682, on by default: net.ipv4.tcp_frto = 2); SCTP has no such check and starts \
+             again from one packet.",
+        ));
     }
     out
 }

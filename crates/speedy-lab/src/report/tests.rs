@@ -248,9 +248,19 @@ fn the_sctp_section_counts_each_sides_timeouts_and_says_what_they_cost() {
         ),
         "{sec}"
     );
-    // Without losses on the link, no recovery table.
+    assert!(!sec.contains("spurious"), "{sec}");
+    // Without losses on the link, the timeouts were spurious, and the report says so.
     for r in &mut rows {
         r.link_drops = 0;
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    assert!(html.contains("how the loads recovered from loss"), "{html}");
+    assert!(html.contains("every timeout here was spurious"), "{html}");
+    // Without losses or timeouts, no recovery table.
+    for r in &mut rows {
+        (r.server_rto_timeouts, r.loader_rto_timeouts) = (0, 0);
+        r.server_sctp = Some(sctp(0, 0));
+        r.loader_sctp = Some(sctp(0, 0));
     }
     let html = render(&rows, Path::new("."), &ReportOptions::default());
     assert!(
