@@ -496,3 +496,44 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
         3 * 3
     );
 }
+
+#[test]
+fn an_association_completes_whichever_handshake_packet_is_lost() {
+    use speedy_net::sctp::packet::{chunk, first_chunk};
+    let dir = TempDir::new("sctp-handshake-loss");
+    let files = site(&dir.0);
+    let server = Server::start(&["--root", dir.0.to_str().unwrap(), "--sctp"]);
+    // (the packet lost: from the server?, its first chunk; with DATA on the COOKIE ECHO?)
+    // A lost COOKIE ECHO with bundling: the requests it carried, sent again by the
+    // stack's own timer, may reach the server before a COOKIE ECHO does.
+    let cases = [
+        (false, chunk::INIT, true),
+        (true, chunk::INIT_ACK, true),
+        (false, chunk::COOKIE_ECHO, true),
+        (false, chunk::COOKIE_ECHO, false),
+        (true, chunk::COOKIE_ACK, false),
+    ];
+    for (server_side, kind, bundling) in cases {
+        let what = format!("chunk {kind} from the server {server_side}, bundling {bundling}");
+        let mut lost = false;
+        let relay = Relay::start(server.addr.parse().unwrap(), 0, move |p, from_server, _| {
+            if from_server == server_side && !lost && first_chunk(p) == Some(kind) {
+                lost = true;
+                return Action::Drop;
+            }
+            Action::Forward
+        });
+        let mut args: Vec<String> = ["--transport", "sctp", "--sctp-rto-initial-ms", "1000"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if !bundling {
+            args.push("--no-cookie-bundling".into());
+        }
+        args.extend(urls(&relay.addr.to_string(), &files));
+        let (code, lines, err) = fetch(&args, Duration::from_secs(90));
+        assert_eq!(code, Some(0), "{what}: {err}");
+        check_all(&lines, &files, &what);
+        assert_eq!(relay.dropped.load(Ordering::Relaxed), 1, "{what}");
+    }
+}
