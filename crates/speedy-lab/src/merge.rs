@@ -101,10 +101,20 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, String> {
     // Only now is anything written: a refused merge leaves no output behind.
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     for (base, r) in &rows {
-        let (src, dst) = (base.join(&r.har), out.join(&r.har));
-        if src != dst && src.exists() {
-            std::fs::create_dir_all(dst.parent().expect("parent")).map_err(|e| e.to_string())?;
-            std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+        // A row's files: its HAR, the loader's stderr kept beside it, its proxy's series.
+        let har = Path::new(&r.har);
+        let files = [
+            Some(har.to_path_buf()),
+            Some(har.with_extension("stderr.txt")),
+            r.tcp_series.as_ref().map(PathBuf::from),
+        ];
+        for rel in files.into_iter().flatten() {
+            let (src, dst) = (base.join(&rel), out.join(&rel));
+            if src != dst && src.exists() {
+                std::fs::create_dir_all(dst.parent().expect("parent"))
+                    .map_err(|e| e.to_string())?;
+                std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+            }
         }
     }
     let res = out.join("results.jsonl");
@@ -196,6 +206,40 @@ mod tests {
             let other = write(name, &r);
             let e = merge(&[a.clone(), other], &out).unwrap_err();
             assert!(e.contains(want) && e.contains(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_merge_copies_each_rows_har_the_loaders_stderr_and_the_proxy_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = dir.path().join("shard");
+        let mut r: Row = serde_json::from_value(serde_json::json!({
+            "experiment": "x", "page": "p", "network": "n", "network_desc": "d",
+            "variant": "v", "baseline": false, "protocol": "spdy/3.1", "tls": false,
+            "run": 0, "on_load_ms": 1.0, "on_content_load_ms": 1.0, "objects": 1,
+            "failed_objects": 0, "bytes_down": 1, "bytes_up": 1, "packets_down": 1,
+            "packets_up": 1, "link_drops": 0, "header_bytes_sent_raw": 0,
+            "header_bytes_sent_compressed": 0, "header_bytes_received_raw": 0,
+            "header_bytes_received_compressed": 0, "connections": 1,
+            "tcp_retransmissions": 0, "har": "hars/n/v/p-run0.har"
+        }))
+        .unwrap();
+        r.tcp_series = Some("series/n/v/p-run0.jsonl".into());
+        let files = [
+            "hars/n/v/p-run0.har",
+            "hars/n/v/p-run0.stderr.txt",
+            "series/n/v/p-run0.jsonl",
+        ];
+        for f in files {
+            let p = shard.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, f).unwrap();
+        }
+        crate::results::append_row(&shard.join("results.jsonl"), &r).unwrap();
+        let out = dir.path().join("out");
+        assert_eq!(merge(&[shard], &out).unwrap(), 1);
+        for f in files {
+            assert_eq!(std::fs::read_to_string(out.join(f)).unwrap(), f);
         }
     }
 
