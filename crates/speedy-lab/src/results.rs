@@ -130,12 +130,12 @@ pub struct Row {
     #[serde(default)]
     pub server_segments_out: u64,
     /// Segments the client namespace retransmitted during the load (`RetransSegs`: the
-    /// loader's requests and acknowledgements).
-    #[serde(default)]
-    pub loader_retransmissions: u64,
+    /// loader's requests and acknowledgements; absent from rows of older speedy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_retransmissions: Option<u64>,
     /// Retransmission timeouts that fired on the loader's sockets (`TCPTimeouts`).
-    #[serde(default)]
-    pub loader_rto_timeouts: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_rto_timeouts: Option<u64>,
     /// Over SCTP: the replay servers' SCTP counters over the load (T3 timeouts, fast
     /// retransmissions, ...: the sender's side of the downloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -864,8 +864,9 @@ fn run_lane(
             row.server_retransmissions = after.server.retrans_segs - before.server.retrans_segs;
             row.server_rto_timeouts = after.server.timeouts - before.server.timeouts;
             row.server_segments_out = after.server.out_segs - before.server.out_segs;
-            row.loader_retransmissions = after.loader.retrans_segs - before.loader.retrans_segs;
-            row.loader_rto_timeouts = after.loader.timeouts - before.loader.timeouts;
+            row.loader_retransmissions =
+                Some(after.loader.retrans_segs - before.loader.retrans_segs);
+            row.loader_rto_timeouts = Some(after.loader.timeouts - before.loader.timeouts);
             if variant.sctp {
                 row.server_sctp = Some(after.sctp.since(&before.sctp));
                 // The loader's counters cover its whole run: a row of a one-page load.
@@ -1155,8 +1156,8 @@ fn row_from_har(
             .map(|i| i as u32),
         server_retransmissions: 0,
         server_rto_timeouts: 0,
-        loader_retransmissions: 0,
-        loader_rto_timeouts: 0,
+        loader_retransmissions: None,
+        loader_rto_timeouts: None,
         server_sctp: None,
         loader_sctp: None,
         server_segments_out: 0,

@@ -32,7 +32,7 @@ fn counts(pairs: &[(f64, f64)]) -> (usize, usize, usize) {
 fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
     let on_net: Vec<&Row> = rows.iter().filter(|r| r.network == net).collect();
     let timed_out = |r: &Row| {
-        r.server_rto_timeouts + r.loader_rto_timeouts > 0
+        r.server_rto_timeouts + r.loader_rto_timeouts.unwrap_or(0) > 0
             || r.server_sctp.is_some_and(|c| c.t3_timeouts > 0)
             || r.loader_sctp.is_some_and(|c| c.t3_timeouts > 0)
     };
@@ -71,9 +71,9 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
         } else {
             (
                 |r| Some(r.server_rto_timeouts as f64),
-                |r| Some(r.loader_rto_timeouts as f64),
+                |r| r.loader_rto_timeouts.map(|n| n as f64),
                 |r| Some(r.server_retransmissions as f64),
-                |r| Some(r.loader_retransmissions as f64),
+                |r| r.loader_retransmissions.map(|n| n as f64),
             )
         };
         let (st, lt) = (mean(&rs, &srv_to), mean(&rs, &ldr_to));
