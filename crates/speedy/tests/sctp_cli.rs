@@ -91,7 +91,17 @@ fn serve_and_fetch_over_sctp_with_and_without_data_on_the_cookie_echo() {
     ]);
     let read_counters =
         || -> Value { serde_json::from_str(&std::fs::read_to_string(&counters).unwrap()).unwrap() };
-    // Written at start, before any association.
+    // Written as the server starts serving (just after its start-up line), before any
+    // association.
+    let t0 = Instant::now();
+    while !counters.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no {}",
+            counters.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(read_counters()["associations"], 0);
     for (i, extra) in [&[][..], &["--no-cookie-bundling"][..]].iter().enumerate() {
         let mut args = vec!["--transport".to_string(), "sctp".into()];
