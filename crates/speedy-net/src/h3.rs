@@ -450,10 +450,26 @@ impl H3Client {
         let mut send = self.send.clone();
         let mut stream = send.send_request(req).await.map_err(h3_err)?;
         let id = stream.id().into_inner();
-        if !body.is_empty() {
-            stream.send_data(body).await.map_err(h3_err)?;
+        let sent = async {
+            if !body.is_empty() {
+                stream.send_data(body).await?;
+            }
+            stream.finish().await
         }
-        stream.finish().await.map_err(h3_err)?;
+        .await;
+        // RFC 9114 §4.1.2: a server may answer before reading the whole request and stop
+        // the upload with H3_NO_ERROR (as speedy serve does with 413 for a body over
+        // --max-body); the response stands, and the client must not discard it.
+        if let Err(e) = sent {
+            let stopped = matches!(
+                &e,
+                h3::error::StreamError::RemoteTerminate { code, .. }
+                    if *code == h3::error::Code::H3_NO_ERROR
+            );
+            if !stopped && !e.is_h3_no_error() {
+                return Err(h3_err(e));
+            }
+        }
         let (parts, ()) = stream.recv_response().await.map_err(h3_err)?.into_parts();
         let len = parts
             .headers

@@ -474,6 +474,16 @@ impl quic::RecvStream for RecvStream {
     }
 }
 
+impl Drop for RecvStream {
+    /// A stream dropped before its end asks the peer to stop sending with H3_NO_ERROR
+    /// (RFC 9114 §4.1.2: what a server that answered without reading the whole request
+    /// sends, and a peer then keeps the response). quinn's own drop would say 0, not an
+    /// HTTP/3 code, which a client takes for an error and loses the response over.
+    fn drop(&mut self) {
+        quic::RecvStream::stop_sending(self, 0x100);
+    }
+}
+
 /// The client's control stream: `h3`'s frames and injected ones, in one queue so that
 /// neither cuts into the other.
 struct Ctl {
