@@ -12,7 +12,7 @@
 
 use crate::experiment::{Experiment, Network, Pages, Variant};
 use crate::results::{append_row, read_rows, Row, SweepPoint};
-use crate::tcpinfo::{parse_ss, parse_tcp_mib, ConnSample, ServerTcp};
+use crate::tcpinfo::{parse_ss, parse_tcp_mib, ConnSample, TcpMib};
 use crate::testbed::{topology_for, ProxyServer, ReplayServer, ReplaySpec};
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
@@ -1190,9 +1190,9 @@ fn row_from_har(
 struct Snapshot {
     at_ms: f64,
     link: linkem::Counters,
-    server: ServerTcp,
+    server: TcpMib,
     /// The client namespace's TCP MIB: the loader's sockets only.
-    loader: ServerTcp,
+    loader: TcpMib,
     /// The lane's replay servers' SCTP counters, summed.
     sctp: speedy_net::sctp::counters::Counters,
 }
@@ -1250,7 +1250,7 @@ fn visit_window<'a>(
 }
 
 /// The TCP MIB of one side's namespace (only that side's processes' sockets count).
-fn tcp_counters(topo: &Topology, side: Side) -> Result<ServerTcp, String> {
+fn tcp_counters(topo: &Topology, side: Side) -> Result<TcpMib, String> {
     let text = sh(topo, side, "cat", &["/proc/net/snmp", "/proc/net/netstat"])?;
     let name = match side {
         Side::Client => "client",

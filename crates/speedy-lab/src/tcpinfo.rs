@@ -1,14 +1,16 @@
-//! The server side of a load's TCP, read in the server namespace: its TCP MIB (segments
-//! sent, retransmitted, retransmission timeouts: the namespace holds only the replay
-//! servers, so these are the sender's figures for every download), and `ss -ti` samples of
-//! each connection (congestion window, slow-start threshold, RTT, bytes acknowledged).
+//! A load's TCP, read in the namespaces: each one's TCP MIB (segments sent, retransmitted,
+//! retransmission timeouts: the server namespace holds only the replay servers, so its
+//! figures are the sender's for every download; the client namespace only the loader),
+//! and `ss -ti` samples of each server connection (congestion window, slow-start
+//! threshold, RTT, bytes acknowledged).
 
 use serde::{Deserialize, Serialize};
 
-/// TCP counters of the server namespace (its own MIB: only the replay servers' sockets
-/// count): the sender's side of every download.
+/// TCP counters of one namespace (its own MIB: only that side's sockets count): in the
+/// server namespace the replay servers', the sender's side of every download; in the
+/// client namespace the loader's.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ServerTcp {
+pub struct TcpMib {
     /// `Tcp: OutSegs`.
     pub out_segs: u64,
     /// `Tcp: RetransSegs`.
@@ -20,7 +22,7 @@ pub struct ServerTcp {
 /// Reads `Tcp: OutSegs RetransSegs` and `TcpExt: TCPTimeouts` from the text of
 /// `/proc/net/snmp` and `/proc/net/netstat` (a header line of names, then a line of values,
 /// per group).
-pub fn parse_tcp_mib(text: &str) -> Option<ServerTcp> {
+pub fn parse_tcp_mib(text: &str) -> Option<TcpMib> {
     let lines: Vec<&str> = text.lines().collect();
     let field = |group: &str, name: &str| -> Option<u64> {
         lines.windows(2).find_map(|w| {
@@ -32,7 +34,7 @@ pub fn parse_tcp_mib(text: &str) -> Option<ServerTcp> {
             values.split_whitespace().nth(i)?.parse().ok()
         })
     };
-    Some(ServerTcp {
+    Some(TcpMib {
         out_segs: field("Tcp:", "OutSegs")?,
         retrans_segs: field("Tcp:", "RetransSegs")?,
         timeouts: field("TcpExt:", "TCPTimeouts").unwrap_or(0),
@@ -142,7 +144,7 @@ Tcp: 1 200 120000 -1 0 12 0 0 0 900 1500 37 0 2 0\n\
 TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes\nTcpExt: 0 4 9\n";
         assert_eq!(
             parse_tcp_mib(text),
-            Some(ServerTcp {
+            Some(TcpMib {
                 out_segs: 1500,
                 retrans_segs: 37,
                 timeouts: 4
