@@ -256,8 +256,11 @@ impl Drop for ReplayServer {
         // Child::kill signals our own unreaped child by pid: never another process.
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The file, and its temporary twin if the server was killed between a write and
+        // its rename.
         if let Some(p) = &self.sctp_counters {
             let _ = std::fs::remove_file(p);
+            let _ = std::fs::remove_file(p.with_extension("tmp"));
         }
     }
 }
