@@ -1249,9 +1249,18 @@ fn visit_window<'a>(
     Ok((from, to))
 }
 
-/// The TCP MIB of one side's namespace (only that side's processes' sockets count).
+/// The TCP MIB of one side's namespace (only that side's processes' sockets count), read
+/// by a thread in the namespace (as `Topology::tun_stats` reads its devices), not a process.
 fn tcp_counters(topo: &Topology, side: Side) -> Result<TcpMib, String> {
-    let text = sh(topo, side, "cat", &["/proc/net/snmp", "/proc/net/netstat"])?;
+    let text = topo
+        .spawn_in(side, || {
+            let mut t = std::fs::read_to_string("/proc/thread-self/net/snmp")?;
+            t.push_str(&std::fs::read_to_string("/proc/thread-self/net/netstat")?);
+            Ok(t)
+        })
+        .join()
+        .map_err(|_| "the MIB reader thread panicked".to_string())?
+        .map_err(|e| format!("reading the namespace's TCP MIB: {e}"))?;
     let name = match side {
         Side::Client => "client",
         Side::Server => "server",

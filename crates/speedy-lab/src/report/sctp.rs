@@ -7,7 +7,7 @@
 use super::html::{self, Cell};
 use super::Ctx;
 use crate::results::Row;
-use crate::stats::VariantInfo;
+use crate::stats::{mean, VariantInfo};
 
 /// A page more than this fraction faster or slower (of its TCP onLoad) is counted so.
 const BAND: f64 = 0.05;
@@ -24,25 +24,46 @@ fn counts(pairs: &[(f64, f64)]) -> (usize, usize, usize) {
     (faster, slower, pairs.len() - faster - slower)
 }
 
+/// A load's recovery counts: (timeouts on the server, on the loader, retransmissions on
+/// the server, on the loader), from SCTP's own counters over SCTP and the kernel's TCP
+/// counters otherwise; `None` where the row has none.
+fn recovery_counts(r: &Row) -> [Option<f64>; 4] {
+    let n = |x: u64| Some(x as f64);
+    if r.transport.as_deref() == Some("sctp") {
+        let (s, l) = (r.server_sctp, r.loader_sctp);
+        [
+            s.and_then(|c| n(c.t3_timeouts)),
+            l.and_then(|c| n(c.t3_timeouts)),
+            s.and_then(|c| n(c.fast_retransmissions)),
+            l.and_then(|c| n(c.fast_retransmissions)),
+        ]
+    } else {
+        [
+            n(r.server_rto_timeouts),
+            r.loader_rto_timeouts.and_then(n),
+            n(r.server_retransmissions),
+            r.loader_retransmissions.and_then(n),
+        ]
+    }
+}
+
 /// Per variant on `net`, how its loads recovered from loss: the mean per load of the
-/// link's drops, the retransmission timeouts on each side and the retransmissions, from the
-/// kernel's TCP counters of each namespace or the SCTP stacks' own, and a sentence on what
-/// the timeouts cost when SCTP took more of them. Empty when no load on `net` lost a
-/// packet on the link or timed out.
+/// link's drops and of [`recovery_counts`], and a sentence on what the timeouts cost
+/// when SCTP took more of them. Empty when no load on `net` lost a packet on the link or
+/// timed out.
 fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
     let on_net: Vec<&Row> = rows.iter().filter(|r| r.network == net).collect();
     let timed_out = |r: &Row| {
-        r.server_rto_timeouts + r.loader_rto_timeouts.unwrap_or(0) > 0
-            || r.server_sctp.is_some_and(|c| c.t3_timeouts > 0)
-            || r.loader_sctp.is_some_and(|c| c.t3_timeouts > 0)
+        recovery_counts(r)[..2]
+            .iter()
+            .any(|t| t.unwrap_or(0.0) > 0.0)
     };
     let dropped = on_net.iter().any(|r| r.link_drops > 0);
     if !dropped && !on_net.iter().any(|r| timed_out(r)) {
         return String::new();
     }
-    let mean = |rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| -> Option<f64> {
-        let v: Vec<f64> = rs.iter().filter_map(|r| f(r)).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    let mean_of = |rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| {
+        mean(&rs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
     };
     let cell = |x: Option<f64>, digits: usize| {
         Cell::num(x.map_or("–".to_string(), |x| format!("{x:.digits$}")))
@@ -60,23 +81,8 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
             continue;
         }
         let sctp = rs[0].transport.as_deref() == Some("sctp");
-        type Get = fn(&Row) -> Option<f64>;
-        let (srv_to, ldr_to, srv_re, ldr_re): (Get, Get, Get, Get) = if sctp {
-            (
-                |r| r.server_sctp.map(|c| c.t3_timeouts as f64),
-                |r| r.loader_sctp.map(|c| c.t3_timeouts as f64),
-                |r| r.server_sctp.map(|c| c.fast_retransmissions as f64),
-                |r| r.loader_sctp.map(|c| c.fast_retransmissions as f64),
-            )
-        } else {
-            (
-                |r| Some(r.server_rto_timeouts as f64),
-                |r| r.loader_rto_timeouts.map(|n| n as f64),
-                |r| Some(r.server_retransmissions as f64),
-                |r| r.loader_retransmissions.map(|n| n as f64),
-            )
-        };
-        let (st, lt) = (mean(&rs, &srv_to), mean(&rs, &ldr_to));
+        let [st, lt, sr, lr] =
+            std::array::from_fn(|i| mean_of(&rs, &|r: &Row| recovery_counts(r)[i]));
         if let (Some(a), Some(b)) = (st, lt) {
             timeouts.push((v.name.as_str(), sctp, a + b));
         }
@@ -84,12 +90,12 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
             vec![
                 Cell::text(&v.name),
                 Cell::text(if sctp { "SCTP" } else { "TCP" }),
-                cell(mean(&rs, &|r| Some(r.on_load_ms)), 0),
-                cell(mean(&rs, &|r| Some(r.link_drops as f64)), 1),
+                cell(mean_of(&rs, &|r| Some(r.on_load_ms)), 0),
+                cell(mean_of(&rs, &|r| Some(r.link_drops as f64)), 1),
                 cell(st, 2),
                 cell(lt, 2),
-                cell(mean(&rs, &srv_re), 1),
-                cell(mean(&rs, &ldr_re), 1),
+                cell(sr, 1),
+                cell(lr, 1),
             ],
             false,
         ));

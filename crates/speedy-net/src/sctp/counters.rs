@@ -27,32 +27,57 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// The fields in declaration order.
+    fn fields(&self) -> [u64; 6] {
+        [
+            self.associations,
+            self.data_chunks_in,
+            self.sacks_in,
+            self.t3_timeouts,
+            self.fast_retransmissions,
+            self.delayed_sack_timeouts,
+        ]
+    }
+
+    fn from_fields(f: [u64; 6]) -> Counters {
+        let [associations, data_chunks_in, sacks_in, t3_timeouts, fast_retransmissions, delayed_sack_timeouts] =
+            f;
+        Counters {
+            associations,
+            data_chunks_in,
+            sacks_in,
+            t3_timeouts,
+            fast_retransmissions,
+            delayed_sack_timeouts,
+        }
+    }
+
+    /// Field by field, `op` of this reading's and `o`'s.
+    fn zip(&self, o: &Counters, op: impl Fn(u64, u64) -> u64) -> Counters {
+        let (a, b) = (self.fields(), o.fields());
+        Counters::from_fields(std::array::from_fn(|i| op(a[i], b[i])))
+    }
+
     /// What happened between `earlier` and this reading (a field that went down, as
     /// when a process restarted between the two, counts 0).
     pub fn since(&self, earlier: &Counters) -> Counters {
-        Counters {
-            associations: self.associations.saturating_sub(earlier.associations),
-            data_chunks_in: self.data_chunks_in.saturating_sub(earlier.data_chunks_in),
-            sacks_in: self.sacks_in.saturating_sub(earlier.sacks_in),
-            t3_timeouts: self.t3_timeouts.saturating_sub(earlier.t3_timeouts),
-            fast_retransmissions: self
-                .fast_retransmissions
-                .saturating_sub(earlier.fast_retransmissions),
-            delayed_sack_timeouts: self
-                .delayed_sack_timeouts
-                .saturating_sub(earlier.delayed_sack_timeouts),
-        }
+        self.zip(earlier, u64::saturating_sub)
     }
 
     /// The two readings added (the counters of several processes).
     pub fn plus(&self, o: &Counters) -> Counters {
+        self.zip(o, |a, b| a + b)
+    }
+
+    /// One association's counters as its stack keeps them (`associations` is 1).
+    pub(super) fn of_association(mut st: sctp_proto::AssociationStats) -> Counters {
         Counters {
-            associations: self.associations + o.associations,
-            data_chunks_in: self.data_chunks_in + o.data_chunks_in,
-            sacks_in: self.sacks_in + o.sacks_in,
-            t3_timeouts: self.t3_timeouts + o.t3_timeouts,
-            fast_retransmissions: self.fast_retransmissions + o.fast_retransmissions,
-            delayed_sack_timeouts: self.delayed_sack_timeouts + o.delayed_sack_timeouts,
+            associations: 1,
+            data_chunks_in: st.get_num_datas(),
+            sacks_in: st.get_num_sacks(),
+            t3_timeouts: st.get_num_t3timeouts(),
+            fast_retransmissions: st.get_num_fast_retrans(),
+            delayed_sack_timeouts: st.get_num_ack_timeouts(),
         }
     }
 }
@@ -62,46 +87,30 @@ static TOTALS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 
 /// The totals over every association this process has had, open or ended.
 pub fn totals() -> Counters {
-    let t = |i: usize| TOTALS[i].load(Ordering::Relaxed);
-    Counters {
-        associations: t(0),
-        data_chunks_in: t(1),
-        sacks_in: t(2),
-        t3_timeouts: t(3),
-        fast_retransmissions: t(4),
-        delayed_sack_timeouts: t(5),
-    }
+    Counters::from_fields(std::array::from_fn(|i| TOTALS[i].load(Ordering::Relaxed)))
 }
 
 /// One association's share of the totals: it adds what its stack counted since the last
 /// [`Tally::update`].
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Tally {
-    seen: [u64; 5],
+    seen: Counters,
 }
 
 impl Tally {
-    /// Counts one more association.
-    pub(super) fn new() -> Tally {
-        TOTALS[0].fetch_add(1, Ordering::Relaxed);
-        Tally { seen: [0; 5] }
-    }
-
-    /// Adds to the totals what the association's counters gained since the last call.
-    pub(super) fn update(&mut self, mut st: sctp_proto::AssociationStats) {
-        let now = [
-            st.get_num_datas(),
-            st.get_num_sacks(),
-            st.get_num_t3timeouts(),
-            st.get_num_fast_retrans(),
-            st.get_num_ack_timeouts(),
-        ];
-        for (i, (n, seen)) in now.iter().zip(self.seen.iter_mut()).enumerate() {
-            if *n > *seen {
-                TOTALS[i + 1].fetch_add(*n - *seen, Ordering::Relaxed);
-                *seen = *n;
+    /// Adds to the totals what the association's counters gained since the last call
+    /// (the association itself on the first).
+    pub(super) fn update(&mut self, stats: sctp_proto::AssociationStats) {
+        let now = Counters::of_association(stats);
+        if now == self.seen {
+            return;
+        }
+        for (total, n) in TOTALS.iter().zip(now.since(&self.seen).fields()) {
+            if n > 0 {
+                total.fetch_add(n, Ordering::Relaxed);
             }
         }
+        self.seen = now;
     }
 }
 

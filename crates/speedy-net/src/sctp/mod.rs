@@ -479,15 +479,15 @@ impl Drop for Conn {
                 "dropped open"
             };
             let rto = self.assoc.rtt();
-            let mut st = self.assoc.stats();
+            let c = counters::Counters::of_association(self.assoc.stats());
             eprintln!(
                 "SCTP association with {remote} {open}: {} DATA chunks in, {} SACKs in, {} T3 \
                  timeouts, {} fast retransmissions, {} delayed-ACK timeouts, RTO {rto:?}",
-                st.get_num_datas(),
-                st.get_num_sacks(),
-                st.get_num_t3timeouts(),
-                st.get_num_fast_retrans(),
-                st.get_num_ack_timeouts(),
+                c.data_chunks_in,
+                c.sacks_in,
+                c.t3_timeouts,
+                c.fast_retransmissions,
+                c.delayed_sack_timeouts,
             );
         }
         if let (false, Some(h), Some((sock, to, connected))) =
@@ -527,7 +527,7 @@ impl Conn {
             rto_initial: cfg.rto_initial,
             last_header: None,
             abort_to: None,
-            tally: counters::Tally::new(),
+            tally: counters::Tally::default(),
         }
     }
 

@@ -345,7 +345,7 @@ pub(crate) async fn serve_until_signal(
         tasks.spawn(serve_sctp(l, cfg.clone(), handler.clone()));
     }
     if let Some(path) = udp.sctp_counters {
-        let mut held = String::new();
+        let mut held = None;
         keep_sctp_counters(&path, &mut held)?;
         tokio::spawn(async move {
             loop {
@@ -505,15 +505,19 @@ pub(crate) struct Udp {
 
 /// Writes the process's SCTP counters to `path` when they differ from `held`, what it
 /// holds (through a temporary file and a rename: a reader never sees half of it).
-fn keep_sctp_counters(path: &Path, held: &mut String) -> Result<()> {
-    let now = serde_json::to_string(&speedy_net::sctp::counters::totals())?;
-    if *held == now {
+fn keep_sctp_counters(
+    path: &Path,
+    held: &mut Option<speedy_net::sctp::counters::Counters>,
+) -> Result<()> {
+    let now = speedy_net::sctp::counters::totals();
+    if *held == Some(now) {
         return Ok(());
     }
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, &now).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::write(&tmp, serde_json::to_string(&now)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    *held = now;
+    *held = Some(now);
     Ok(())
 }
 
