@@ -460,15 +460,11 @@ impl H3Client {
         // RFC 9114 §4.1.2: a server may answer before reading the whole request and stop
         // the upload with H3_NO_ERROR (as speedy serve does with 413 for a body over
         // --max-body); the response stands, and the client must not discard it.
-        if let Err(e) = sent {
-            let stopped = matches!(
-                &e,
-                h3::error::StreamError::RemoteTerminate { code, .. }
-                    if *code == h3::error::Code::H3_NO_ERROR
-            );
-            if !stopped && !e.is_h3_no_error() {
-                return Err(h3_err(e));
-            }
+        // (h3's `is_h3_no_error` does not cover a stop from the peer: matched here.)
+        match sent {
+            Err(h3::error::StreamError::RemoteTerminate { code, .. })
+                if code == h3::error::Code::H3_NO_ERROR => {}
+            r => r.map_err(h3_err)?,
         }
         let (parts, ()) = stream.recv_response().await.map_err(h3_err)?.into_parts();
         let len = parts
