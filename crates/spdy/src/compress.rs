@@ -64,6 +64,19 @@ pub enum HeaderCompression {
     None,
 }
 
+impl std::fmt::Display for HeaderCompression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for HeaderCompression {
+    type Err = String;
+    fn from_str(s: &str) -> Result<HeaderCompression, String> {
+        HeaderCompression::parse(s)
+    }
+}
+
 impl HeaderCompression {
     /// Every mode, by its name.
     pub const ALL: [HeaderCompression; 3] = [

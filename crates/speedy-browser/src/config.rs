@@ -53,6 +53,27 @@ pub enum Domains {
     Single,
 }
 
+impl std::fmt::Display for Domains {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Domains::PerOrigin => "per-origin",
+            Domains::Single => "single",
+        })
+    }
+}
+
+impl std::str::FromStr for Domains {
+    type Err = String;
+    /// `per-origin` or `single`.
+    fn from_str(s: &str) -> Result<Domains, String> {
+        match s {
+            "per-origin" => Ok(Domains::PerOrigin),
+            "single" => Ok(Domains::Single),
+            _ => Err(format!("{s:?}: use per-origin or single")),
+        }
+    }
+}
+
 /// A proxy every connection goes to (`speedy load --proxy URL`): SPDY and h2 loads
 /// use one session to it for every origin, as Chrome's SPDY proxy (`:host` names the
 /// origin); HTTP/1.1 loads send absolute-form requests to it, per-host and total limits

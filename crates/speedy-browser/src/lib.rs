@@ -32,6 +32,7 @@ pub mod loader;
 pub mod net;
 pub mod prefetch;
 pub mod report;
+pub mod spec;
 
 /// Absolute http(s) URLs: the workspace's one type, from the `spdy` crate.
 pub use spdy::url;
@@ -40,3 +41,4 @@ pub use speedy_archive::har;
 
 pub use config::{Domains, LoadConfig, Proto, Transport};
 pub use loader::{load, load_session, LoadResult};
+pub use spec::LoadSpec;

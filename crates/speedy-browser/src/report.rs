@@ -6,6 +6,7 @@ use crate::har::{
 };
 use crate::loader::{ConnRecord, Initiator, LoadResult, Req};
 use base64::Engine as _;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -346,24 +347,66 @@ pub fn to_har(res: &LoadResult) -> Har {
     har
 }
 
-/// A one-line JSON summary of a load.
-pub fn summary(res: &LoadResult) -> Value {
-    let failed: Vec<Value> = res
-        .reqs
-        .iter()
-        .filter(|r| r.failed())
-        .map(|r| json!({"url": r.url_s, "status": r.status, "error": r.error}))
-        .collect();
-    json!({
-        "url": res.url,
-        "protocol": res.protocol,
-        "onContentLoad_ms": res.on_content_load.map(|d| har::round_ms(ms(d))),
-        "onLoad_ms": res.on_load.map(|d| har::round_ms(ms(d))),
-        "timed_out": res.timed_out,
-        "totals": totals(res),
-        "failed": failed,
-        "missing": res.missing,
-        "unexpected": res.unexpected,
-        "missed_by_parser": res.missed_by_parser,
-    })
+/// The one-line JSON summary `speedy load` prints per visit: the record `speedy lab
+/// validate` reads back. Fields may be added; none is renamed or dropped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The page URL.
+    pub url: String,
+    /// The protocol the page's connections spoke (`http/1.1`, `spdy/3.1`, `h2`, `h3`).
+    pub protocol: String,
+    /// DOMContentLoaded, ms from the start (`None`: never fired).
+    #[serde(rename = "onContentLoad_ms")]
+    pub on_content_load_ms: Option<f64>,
+    /// load, ms from the start (`None`: never fired).
+    #[serde(rename = "onLoad_ms")]
+    pub on_load_ms: Option<f64>,
+    /// The load hit its timeout.
+    pub timed_out: bool,
+    /// What the loader counted, as in the HAR's `_totals`.
+    pub totals: Totals,
+    /// The requests that failed.
+    pub failed: Vec<FailedRequest>,
+    /// Archive objects of the page that were never requested.
+    pub missing: Vec<String>,
+    /// Requests for URLs the archive does not hold.
+    pub unexpected: Vec<String>,
+    /// Archive objects the parser did not find (fetched at their parent's end).
+    pub missed_by_parser: Vec<String>,
+}
+
+/// A request of [`Summary::failed`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailedRequest {
+    /// Its URL.
+    pub url: String,
+    /// The HTTP status (0: no response).
+    pub status: u16,
+    /// What went wrong, when it was not an HTTP status.
+    pub error: Option<String>,
+}
+
+/// The summary of a load.
+pub fn summary(res: &LoadResult) -> Summary {
+    Summary {
+        url: res.url.clone(),
+        protocol: res.protocol.to_string(),
+        on_content_load_ms: res.on_content_load.map(|d| har::round_ms(ms(d))),
+        on_load_ms: res.on_load.map(|d| har::round_ms(ms(d))),
+        timed_out: res.timed_out,
+        totals: totals(res),
+        failed: res
+            .reqs
+            .iter()
+            .filter(|r| r.failed())
+            .map(|r| FailedRequest {
+                url: r.url_s.clone(),
+                status: r.status,
+                error: r.error.clone(),
+            })
+            .collect(),
+        missing: res.missing.clone(),
+        unexpected: res.unexpected.clone(),
+        missed_by_parser: res.missed_by_parser.clone(),
+    }
 }

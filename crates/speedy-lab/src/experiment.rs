@@ -84,6 +84,8 @@ use linkem::{LinkConfig, LossModel, Server};
 use serde::Deserialize;
 use spdy::HeaderCompression;
 use speedy_archive::synth::{calibration, Calibration};
+use speedy_net::Protocol;
+use speedy_server::PushPolicy;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -145,14 +147,15 @@ pub struct Network {
 pub struct Variant {
     /// Name (unique).
     pub name: String,
-    /// `http1`, `spdy` or `h2`.
-    pub protocol: String,
+    /// The protocol the loader speaks: HTTP/1.1, SPDY/3.1, h2 or h3 (named in the
+    /// experiment file with the one vocabulary of [`speedy_net::protocol`]).
+    pub protocol: Protocol,
     /// Over TLS.
     pub tls: bool,
     /// One SPDY session for all origins.
     pub single_domain: bool,
     /// Server push policy.
-    pub push: String,
+    pub push: PushPolicy,
     /// Server hint.
     pub hint: bool,
     /// Client prefetch.
@@ -415,7 +418,7 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
     if variants.is_empty() {
         return Err(format!("{origin}: no [[variant]]"));
     }
-    if variants.iter().any(|v| v.sctp) && variants.iter().any(|v| v.protocol == "h3") {
+    if variants.iter().any(|v| v.sctp) && variants.iter().any(|v| v.protocol == Protocol::H3) {
         return Err(format!(
             "{origin}: SCTP and h3 variants both need the replay server's UDP port: run them \
              in separate experiments"
@@ -460,7 +463,7 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
         ));
     }
     if !variants.iter().any(|v| v.baseline) {
-        if let Some(v) = variants.iter_mut().find(|v| v.protocol == "http1") {
+        if let Some(v) = variants.iter_mut().find(|v| v.protocol == Protocol::Http1) {
             v.baseline = true;
         }
     }
@@ -707,13 +710,14 @@ fn network(
 
 fn variant(v: &VariantSpec) -> Result<Variant, String> {
     // One vocabulary with every other command (speedy_net::protocol); the loader speaks
-    // HTTP/1.1, SPDY/3.1 and h2, named here `http1`, `spdy` and `h2`.
-    use speedy_net::protocol::Protocol;
+    // HTTP/1.1, SPDY/3.1, h2 and h3.
     let protocol = match Protocol::parse(&v.protocol) {
-        Ok(Protocol::Http1) => "http1",
-        Ok(Protocol::Spdy(spdy::Version::V3_1)) => "spdy",
-        Ok(Protocol::H2) => "h2",
-        Ok(Protocol::H3) => "h3",
+        Ok(
+            p @ (Protocol::Http1
+            | Protocol::Spdy(spdy::Version::V3_1)
+            | Protocol::H2
+            | Protocol::H3),
+        ) => p,
         Ok(_) => {
             return Err(format!(
                 "protocol = {:?}: the loader speaks http1, spdy (SPDY/3.1), h2 and h3",
@@ -722,16 +726,19 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         }
         Err(e) => return Err(format!("protocol = {:?}: {e}", v.protocol)),
     };
+    const SPDY: Protocol = Protocol::Spdy(spdy::Version::V3_1);
     let single_domain = match v.spdy_domains.as_deref() {
         None | Some("per-origin") => false,
         Some("single") => true,
         Some(x) => return Err(format!("spdy_domains = {x:?}: per-origin or single")),
     };
-    let push = v.push.clone().unwrap_or_else(|| "none".into());
-    if !matches!(push.as_str(), "none" | "subresources" | "all") {
-        return Err(format!("push = {push:?}: none, subresources or all"));
-    }
-    if protocol == "http1" && (push != "none" || single_domain) {
+    let push: PushPolicy = match &v.push {
+        None => PushPolicy::None,
+        Some(p) => p
+            .parse()
+            .map_err(|_| format!("push = {p:?}: none, subresources or all"))?,
+    };
+    if protocol == Protocol::Http1 && (push != PushPolicy::None || single_domain) {
         return Err("push and spdy_domains need protocol spdy or h2".into());
     }
     let cc_preference = match &v.cc {
@@ -761,7 +768,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
     if v.connections_per_host == Some(0) || v.max_connections == Some(0) || v.sessions == Some(0) {
         return Err("connections_per_host, max_connections and sessions: at least 1".into());
     }
-    if v.sessions.is_some() && protocol == "http1" {
+    if v.sessions.is_some() && protocol == Protocol::Http1 {
         return Err(
             "sessions = N is for SPDY and h2 sessions; HTTP/1.1 has connections_per_host".into(),
         );
@@ -771,7 +778,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         Some(c) => Some(calibration(c).map_err(|e| format!("calibration: {e}"))?),
     };
     match (v.proxy.as_deref(), protocol) {
-        (None, _) | (Some("spdy"), "spdy") | (Some("http"), "http1") => {}
+        (None, _) | (Some("spdy"), SPDY) | (Some("http"), Protocol::Http1) => {}
         (Some(p @ ("spdy" | "http")), _) => {
             return Err(format!(
                 "proxy = {p:?} needs protocol = {:?}",
@@ -780,7 +787,7 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         }
         (Some(p), _) => return Err(format!("proxy = {p:?}: spdy or http")),
     }
-    if v.proxy.is_some() && (single_domain || push != "none") {
+    if v.proxy.is_some() && (single_domain || push != PushPolicy::None) {
         return Err("proxy: without spdy_domains or push (the proxy decides those)".into());
     }
     if v.proxy.as_deref() == Some("http") && v.tls == Some(true) {
@@ -800,14 +807,14 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
         Some("sctp") => true,
         Some(t) => return Err(format!("transport = {t:?}: tcp or sctp")),
     };
-    if sctp && (protocol != "spdy" || v.tls == Some(true) || v.proxy.is_some()) {
+    if sctp && (protocol != SPDY || v.tls == Some(true) || v.proxy.is_some()) {
         return Err(
             "transport = \"sctp\": protocol = \"spdy\", without tls or proxy (SCTP carries \
              plain SPDY)"
                 .into(),
         );
     }
-    if protocol == "h3" && (v.tls == Some(false) || v.proxy.is_some() || sctp) {
+    if protocol == Protocol::H3 && (v.tls == Some(false) || v.proxy.is_some() || sctp) {
         return Err(
             "protocol = \"h3\": HTTP/3 runs over QUIC, always encrypted (tls is implied), \
              without proxy or sctp"
@@ -833,8 +840,8 @@ fn variant(v: &VariantSpec) -> Result<Variant, String> {
     }
     Ok(Variant {
         name: v.name.clone(),
-        protocol: protocol.to_string(),
-        tls: v.tls.unwrap_or(protocol == "h3"),
+        protocol,
+        tls: v.tls.unwrap_or(protocol == Protocol::H3),
         single_domain,
         push,
         hint: v.hint.unwrap_or(false),
@@ -1015,7 +1022,7 @@ mod tests {
         assert!(matches!(w.pages, Pages::Synth(25, c) if c.name == "web-2010"));
         for v in &w.variants {
             assert_eq!(v.initcwnd, Some(3), "{}", v.name);
-            if v.protocol != "h3" {
+            if v.protocol != Protocol::H3 {
                 assert_eq!(v.cc_preference, ["cubic", "reno"], "{}", v.name);
                 assert_eq!(v.header_compression, HeaderCompression::Zlib, "{}", v.name);
                 assert!(
@@ -1028,7 +1035,11 @@ mod tests {
         // The factor chain: every SPDY step is against its own HTTP/1.1, on its pages;
         // RACK and TLP come on in the last step only.
         let f = parse(built_in("factors").unwrap().toml, "f", Path::new(".")).unwrap();
-        let spdy: Vec<&Variant> = f.variants.iter().filter(|v| v.protocol == "spdy").collect();
+        let spdy: Vec<&Variant> = f
+            .variants
+            .iter()
+            .filter(|v| v.protocol == Protocol::Spdy(spdy::Version::V3_1))
+            .collect();
         assert_eq!(spdy.len(), 8);
         for v in &spdy {
             let a = v.against.as_deref().unwrap();

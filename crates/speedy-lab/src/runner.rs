@@ -17,6 +17,7 @@ use crate::testbed::{topology_for, ProxyServer, ReplayServer, ReplaySpec};
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
 use speedy_archive::synth::{Calibration, CALIBRATIONS};
+use speedy_server::spec::ServeSpec;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -468,21 +469,39 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     Ok(results)
 }
 
-/// What tells replay servers apart: (corpus, push, hint, header compression, SCTP
-/// RTO.Initial of an SCTP variant, `initcwnd` of an h3 variant: QUIC's is the server's).
-type ServerKey = (usize, String, bool, &'static str, Option<u32>, Option<u32>);
+/// What tells replay servers apart: their spec (without the port), as JSON.
+type ServerKey = String;
+
+/// The replay server a variant loads from, but for its port: the corpus, the lab CA,
+/// and the variant's server options.
+fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> ServeSpec {
+    let var = &exp.variants[v];
+    let h3 = var.protocol == speedy_net::Protocol::H3;
+    ServeSpec {
+        archive: Some(corpora.list[corpora.of_variant[v]].0.clone()),
+        ca_dir: Some(ca_dir.to_path_buf()),
+        push: var.push,
+        hint: var.hint,
+        header_compression: var.header_compression,
+        // Every server of an experiment with SCTP (or h3) variants listens for them,
+        // so one server serves its TCP and UDP variants alike.
+        sctp: exp.variants.iter().any(|v| v.sctp),
+        sctp_rto_initial_ms: var.sctp_rto_initial_ms.filter(|_| var.sctp),
+        h3: exp
+            .variants
+            .iter()
+            .any(|v| v.protocol == speedy_net::Protocol::H3),
+        // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
+        quic_initial_window: var.initcwnd.filter(|_| h3).map(|n| u64::from(n) * 1460),
+        ..ServeSpec::default()
+    }
+}
 
 /// The server a variant loads from.
 fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
-    let var = &exp.variants[v];
-    (
-        corpora.of_variant[v],
-        var.push.clone(),
-        var.hint,
-        var.header_compression.name(),
-        var.sctp_rto_initial_ms.filter(|_| var.sctp),
-        var.initcwnd.filter(|_| var.protocol == "h3"),
-    )
+    // The CA directory is the lane's, the same for every variant.
+    let spec = serve_spec(corpora, exp, v, Path::new(""));
+    serde_json::to_string(&spec).expect("a ServeSpec serializes")
 }
 
 /// The lane's replay servers, one per [`ServerKey`] the variants use.
@@ -495,31 +514,23 @@ fn start_servers(
     corpora: &Corpora,
     ca_dir: &Path,
 ) -> Result<Servers, String> {
-    let mut configs: Vec<ServerKey> = (0..exp.variants.len())
-        .map(|v| server_key(corpora, exp, v))
-        .collect();
-    configs.sort();
-    configs.dedup();
-    let mut servers = Servers::new();
-    for (i, key) in configs.into_iter().enumerate() {
+    let mut started = Servers::new();
+    let mut port = 8443;
+    for v in 0..exp.variants.len() {
+        let key = server_key(corpora, exp, v);
+        if started.contains_key(&key) {
+            continue;
+        }
+        let mut serve = serve_spec(corpora, exp, v, ca_dir);
+        serve.listen = format!("0.0.0.0:{port}");
+        port += 1;
         let spec = ReplaySpec {
             speedy: &opts.speedy,
-            archive: &corpora.list[key.0].0,
-            ca_dir,
-            port: 8443 + i as u16,
-            push: &key.1,
-            hint: key.2,
-            header_compression: key.3,
-            sctp: exp.variants.iter().any(|v| v.sctp),
-            sctp_rto_initial_ms: key.4,
-            h3: exp.variants.iter().any(|v| v.protocol == "h3"),
-            // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
-            quic_initial_window: key.5.map(|n| u64::from(n) * 1460),
+            serve,
         };
-        let server = ReplayServer::start(topo, &spec)?;
-        servers.insert(key, server);
+        started.insert(key, ReplayServer::start(topo, &spec)?);
     }
-    Ok(servers)
+    Ok(started)
 }
 
 /// The lane's proxies, one per replay server a proxy variant loads from (port 3128 and
@@ -535,12 +546,14 @@ fn start_proxies(
     net: &Network,
     lane: usize,
 ) -> Result<HashMap<ServerKey, ProxyServer>, String> {
-    let mut keys: Vec<ServerKey> = (0..exp.variants.len())
-        .filter(|&v| exp.variants[v].proxy.is_some())
-        .map(|v| server_key(corpora, exp, v))
-        .collect();
-    keys.sort();
-    keys.dedup();
+    // In the order of the variants that first use each.
+    let mut keys: Vec<ServerKey> = Vec::new();
+    for v in (0..exp.variants.len()).filter(|&v| exp.variants[v].proxy.is_some()) {
+        let key = server_key(corpora, exp, v);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
     let mut out = HashMap::new();
     for (i, key) in keys.into_iter().enumerate() {
         let series = opts.out.join(format!(
@@ -870,12 +883,14 @@ fn run_lane(
             if variant.sctp {
                 row.server_sctp = Some(after.sctp.since(&before.sctp));
                 // The loader's counters cover its whole run: a row of a one-page load.
+                // A load over SCTP without them, or with others, is an error: never "none".
                 if h.log.pages.len() == 1 {
-                    row.loader_sctp = h
-                        .log
-                        .sctp
-                        .as_ref()
-                        .and_then(|v| serde_json::from_value(v.clone()).ok());
+                    let v = h.log.sctp.clone().ok_or_else(|| {
+                        format!("{}: a load over SCTP whose HAR has no _sctp", har.display())
+                    })?;
+                    let c: speedy_net::sctp::counters::Counters = serde_json::from_value(v)
+                        .map_err(|e| format!("{}: _sctp: {e}", har.display()))?;
+                    row.loader_sctp = Some(c);
                 }
             }
             row.server_connections = conns.clone();
@@ -968,13 +983,12 @@ fn load(
     sample: &mut dyn FnMut(),
 ) -> Result<String, String> {
     let page = visits[0];
-    let mut cmd = topo.command(Side::Client, &opts.speedy);
-    cmd.arg("load").arg(&page.url).arg("--archive").arg(archive);
+    let mut spec = speedy_browser::LoadSpec::new(&page.url, v.protocol);
+    spec.archive = Some(archive.to_path_buf());
     if let Some(p) = proxy {
-        // tls = true with a proxy: TLS to the proxy; its origins stay as the variant's
-        // `--plain` below says.
+        // tls = true with a proxy: TLS to the proxy; its origins stay plain (below).
         let scheme = if v.tls { "https" } else { "http" };
-        cmd.arg("--proxy").arg(format!("{scheme}://{p}"));
+        spec.proxy = Some(format!("{scheme}://{p}"));
     }
     // The pages after the first, and the pause before each.
     let (then, pause): (Vec<&PageInfo>, Option<Duration>) = match exp.revisit_after {
@@ -982,76 +996,53 @@ fn load(
         None => (visits[1..].to_vec(), exp.session_think),
     };
     if let (false, Some(pause)) = (then.is_empty(), pause) {
-        for p in &then {
-            cmd.arg("--then").arg(&p.url);
-        }
-        cmd.args(["--think-ms", &pause.as_millis().to_string()]);
-        if let Some(k) = v.keepalive_ms {
-            cmd.args(["--keepalive-ms", &k.to_string()]);
-        }
+        spec.then = then.iter().map(|p| p.url.clone()).collect();
+        spec.think_ms = pause.as_millis() as u64;
+        spec.keepalive_ms = v.keepalive_ms.map(u64::from);
     }
-    cmd.args(["--protocol", &v.protocol]);
-    cmd.arg(if v.tls && proxy.is_none() {
-        "--tls"
-    } else {
-        "--plain"
-    });
+    spec.tls = v.tls && proxy.is_none();
+    spec.plain = !spec.tls;
     if v.single_domain {
-        cmd.args(["--spdy-domains", "single"]);
+        spec.spdy_domains = speedy_browser::Domains::Single;
     }
-    if v.hint {
-        cmd.arg("--hint");
-    }
+    spec.hint = v.hint;
     if v.prefetch {
-        if let Some(e) = earlier {
-            cmd.arg("--prefetch").arg(e);
-        }
+        spec.prefetch = earlier.cloned();
     }
-    for (h, a) in resolve {
-        cmd.arg("--resolve").arg(format!("{h}={a}"));
-    }
-    cmd.arg("--cacert").arg(ca_dir.join("ca.pem"));
-    cmd.args(["--header-compression", v.header_compression.name()]);
+    spec.resolve = resolve.iter().map(|(h, a)| format!("{h}={a}")).collect();
+    spec.cacert = Some(ca_dir.join("ca.pem"));
+    spec.header_compression = v.header_compression;
     if let Some(n) = v.connections_per_host {
-        cmd.args(["--connections-per-host", &n.to_string()]);
+        spec.connections_per_host = n;
     }
     if let Some(n) = v.sessions {
-        cmd.args(["--sessions", &n.to_string()]);
+        spec.sessions = n as usize;
     }
     if let Some(h) = v.tls_hello {
-        cmd.args(["--tls-hello", h.name()]);
+        spec.tls_hello = h;
     }
-    if v.known_servers == Some(true) {
-        cmd.arg("--known-servers");
-    }
-    if v.partition == Some(false) {
-        cmd.arg("--no-partition");
-    }
+    spec.known_servers = v.known_servers == Some(true);
+    spec.partition = v.partition != Some(false);
     if v.sctp {
-        cmd.args(["--transport", "sctp"]);
-        if !v.cookie_bundling {
-            cmd.arg("--no-cookie-bundling");
-        }
-        if let Some(ms) = v.sctp_rto_initial_ms {
-            cmd.args(["--sctp-rto-initial-ms", &ms.to_string()]);
-        }
+        spec.transport = speedy_net::Carrier::Sctp;
+        spec.cookie_bundling = v.cookie_bundling;
+        spec.sctp_rto_initial_ms = v.sctp_rto_initial_ms;
     }
     if let Some(n) = v.max_connections {
-        cmd.args(["--max-connections", &n.to_string()]);
+        spec.max_connections = n;
     }
-    cmd.arg("--har").arg(har);
-    cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
+    spec.har = Some(har.to_path_buf());
+    spec.timeout = exp.timeout.as_secs_f64();
     // The loader's stderr goes to a file beside its HAR, kept when it is not empty (its
     // warnings, and diagnostics such as SPEEDY_SCTP_STATS): a pipe read only at the end
     // would stall a loader that wrote more than the pipe holds.
     let log_path = har.with_extension("stderr.txt");
     let log = std::fs::File::create(&log_path)
         .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+    let mut cmd = topo.command(Side::Client, &opts.speedy);
     cmd.stdout(Stdio::null()).stderr(log);
     crate::testbed::die_with_parent(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("starting the loader: {e}"))?;
+    let mut child = crate::testbed::spawn_load(cmd, &spec)?;
     let deadline = Instant::now()
         + exp.timeout * (then.len() as u32 + 1)
         + pause.unwrap_or_default() * then.len() as u32

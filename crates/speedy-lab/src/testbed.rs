@@ -9,9 +9,9 @@
 
 use crate::runner::PageInfo;
 use linkem::{Side, Topology, TopologyConfig};
-use serde::{Deserialize, Serialize};
+use speedy_server::spec::{ProxySpec, ServeSpec};
+pub use speedy_server::startup::{ServeStartup, ServedOrigin};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,94 +25,6 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Lines the server may print before its JSON line (the human lines: one per origin and
 /// one more); anything beyond is not `speedy serve`.
 const MAX_STARTUP_LINES: usize = 100_000;
-
-/// The machine-readable start-up line of `speedy serve`: one JSON object on one line,
-/// printed once after the human lines, when every listener is bound. Consumers ignore
-/// fields they do not know (fields may be added, never renamed).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServeStartup {
-    /// The (first) address listened on, port resolved (`--listen` port 0 picks one).
-    pub listening: SocketAddr,
-    /// TLS is accepted (protocol chosen by ALPN).
-    pub tls: bool,
-    /// Plain TCP is accepted (protocol told apart by the first bytes). With an archive
-    /// of https origins both are on, on the same port.
-    pub plain: bool,
-    /// The protocols served, as ALPN ids (`spdy/3.1`, `spdy/3`, `spdy/2`, `h2`,
-    /// `http/1.1`), in the server's order of preference.
-    pub protocols: Vec<String>,
-    /// `--root`: the directory served.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub root: Option<String>,
-    /// `--archive`: the archive replayed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archive: Option<String>,
-    /// `--archive`: every origin of the archive and the address that serves it (empty
-    /// with `--root`).
-    #[serde(default)]
-    pub origins: Vec<ServedOrigin>,
-    /// `--sctp`: SPDY over SCTP is accepted on UDP at the same addresses.
-    #[serde(default)]
-    pub sctp: bool,
-    /// `--h3`: HTTP/3 over QUIC is accepted on UDP at the same addresses.
-    #[serde(default)]
-    pub h3: bool,
-}
-
-/// One origin of an archive and where it is served.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServedOrigin {
-    /// Host name (with `:port` if the archive's URLs name one).
-    pub host: String,
-    /// Address serving it.
-    pub addr: SocketAddr,
-}
-
-impl ServeStartup {
-    /// The start-up of a server listening on `listening`, with TLS or not. Plain TCP is
-    /// always accepted (the first byte tells a ClientHello from anything else); the
-    /// protocols are the server's ALPN list. `root`, `archive` and `origins` are the
-    /// caller's to fill.
-    pub fn new(listening: SocketAddr, tls: bool) -> ServeStartup {
-        ServeStartup {
-            listening,
-            tls,
-            plain: true,
-            protocols: speedy_net::tls::SERVER_ALPN.map(String::from).to_vec(),
-            root: None,
-            archive: None,
-            origins: Vec::new(),
-            sctp: false,
-            h3: false,
-        }
-    }
-
-    /// The line as `speedy serve` prints it (no newline).
-    pub fn to_line(&self) -> String {
-        serde_json::to_string(self).expect("ServeStartup serializes")
-    }
-
-    /// Writes the start-up block: `human` (the human lines, each ending in a newline),
-    /// then the JSON line, in one write so that a reader that stops after the human lines
-    /// does not close the pipe between them; then flushes.
-    pub fn announce(&self, human: &str, mut out: impl Write) -> std::io::Result<()> {
-        let mut block = String::with_capacity(human.len() + 256);
-        block.push_str(human);
-        block.push_str(&self.to_line());
-        block.push('\n');
-        out.write_all(block.as_bytes())?;
-        out.flush()
-    }
-
-    /// Parses a start-up line; `None` if `line` is not one (e.g. a human line).
-    pub fn parse(line: &str) -> Option<ServeStartup> {
-        let line = line.trim();
-        if !line.starts_with('{') {
-            return None;
-        }
-        serde_json::from_str(line).ok()
-    }
-}
 
 /// Namespaces and a running link for loading `pages`: one server address per origin
 /// (up to 32; origins share addresses beyond that).
@@ -139,31 +51,16 @@ pub fn topology_for(
     Ok(topo)
 }
 
-/// How to start one replay server.
+/// How to start one replay server: the `speedy` program and its [`ServeSpec`] (the
+/// archive, the CA, the port in `listen`, the variant's server options).
+/// [`ReplayServer::start`] fills in what the bed owns: the addresses
+/// (`bind_origins`) and, with SCTP, the counters file.
 #[derive(Clone, Debug)]
 pub struct ReplaySpec<'a> {
     /// The `speedy` program.
     pub speedy: &'a Path,
-    /// The archive to replay.
-    pub archive: &'a Path,
-    /// The lab CA's directory (`--ca-dir`).
-    pub ca_dir: &'a Path,
-    /// Port on every server address.
-    pub port: u16,
-    /// `--push` policy (`none`, `subresources`, `all`).
-    pub push: &'a str,
-    /// `--hint`.
-    pub hint: bool,
-    /// `--header-compression` (`zlib`, `crime-safe`, `none`).
-    pub header_compression: &'a str,
-    /// `--sctp`: SPDY over SCTP too, on UDP at the same addresses and port.
-    pub sctp: bool,
-    /// `--sctp-rto-initial-ms`, with `sctp`.
-    pub sctp_rto_initial_ms: Option<u32>,
-    /// `--h3`: HTTP/3 over QUIC too, on UDP at the same addresses and port.
-    pub h3: bool,
-    /// `--quic-initial-window`: QUIC's initial congestion window, bytes.
-    pub quic_initial_window: Option<u64>,
+    /// The server.
+    pub serve: ServeSpec,
 }
 
 /// `speedy serve --archive` running in the server namespace, every server address bound
@@ -181,36 +78,18 @@ pub struct ReplayServer {
 impl ReplayServer {
     /// Starts the server and waits (at most [`STARTUP_TIMEOUT`]) for its start-up line.
     pub fn start(topo: &Topology, spec: &ReplaySpec) -> Result<ReplayServer, String> {
-        let ips: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
-        let mut cmd = topo.command(Side::Server, spec.speedy);
-        cmd.args(["serve", "--archive"])
-            .arg(spec.archive)
-            .args(["--listen", &format!("0.0.0.0:{}", spec.port)])
-            .args(["--bind-origins", &ips.join(",")])
-            .args(["--push", spec.push])
-            .arg("--ca-dir")
-            .arg(spec.ca_dir)
-            .args(["--header-compression", spec.header_compression]);
-        if spec.hint {
-            cmd.arg("--hint");
-        }
-        if spec.h3 {
-            cmd.arg("--h3");
-            if let Some(w) = spec.quic_initial_window {
-                cmd.args(["--quic-initial-window", &w.to_string()]);
-            }
-        }
+        let mut serve = spec.serve.clone();
+        serve.bind_origins = topo.server_addrs().iter().map(|a| a.to_string()).collect();
         let mut sctp_counters = None;
-        if spec.sctp {
-            cmd.arg("--sctp");
-            if let Some(ms) = spec.sctp_rto_initial_ms {
-                cmd.args(["--sctp-rto-initial-ms", &ms.to_string()]);
-            }
+        if serve.sctp {
             let path = temp_path("sctp-counters", "json");
-            cmd.arg("--sctp-counters").arg(&path);
+            serve.sctp_counters = Some(path.clone());
             sctp_counters = Some(path);
         }
-        let (child, startup) = spawn_announced(cmd, spec.speedy, "the replay server")?;
+        let mut cmd = topo.command(Side::Server, spec.speedy);
+        cmd.args(["serve", "--spec", "-"]);
+        let json = serde_json::to_vec(&serve).map_err(|e| format!("the serve spec: {e}"))?;
+        let (child, startup) = spawn_announced(cmd, json, spec.speedy, "the replay server")?;
         let server = ReplayServer {
             child,
             startup,
@@ -220,7 +99,7 @@ impl ReplayServer {
             // Dropping `server` kills it.
             return Err(format!(
                 "the replay server reported no origins for {}",
-                spec.archive.display()
+                serve.archive.unwrap_or_default().display()
             ));
         }
         Ok(server)
@@ -291,20 +170,51 @@ pub(crate) fn die_with_parent(cmd: &mut Command) {
     }
 }
 
+/// Starts `speedy load --spec -` as `cmd` (a `speedy` command with its namespace, output
+/// and process group already set) and hands it `spec` on its standard input: the lab
+/// never spells the loader's flags.
+pub(crate) fn spawn_load(
+    mut cmd: Command,
+    spec: &speedy_browser::LoadSpec,
+) -> Result<Child, String> {
+    let json = serde_json::to_vec(spec).map_err(|e| format!("the load spec: {e}"))?;
+    cmd.args(["load", "--spec", "-"]).stdin(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting the loader: {e}"))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    // A spec is a few KiB, well under a pipe's buffer; the loader reads it at start.
+    if let Err(e) = stdin.write_all(&json) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("handing the loader its spec: {e}"));
+    }
+    Ok(child)
+}
+
 /// Spawns a `speedy` server command (dying with the thread that started it:
 /// `PR_SET_DEATHSIG`) and waits (at most [`STARTUP_TIMEOUT`]) for its JSON start-up line.
 fn spawn_announced(
     mut cmd: Command,
+    spec: Vec<u8>,
     speedy: &Path,
     what: &str,
 ) -> Result<(Child, ServeStartup), String> {
-    cmd.stdin(Stdio::null())
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     die_with_parent(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting {}: {e}", speedy.display()))?;
+    // The spec on standard input (`--spec -`), closed after it: a few KiB, well under a
+    // pipe's buffer.
+    let written = child.stdin.take().expect("piped").write_all(&spec);
+    if let Err(e) = written {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("{what}: handing it its spec: {e}"));
+    }
     let stdout = child.stdout.take().expect("piped");
     match read_startup(stdout, STARTUP_TIMEOUT) {
         Ok(startup) => Ok((child, startup)),
@@ -349,20 +259,20 @@ impl ProxyServer {
             .first()
             .copied()
             .ok_or("the topology has no server address")?;
-        let mut cmd = topo.command(Side::Server, speedy);
         // TLS (a certificate from the lab CA) and plain TCP on the one port: a variant
         // picks by the proxy URL's scheme.
-        cmd.args(["proxy", "--listen", &format!("{ip}:{port}")])
-            .arg("--tls-ca-dir")
-            .arg(ca_dir)
-            .arg("--cacert")
-            .arg(ca_dir.join("ca.pem"))
-            .arg("--tcp-series")
-            .arg(series);
-        for (h, a) in resolve {
-            cmd.arg("--resolve").arg(format!("{h}={a}"));
-        }
-        let (child, startup) = spawn_announced(cmd, speedy, "the proxy")?;
+        let spec = ProxySpec {
+            listen: format!("{ip}:{port}"),
+            tls_ca_dir: Some(ca_dir.to_path_buf()),
+            cacert: Some(ca_dir.join("ca.pem")),
+            tcp_series: Some(series.to_path_buf()),
+            resolve: resolve.iter().map(|(h, a)| format!("{h}={a}")).collect(),
+            ..ProxySpec::default()
+        };
+        let json = serde_json::to_vec(&spec).map_err(|e| format!("the proxy spec: {e}"))?;
+        let mut cmd = topo.command(Side::Server, speedy);
+        cmd.args(["proxy", "--spec", "-"]);
+        let (child, startup) = spawn_announced(cmd, json, speedy, "the proxy")?;
         Ok(ProxyServer {
             child,
             addr: startup.listening,
@@ -442,6 +352,7 @@ mod tests {
 
     fn sample() -> ServeStartup {
         ServeStartup {
+            version: speedy_server::startup::STARTUP_VERSION,
             listening: "10.0.0.2:8443".parse().unwrap(),
             tls: true,
             plain: true,
@@ -463,34 +374,6 @@ mod tests {
             sctp: true,
             h3: true,
         }
-    }
-
-    #[test]
-    fn startup_line_round_trips_and_has_the_documented_shape() {
-        let s = sample();
-        let line = s.to_line();
-        assert!(!line.contains('\n'));
-        assert_eq!(ServeStartup::parse(&line), Some(s));
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["listening"], "10.0.0.2:8443");
-        assert_eq!(v["origins"][1]["addr"], "[fd00::2]:8443");
-        assert_eq!(v["origins"][0]["host"], "a.example");
-        assert!(v.get("root").is_none());
-    }
-
-    #[test]
-    fn parse_ignores_human_lines_and_unknown_fields() {
-        assert_eq!(
-            ServeStartup::parse("listening on 1.2.3.4:5 (plain; …)"),
-            None
-        );
-        assert_eq!(ServeStartup::parse("origin a.example 1.2.3.4:5"), None);
-        let s = ServeStartup::parse(
-            r#"{"listening":"127.0.0.1:80","tls":false,"plain":true,"protocols":["http/1.1"],"root":"/srv","later":1}"#,
-        )
-        .unwrap();
-        assert_eq!(s.root.as_deref(), Some("/srv"));
-        assert!(s.origins.is_empty());
     }
 
     #[test]

@@ -495,16 +495,13 @@ impl NetLab {
             &topo,
             &ReplaySpec {
                 speedy: &opts.speedy,
-                archive,
-                ca_dir,
-                port: 8443,
-                push: "none",
-                hint: false,
-                header_compression: "crime-safe",
-                sctp: false,
-                sctp_rto_initial_ms: None,
-                h3: true,
-                quic_initial_window: None,
+                serve: speedy_server::spec::ServeSpec {
+                    archive: Some(archive.to_path_buf()),
+                    ca_dir: Some(ca_dir.to_path_buf()),
+                    listen: "0.0.0.0:8443".into(),
+                    h3: true,
+                    ..Default::default()
+                },
             },
         )?;
         let origins = server.resolve();
@@ -540,26 +537,24 @@ impl NetLab {
         har: &Path,
     ) -> Result<Timing, String> {
         std::fs::create_dir_all(har.parent().expect("has a parent")).map_err(|e| e.to_string())?;
-        let mut cmd = self.topo.command(Side::Client, &opts.speedy);
-        cmd.arg("load")
-            .arg(&page.url)
-            .arg("--archive")
-            .arg(&self.archive)
-            .args(["--protocol", protocol, "--tls"]);
-        for (h, a) in &self.origins {
-            cmd.arg("--resolve").arg(format!("{h}={a}"));
-        }
-        cmd.arg("--cacert").arg(self.ca_dir.join("ca.pem"));
-        cmd.arg("--har").arg(har);
-        cmd.args(["--timeout", &format!("{}", exp.timeout.as_secs_f64())]);
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        own_group(&mut cmd);
-        let mut child = Group(
-            cmd.spawn()
-                .map_err(|e| format!("starting the loader: {e}"))?,
+        let mut spec = speedy_browser::LoadSpec::new(
+            &page.url,
+            speedy_net::Protocol::parse(protocol).map_err(|e| e.to_string())?,
         );
+        spec.archive = Some(self.archive.clone());
+        spec.tls = true;
+        spec.resolve = self
+            .origins
+            .iter()
+            .map(|(h, a)| format!("{h}={a}"))
+            .collect();
+        spec.cacert = Some(self.ca_dir.join("ca.pem"));
+        spec.har = Some(har.to_path_buf());
+        spec.timeout = exp.timeout.as_secs_f64();
+        let mut cmd = self.topo.command(Side::Client, &opts.speedy);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        own_group(&mut cmd);
+        let mut child = Group(crate::testbed::spawn_load(cmd, &spec)?);
         let drain = |r: Option<Box<dyn Read + Send>>| {
             std::thread::spawn(move || {
                 let mut s = String::new();
@@ -579,21 +574,37 @@ impl NetLab {
             out.join().unwrap_or_default(),
             err.join().unwrap_or_default(),
         );
-        let v: Value = serde_json::from_str(out.trim())
-            .map_err(|_| format!("exit {st}, no summary: {}", err.trim()))?;
+        let v: speedy_browser::report::Summary = serde_json::from_str(out.trim())
+            .map_err(|e| format!("exit {st}, no summary ({e}): {}", err.trim()))?;
         // Its summary (connections, their TCP_INFO, bytes) beside its HAR.
         let _ = std::fs::write(har.with_extension("json"), out.as_bytes());
-        if v["timed_out"].as_bool() == Some(true) {
+        if v.timed_out {
             return Err(format!("timed out after {:?}", exp.timeout));
         }
-        let failed = v["totals"]["failed"].as_u64().unwrap_or(0);
-        if failed > 0 {
-            return Err(format!("{failed} objects failed: {}", v["failed"]));
+        if !v.failed.is_empty() {
+            let urls: Vec<String> = v
+                .failed
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{} ({})",
+                        f.url,
+                        f.error
+                            .clone()
+                            .unwrap_or_else(|| format!("status {}", f.status))
+                    )
+                })
+                .collect();
+            return Err(format!(
+                "{} objects failed: {}",
+                v.failed.len(),
+                urls.join(", ")
+            ));
         }
         Ok(Timing {
-            on_load_ms: v["onLoad_ms"].as_f64().ok_or("no onLoad_ms")?,
-            dcl_ms: v["onContentLoad_ms"].as_f64().unwrap_or(0.0),
-            objects: v["totals"]["requests"].as_u64().unwrap_or(0) as u32,
+            on_load_ms: v.on_load_ms.ok_or("no onLoad_ms")?,
+            dcl_ms: v.on_content_load_ms.ok_or("no onContentLoad_ms")?,
+            objects: v.totals.requests as u32,
             resources: Vec::new(),
         })
     }

@@ -839,3 +839,33 @@ impl Http1Pool {
         Ok(response_from(log, parts, "http/1.1", |_| body))
     }
 }
+
+/// Splits `HOST=ADDR` (the command lines' `--resolve`) into the lower-cased host (`*` for
+/// every other host) and the address text.
+pub fn split_resolve(s: &str) -> Result<(String, &str), String> {
+    let (h, a) = s
+        .split_once('=')
+        .ok_or_else(|| format!("--resolve {s:?}: expected HOST=IP[:PORT]"))?;
+    let h = h.trim();
+    if h.is_empty() {
+        return Err(format!(
+            "--resolve {s:?}: no HOST before '=' (HOST=IP[:PORT], or *=IP[:PORT] for every host)"
+        ));
+    }
+    Ok((h.to_ascii_lowercase(), a.trim()))
+}
+
+/// Parses `HOST=IP[:PORT]` (IPv6 as `[::1]:443` or a bare address).
+pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>)), String> {
+    let (h, a) = split_resolve(s)?;
+    let addr = if let Ok(sa) = a.parse::<std::net::SocketAddr>() {
+        (sa.ip(), Some(sa.port()))
+    } else {
+        let ip = a
+            .trim_matches(['[', ']'])
+            .parse()
+            .map_err(|_| format!("--resolve {s:?}: {a:?} is not IP or IP:PORT"))?;
+        (ip, None)
+    };
+    Ok((h, addr))
+}

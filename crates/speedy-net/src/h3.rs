@@ -89,6 +89,28 @@ impl QuicCcAlgorithm {
             _ => Err(format!("{s:?}: quinn has cubic, bbr and newreno (reno)")),
         }
     }
+
+    /// The name [`QuicCcAlgorithm::parse`] takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            QuicCcAlgorithm::Cubic => "cubic",
+            QuicCcAlgorithm::Bbr => "bbr",
+            QuicCcAlgorithm::NewReno => "newreno",
+        }
+    }
+}
+
+impl std::fmt::Display for QuicCcAlgorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for QuicCcAlgorithm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<QuicCcAlgorithm, String> {
+        QuicCcAlgorithm::parse(s)
+    }
 }
 
 impl QuicCc {

@@ -14,6 +14,7 @@
 
 pub mod body;
 pub mod client;
+pub mod fetch_record;
 pub mod h2_priority;
 mod h2_server;
 pub mod h3;
@@ -38,6 +39,7 @@ pub mod sockinfo;
 mod spdy_client;
 pub mod spdy_conn;
 mod spdy_server;
+pub mod text;
 pub mod tls;
 pub mod udp_get;
 pub mod upgrade;
@@ -45,5 +47,5 @@ pub mod upgrade;
 pub use body::Body;
 pub use client::{Client, ClientConfig, ClientError, Http1Mode, ResponseStream};
 pub use limits::{Limits, Shutdown};
-pub use protocol::Protocol;
+pub use protocol::{Carrier, Protocol};
 pub use server::{Handler, Push, Request, Response, ServerConfig};

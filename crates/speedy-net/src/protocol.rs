@@ -93,6 +93,38 @@ impl std::str::FromStr for Protocol {
     }
 }
 
+/// What carries a SPDY session: TCP (with TLS over it for https), or SCTP over UDP
+/// (RFC 6951 framing; [`crate::sctp`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Carrier {
+    /// TCP, and TLS over it for https.
+    #[default]
+    Tcp,
+    /// SCTP over UDP: one SPDY stream per SCTP stream.
+    Sctp,
+}
+
+impl fmt::Display for Carrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Carrier::Tcp => "tcp",
+            Carrier::Sctp => "sctp",
+        })
+    }
+}
+
+impl std::str::FromStr for Carrier {
+    type Err = String;
+    /// `tcp` or `sctp`.
+    fn from_str(s: &str) -> Result<Carrier, String> {
+        match s {
+            "tcp" => Ok(Carrier::Tcp),
+            "sctp" => Ok(Carrier::Sctp),
+            _ => Err(format!("{s:?}: tcp or sctp")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

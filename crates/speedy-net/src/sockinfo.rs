@@ -9,7 +9,7 @@
 //! connection closed and the number may have been reused), so it never holds a
 //! connection open and never reports another socket under its name.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
@@ -95,8 +95,10 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpInfo> {
     }
 }
 
-/// One sample of a connection's sender state.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// One sample of a connection's sender state: one JSON line of a `--tcp-series` file,
+/// which `speedy serve` and `speedy proxy` write and the lab's report reads. Every field
+/// is required when reading.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TcpSample {
     /// Milliseconds since the series started.
     pub t_ms: f64,
@@ -243,5 +245,34 @@ pub fn set_notsent_lowat(sock: &impl std::os::fd::AsRawFd, bytes: u32) {
             (&v as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TcpSample;
+
+    #[test]
+    fn a_series_line_round_trips_and_a_missing_field_is_an_error() {
+        let s = TcpSample {
+            t_ms: 12.5,
+            conn: 2,
+            peer: "10.0.0.1:40000".into(),
+            cwnd: 10,
+            ssthresh: i32::MAX as u32,
+            unacked: 3,
+            in_flight_bytes: 4380,
+            rtt_us: 100_000,
+            rto_us: 300_000,
+            retransmits: 0,
+            total_retrans: 1,
+            ca_state: 0,
+            bytes_acked: 65_000,
+        };
+        let line = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<TcpSample>(&line).unwrap(), s);
+        let without = line.replace(",\"bytes_acked\":65000", "");
+        let e = serde_json::from_str::<TcpSample>(&without).unwrap_err();
+        assert!(e.to_string().contains("bytes_acked"), "{e}");
     }
 }

@@ -173,6 +173,19 @@ impl Hello {
     }
 }
 
+impl std::fmt::Display for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Hello {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Hello, String> {
+        Hello::parse(s)
+    }
+}
+
 /// A client config offering `alpn`.
 pub fn client_config(verify: &Verify, alpn: &[&str]) -> Result<Arc<rustls::ClientConfig>, String> {
     client_config_with(verify, alpn, Hello::Plain)

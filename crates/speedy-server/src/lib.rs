@@ -16,6 +16,8 @@
 pub mod ca;
 pub mod files;
 pub mod proxy;
+pub mod spec;
+pub mod startup;
 
 use bytes::Bytes;
 use spdy::url::Url;
@@ -35,6 +37,16 @@ pub enum PushPolicy {
     Subresources,
     /// Every same-origin descendant of the document.
     All,
+}
+
+impl std::fmt::Display for PushPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PushPolicy::None => "none",
+            PushPolicy::Subresources => "subresources",
+            PushPolicy::All => "all",
+        })
+    }
 }
 
 impl FromStr for PushPolicy {

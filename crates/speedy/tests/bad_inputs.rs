@@ -1227,7 +1227,7 @@ fn bad_value_cases(fx: &Fx) -> Vec<Case> {
         case(
             &load(&["--spdy-domains", "both"]),
             BAD,
-            &["--spdy-domains both"],
+            &["--spdy-domains", "both"],
         ),
         case(&load(&["--tls", "--plain"]), BAD, &["--tls", "--plain"]),
         case(

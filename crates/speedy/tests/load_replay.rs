@@ -704,17 +704,52 @@ fn the_proxy_tunnels_connect_both_ways_and_refuses_what_it_cannot_reach() {
 
 #[test]
 fn rejects_bad_command_lines() {
-    for args in [
-        vec!["http://a.example/", "--protocol", "gopher"],
-        vec!["http://a.example/", "--spdy-domains", "some"],
-        vec!["http://a.example/", "--resolve", "a.example"],
-        vec!["http://a.example/", "--dns-cost", "soon"],
-        vec!["http://a.example/", "--priorities", "image=12"],
-        vec!["not a url"],
+    // Each message names the option or value at fault: ours say `speedy load: ...`, the
+    // command line's parser `invalid value ... for '--option'`.
+    for (args, names) in [
+        (
+            vec!["http://a.example/", "--protocol", "gopher"],
+            "'--protocol <PROTO>'",
+        ),
+        (
+            vec!["http://a.example/", "--spdy-domains", "some"],
+            "'--spdy-domains",
+        ),
+        (
+            vec!["http://a.example/", "--resolve", "a.example"],
+            "speedy load: --resolve",
+        ),
+        (
+            vec!["http://a.example/", "--dns-cost", "soon"],
+            "speedy load: --dns-cost soon",
+        ),
+        (
+            vec!["http://a.example/", "--priorities", "image=12"],
+            "speedy load: --priorities",
+        ),
+        (vec!["not a url"], "speedy load: not a url"),
     ] {
         let args: Vec<String> = args.into_iter().map(String::from).collect();
         let (code, _, err) = load(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains("speedy load"), "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
     }
+    // A spec file with a misspelt key, and one that is not there.
+    let dir = std::env::temp_dir().join(format!("speedy-load-spec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("load.json");
+    std::fs::write(&spec, r#"{"url": "http://a.example/", "protocl": "h2"}"#).unwrap();
+    for (file, names) in [
+        (&spec, "unknown field `protocl`"),
+        (&dir.join("none.json"), "none.json"),
+    ] {
+        let args = vec!["--spec".to_string(), file.display().to_string()];
+        let (code, _, err) = load(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("speedy load: --spec") && err.contains(names),
+            "{args:?}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

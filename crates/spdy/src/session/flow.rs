@@ -270,6 +270,15 @@ impl std::str::FromStr for FlowControl {
     }
 }
 
+impl std::fmt::Display for FlowControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FlowControl::Strict => "strict",
+            FlowControl::Lenient => "lenient",
+        })
+    }
+}
+
 /// What the session has learnt about the peer's flow control: the decision table of
 /// `docs/flow-control.md` in one place.
 ///

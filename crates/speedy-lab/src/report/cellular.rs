@@ -24,23 +24,19 @@ struct Sample {
 fn read_series(path: &std::path::Path) -> Result<Vec<Sample>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
-    for line in text.lines() {
-        let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("{}: {e}", path.display()))?;
-        let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
-        let (Some(t_ms), Some(cwnd)) = (f("t_ms"), f("cwnd")) else {
-            return Err(format!("{}: a line without t_ms or cwnd", path.display()));
-        };
+    for (i, line) in text.lines().enumerate() {
+        let v: speedy_net::sockinfo::TcpSample = serde_json::from_str(line)
+            .map_err(|e| format!("{} line {}: {e}", path.display(), i + 1))?;
         out.push(Sample {
-            t_ms,
-            conn: v.get("conn").and_then(|x| x.as_u64()).unwrap_or(0),
-            cwnd,
+            t_ms: v.t_ms,
+            conn: v.conn,
+            cwnd: f64::from(v.cwnd),
             // 2^31-1: no loss seen yet, no threshold to draw.
-            ssthresh: f("ssthresh").filter(|s| *s < 1e9),
-            in_flight_kb: f("in_flight_bytes").unwrap_or(0.0) / 1024.0,
-            unacked: f("unacked").unwrap_or(0.0),
-            bytes_acked: v.get("bytes_acked").and_then(|x| x.as_u64()).unwrap_or(0),
-            total_retrans: v.get("total_retrans").and_then(|x| x.as_u64()).unwrap_or(0),
+            ssthresh: Some(f64::from(v.ssthresh)).filter(|s| *s < 1e9),
+            in_flight_kb: v.in_flight_bytes as f64 / 1024.0,
+            unacked: f64::from(v.unacked),
+            bytes_acked: v.bytes_acked,
+            total_retrans: u64::from(v.total_retrans),
         });
     }
     Ok(out)

@@ -15,6 +15,7 @@
 
 use super::Link;
 use crate::report::{escape, fig7_chart};
+use speedy_net::fetch_record::FetchLine;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -127,16 +128,15 @@ fn medians(
 ) -> Result<BTreeMap<usize, f64>, String> {
     let mut by_size: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for line in stdout.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        // The server's start-up line and anything else that is not a fetch line.
+        let Ok(v) = serde_json::from_str::<FetchLine>(line) else {
             continue;
         };
-        let Some(url) = v["url"].as_str() else {
-            continue;
-        };
+        let url = v.url.as_str();
         if url.ends_with("?warm") {
             continue;
         }
-        if v.get("error").is_some() || v["status"] != 200 {
+        if !v.is_ok_200() {
             return Err(format!("{variant}: {line}"));
         }
         let size = url
@@ -145,13 +145,13 @@ fn medians(
             .and_then(|s| s.strip_suffix(".bin"))
             .and_then(|s| s.parse::<usize>().ok())
             .ok_or_else(|| format!("{variant}: unexpected URL {url}"))?;
-        if v["bytes"] != size as u64 {
-            return Err(format!("{variant}: {url}: {} bytes", v["bytes"]));
+        if v.bytes != Some(size as u64) {
+            return Err(format!("{variant}: {url}: {:?} bytes", v.bytes));
         }
-        by_size
-            .entry(size)
-            .or_default()
-            .push(v["elapsed_ms"].as_f64().unwrap_or(f64::NAN));
+        let ms = v
+            .elapsed_ms
+            .ok_or_else(|| format!("{variant}: {url}: no elapsed_ms"))?;
+        by_size.entry(size).or_default().push(ms);
     }
     let mut med = BTreeMap::new();
     for &n in sizes {

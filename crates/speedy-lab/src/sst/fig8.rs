@@ -19,6 +19,7 @@
 
 use super::Link;
 use speedy_archive::synth::{calibration, synthesize_calibrated, SynthOptions};
+use speedy_net::fetch_record::FetchLine;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -172,20 +173,26 @@ pub fn fig8(o: &Fig8Options) -> Result<Fig8Result, String> {
     Ok(result)
 }
 
+/// The line the client script echoes after each page (written by the shell script
+/// above): the page's index and its load time.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageTime {
+    page: usize,
+    us: f64,
+}
+
 /// Load times per page from the client's output; every object must have come whole.
 fn parse(flavour: &str, out: &str, pages: &[Fig8Page]) -> Result<Vec<f64>, String> {
     let mut times = vec![f64::NAN; pages.len()];
     let mut whole = 0usize;
     for line in out.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if let (Some(p), Some(us)) = (v["page"].as_u64(), v["us"].as_f64()) {
-            if let Some(t) = times.get_mut(p as usize) {
-                *t = us / 1e3;
+        if let Ok(p) = serde_json::from_str::<PageTime>(line) {
+            if let Some(t) = times.get_mut(p.page) {
+                *t = p.us / 1e3;
             }
-        } else if v.get("url").is_some() {
-            if v.get("error").is_some() || v["status"] != 200 {
+        } else if let Ok(v) = serde_json::from_str::<FetchLine>(line) {
+            if !v.is_ok_200() {
                 return Err(format!("fig 8, {flavour}: {line}"));
             }
             whole += 1;

@@ -20,6 +20,7 @@ pub use fig7::{fig7, size_label, table as fig7_table, Fig7Options, Fig7Result};
 pub use fig8::{fig8, table as fig8_table, Fig8Options, Fig8Page, Fig8Result, FLAVOURS};
 
 use crate::report::fig9_chart;
+use speedy_net::fetch_record::{ProgressEvent, ProgressLine};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -251,20 +252,21 @@ fn analyse(protocol: &str, text: &str, o: &Fig9Options) -> Result<Fig9Run, Strin
     let (mut pong, mut swap) = (None, None);
     let mut rtt = None;
     for line in text.lines() {
-        let v: serde_json::Value =
+        let v: ProgressLine =
             serde_json::from_str(line).map_err(|e| format!("{protocol} progress: {e}"))?;
-        let t = v["t"].as_f64().unwrap_or(0.0);
-        match v["event"].as_str() {
-            Some("reprioritize") if v["url"] == 2 => swap = Some(t),
-            Some("pong") if v["url"] == 2 => {
-                pong = Some(t);
-                rtt = v["rtt_ms"].as_f64();
+        match v.event {
+            Some(ProgressEvent::Reprioritize) if v.url == 2 => swap = Some(v.t),
+            Some(ProgressEvent::Pong) if v.url == 2 => {
+                pong = Some(v.t);
+                rtt = v.rtt_ms;
             }
             Some(_) => {}
             None => {
-                let u = v["url"].as_u64().unwrap_or(0) as usize;
-                if (1..=3).contains(&u) {
-                    traces[u - 1].push((t, v["bytes"].as_u64().unwrap_or(0)));
+                let bytes = v
+                    .bytes
+                    .ok_or_else(|| format!("{protocol} progress: a line without bytes: {line}"))?;
+                if (1..=3).contains(&v.url) {
+                    traces[v.url - 1].push((v.t, bytes));
                 }
             }
         }

@@ -63,6 +63,30 @@ impl SctpConfig {
     }
 }
 
+/// The SCTP settings of a client that asked for `carrier`: `None` over TCP, where the
+/// SCTP options must be left at their defaults (bundling on, no RTO.Initial), else an
+/// error naming the option given without `sctp`.
+pub fn client_config(
+    carrier: crate::Carrier,
+    cookie_bundling: bool,
+    rto_initial_ms: Option<u32>,
+) -> Result<Option<SctpConfig>, String> {
+    if carrier != crate::Carrier::Sctp {
+        if !cookie_bundling {
+            return Err("--no-cookie-bundling: only with --transport sctp".into());
+        }
+        if rto_initial_ms.is_some() {
+            return Err("--sctp-rto-initial-ms: only with --transport sctp".into());
+        }
+        return Ok(None);
+    }
+    let cfg = SctpConfig {
+        bundle_cookie_echo: cookie_bundling,
+        ..Default::default()
+    };
+    Ok(Some(cfg.with_rto_initial_ms(rto_initial_ms)))
+}
+
 impl Default for SctpConfig {
     fn default() -> Self {
         SctpConfig {

@@ -4,12 +4,12 @@
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use clap::Args;
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use spdy::url::Url;
 use speedy_net::client::{
     Client, ClientConfig, ClientRequest, Http1Mode, LogKind, Protocol, ResponseStream,
 };
+use speedy_net::fetch_record::{FetchLine, ProgressEvent, ProgressLine};
 use speedy_net::tls::Verify;
 use speedy_net::Body;
 use std::collections::HashMap;
@@ -158,7 +158,7 @@ pub struct FetchArgs {
     /// tcp, or sctp: SPDY over SCTP over UDP to the same port number (plain http://
     /// SPDY only; `speedy serve --sctp` answers; docs/sctp.md).
     #[arg(long, default_value = "tcp", value_name = "tcp|sctp")]
-    transport: Transport,
+    transport: speedy_net::Carrier,
     /// With --transport sctp: send the first request after the COOKIE ACK, as Linux's
     /// SCTP does, instead of in the COOKIE ECHO's packet (one round trip later).
     #[arg(long)]
@@ -167,38 +167,6 @@ pub struct FetchArgs {
     /// round trip is measured (default 3000, as Linux; RFC 9260 says 1000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(1..=60_000))]
     sctp_rto_initial_ms: Option<u32>,
-}
-
-/// The SCTP settings of `--transport`, `--no-cookie-bundling` and
-/// `--sctp-rto-initial-ms` (`speedy fetch` and `speedy load`); the last two need sctp.
-pub(crate) fn sctp_config(
-    transport: Transport,
-    no_cookie_bundling: bool,
-    rto_initial_ms: Option<u32>,
-) -> Result<Option<speedy_net::sctp::SctpConfig>> {
-    if transport != Transport::Sctp {
-        if no_cookie_bundling {
-            bail!("--no-cookie-bundling: only with --transport sctp");
-        }
-        if rto_initial_ms.is_some() {
-            bail!("--sctp-rto-initial-ms: only with --transport sctp");
-        }
-        return Ok(None);
-    }
-    let cfg = speedy_net::sctp::SctpConfig {
-        bundle_cookie_echo: !no_cookie_bundling,
-        ..Default::default()
-    };
-    Ok(Some(cfg.with_rto_initial_ms(rto_initial_ms)))
-}
-
-/// What carries the session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Transport {
-    /// TCP (and TLS over it for https://).
-    Tcp,
-    /// SCTP over UDP (RFC 6951 framing).
-    Sctp,
 }
 
 struct Target {
@@ -237,31 +205,9 @@ enum Out {
     File(PathBuf),
 }
 
-/// Splits `--resolve HOST=TARGET` into the host (lower case, `*` for every host) and the
-/// target, refusing a missing `=` or an empty host by name.
-pub fn split_resolve(s: &str) -> Result<(String, &str)> {
-    let (h, a) = s
-        .split_once('=')
-        .with_context(|| format!("--resolve {s:?}: expected HOST=IP[:PORT]"))?;
-    let h = h.trim();
-    if h.is_empty() {
-        bail!(
-            "--resolve {s:?}: no HOST before '=' (HOST=IP[:PORT], or *=IP[:PORT] for every host)"
-        );
-    }
-    Ok((h.to_ascii_lowercase(), a.trim()))
-}
-
 /// Parses `HOST=IP[:PORT]` (IPv6 as `[::1]:443` or a bare address).
 pub fn parse_resolve(s: &str) -> Result<(String, (std::net::IpAddr, Option<u16>))> {
-    let (h, a) = split_resolve(s)?;
-    let bad = || anyhow::anyhow!("--resolve {s:?}: {a:?} is not IP or IP:PORT");
-    let addr = if let Ok(sa) = a.parse::<std::net::SocketAddr>() {
-        (sa.ip(), Some(sa.port()))
-    } else {
-        (a.trim_matches(['[', ']']).parse().map_err(|_| bad())?, None)
-    };
-    Ok((h, addr))
+    speedy_net::client::parse_resolve(s).map_err(anyhow::Error::msg)
 }
 
 /// Runs the command; returns the exit status (see the help).
@@ -393,7 +339,9 @@ pub async fn run(a: FetchArgs) -> Result<u8> {
     cfg.spdy.compression.level = a.header_level;
     cfg.spdy.compression.crime_safe = !a.no_crime_safe;
     cfg.spdy.flow_control = a.flow_control;
-    cfg.sctp = sctp_config(a.transport, a.no_cookie_bundling, a.sctp_rto_initial_ms)?;
+    cfg.sctp =
+        speedy_net::sctp::client_config(a.transport, !a.no_cookie_bundling, a.sctp_rto_initial_ms)
+            .map_err(anyhow::Error::msg)?;
     cfg.http1_connections = a.concurrency.min(6);
     if a.connection_per_request || a.pipeline {
         let flag = match a.pipeline {
@@ -635,18 +583,20 @@ fn targets_to_stdout(outputs: &[PathBuf]) -> bool {
 
 impl Ctx {
     /// Appends a `--progress` line, with `t` set to now.
-    fn progress(&self, mut v: serde_json::Value) {
+    fn progress(&self, mut line: ProgressLine) {
         let (Some(p), Some(up)) = (&self.progress, self.up.get()) else {
             return;
         };
         use std::io::Write;
-        v["t"] = json!((up.elapsed().as_secs_f64() * 1e6).round() / 1e6);
+        line.t = (up.elapsed().as_secs_f64() * 1e6).round() / 1e6;
+        let text = serde_json::to_string(&line).expect("a progress line serializes");
         // A full disk shows when the file is flushed at the end.
-        let _ = writeln!(lock(p), "{v}");
+        let _ = writeln!(lock(p), "{text}");
     }
 
     /// Prints a response's JSON line where the content does not go.
-    fn print_line(&self, v: serde_json::Value) {
+    fn print_line(&self, line: FetchLine) {
+        let v = serde_json::to_string(&line).expect("a fetch line serializes");
         if self.json_to_stderr {
             eprintln!("{v}");
         } else {
@@ -668,7 +618,11 @@ async fn fetch_origin(
         Ok(c) => c,
         Err(e) => {
             for t in &list {
-                ctx.print_line(json!({"url": t.url, "error": e.to_string()}));
+                ctx.print_line(FetchLine {
+                    url: t.url.clone(),
+                    error: Some(e.to_string()),
+                    ..Default::default()
+                });
             }
             return false;
         }
@@ -804,10 +758,18 @@ async fn fetch_origin(
                 eprintln!("speedy fetch: --reprioritize: {e}");
                 return false;
             }
-            ctx.progress(json!({"event": "reprioritize", "url": pos + 1, "priority": priority}));
+            ctx.progress(ProgressLine {
+                event: Some(ProgressEvent::Reprioritize),
+                priority: Some(priority),
+                ..ProgressLine::at(pos + 1)
+            });
             if let Some(rtt) = client.ping().await {
                 let ms = (rtt.as_secs_f64() * 1e6).round() / 1e3;
-                ctx.progress(json!({"event": "pong", "url": pos + 1, "rtt_ms": ms}));
+                ctx.progress(ProgressLine {
+                    event: Some(ProgressEvent::Pong),
+                    rtt_ms: Some(ms),
+                    ..ProgressLine::at(pos + 1)
+                });
             }
             true
         }));
@@ -838,9 +800,13 @@ async fn finish(
     let resp = match r {
         Ok(r) => r,
         Err(e) => {
-            ctx.print_line(
-                json!({"url": url, "protocol": protocol, "pushed": pushed, "error": e.to_string()}),
-            );
+            ctx.print_line(FetchLine {
+                url,
+                protocol: Some(protocol.to_string()),
+                pushed: Some(pushed),
+                error: Some(e.to_string()),
+                ..Default::default()
+            });
             return false;
         }
     };
@@ -865,16 +831,25 @@ async fn finish(
     });
     let report = |n: u64| {
         if let Some(pos) = pos {
-            ctx.progress(json!({"url": pos + 1, "bytes": n}));
+            ctx.progress(ProgressLine {
+                bytes: Some(n),
+                ..ProgressLine::at(pos + 1)
+            });
         }
     };
     match drain(body, out.as_ref(), report).await {
         Ok((n, sha)) => {
             let ms = t0.elapsed().as_secs_f64() * 1000.0;
-            ctx.print_line(json!({
-                "url": url, "status": status, "protocol": protocol, "bytes": n,
-                "sha256": sha, "pushed": pushed, "elapsed_ms": (ms * 1000.0).round() / 1000.0,
-            }));
+            ctx.print_line(FetchLine {
+                url,
+                status: Some(status),
+                protocol: Some(protocol.to_string()),
+                bytes: Some(n),
+                sha256: Some(sha),
+                pushed: Some(pushed),
+                elapsed_ms: Some((ms * 1000.0).round() / 1000.0),
+                error: None,
+            });
             if !(200..300).contains(&status) {
                 ctx.not_2xx
                     .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -882,9 +857,14 @@ async fn finish(
             true
         }
         Err(e) => {
-            ctx.print_line(
-                json!({"url": url, "status": status, "protocol": protocol, "pushed": pushed, "error": e}),
-            );
+            ctx.print_line(FetchLine {
+                url,
+                status: Some(status),
+                protocol: Some(protocol.to_string()),
+                pushed: Some(pushed),
+                error: Some(e.to_string()),
+                ..Default::default()
+            });
             false
         }
     }

@@ -8,6 +8,7 @@ use speedy_net::client::{ClientConfig, Protocol};
 use speedy_net::server::ServerConfig;
 use speedy_net::tls::Verify;
 use speedy_server::proxy::{Proxy, ProxyOptions};
+use speedy_server::spec::{read_spec, ProxySpec};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,60 +35,29 @@ Example (./corpus from `speedy corpus synth --out ./corpus`, served by `speedy s
 speedy proxy --listen 127.0.0.1:3128 --tls-self-signed --resolve '*=127.0.0.1:8080' -k --log proxy.jsonl"
 )]
 pub struct ProxyArgs {
-    /// Address to listen on (port 0: any free port, printed at start).
-    #[arg(long, default_value = "127.0.0.1:3128", value_name = "IP:PORT")]
-    listen: String,
-    /// Serve TLS with this certificate chain (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The certificate's private key (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// Serve TLS with a fresh self-signed certificate.
-    #[arg(long, conflicts_with = "tls_cert")]
-    tls_self_signed: bool,
-    /// Serve TLS with a certificate for the --listen address issued by the lab CA in DIR
-    /// (created if missing; loaders trust DIR/ca.pem, as `speedy serve --archive` does).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_self_signed"])]
-    tls_ca_dir: Option<PathBuf>,
-    /// Reach HOST at IP (and PORT, default the request's); `*` for every other host
-    /// (repeatable).
-    #[arg(long, value_name = "HOST=IP[:PORT]")]
-    resolve: Vec<String>,
-    /// Protocol towards http:// origins: http1 (default) or spdy (SPDY/3.1).
-    #[arg(long, value_name = "PROTOCOL")]
-    upstream: Option<String>,
-    /// Accept any certificate from https:// origins.
-    #[arg(short = 'k', long)]
-    insecure: bool,
-    /// Trust the CA certificates in this PEM file for https:// origins.
-    #[arg(long, alias = "ca", value_name = "FILE")]
-    cacert: Option<PathBuf>,
-    /// Seconds to wait for an origin's response headers before answering 504.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
-    timeout: u64,
-    /// Append one JSON line per request to this file.
-    #[arg(long, value_name = "FILE")]
-    log: Option<PathBuf>,
-    /// Sample the client connections' TCP sender state (cwnd, ssthresh, bytes in flight,
-    /// RTT, RTO, retransmissions) into FILE, one JSON line per connection per sample.
-    #[arg(long, value_name = "FILE")]
-    tcp_series: Option<PathBuf>,
-    /// Seconds a client connection may stay idle (no stream open, or no request head
-    /// awaited on HTTP/1.1 keep-alive) before the proxy closes it: long, so that a
-    /// browsing session's think time does not cost its connections.
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
-    idle_timeout: u64,
-    /// Milliseconds between --tcp-series samples.
-    #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
-    tcp_interval_ms: u64,
+    /// Read every option from FILE instead of flags: JSON (TOML for a `.toml` name; `-`
+    /// reads JSON from standard input), keys named as the flags with `_` for `-`;
+    /// `--print-spec` writes one.
+    #[arg(long, value_name = "FILE", exclusive = true)]
+    spec: Option<PathBuf>,
+    /// Print the proxy's spec as JSON (every option, defaults filled in) and exit.
+    #[arg(long)]
+    print_spec: bool,
+    #[command(flatten)]
+    opts: ProxySpec,
 }
 
 /// Runs the proxy until SIGTERM or SIGINT.
-pub async fn run(a: ProxyArgs) -> Result<()> {
-    if a.timeout == 0 {
-        anyhow::bail!("--timeout 0: at least 1 second");
+pub async fn run(args: ProxyArgs) -> Result<()> {
+    let a = match &args.spec {
+        Some(p) => read_spec::<ProxySpec>(p).map_err(anyhow::Error::msg)?,
+        None => args.opts.clone(),
+    };
+    if args.print_spec {
+        println!("{}", serde_json::to_string_pretty(&a)?);
+        return Ok(());
     }
+    a.check().map_err(anyhow::Error::msg)?;
     if let Some(d) = &a.tls_ca_dir {
         super::serve::not_a_file("--tls-ca-dir", d)?;
     }
@@ -175,7 +145,7 @@ pub async fn run(a: ProxyArgs) -> Result<()> {
     // Human line, then the JSON start-up line of `speedy serve` (origins empty).
     let addr = listener.local_addr()?;
     let protocols = speedy_net::tls::SERVER_ALPN;
-    let startup = speedy_lab::testbed::ServeStartup::new(addr, cfg.tls.is_some());
+    let startup = speedy_server::startup::ServeStartup::new(addr, cfg.tls.is_some());
     let mode = if cfg.tls.is_some() {
         "tls and plain"
     } else {

@@ -2,10 +2,11 @@
 //! and HTTP/1.1 on one port.
 
 use anyhow::{bail, Context, Result};
-use clap::{ArgGroup, Args};
-use speedy_net::h3::{H3Listener, QuicCc, QuicCcAlgorithm};
+use clap::Args;
+use speedy_net::h3::{H3Listener, QuicCc};
 use speedy_net::sctp::{SctpConfig, SctpListener};
 use speedy_net::server::{serve, serve_sctp, Handler, Request, ResponseFuture, ServerConfig};
+use speedy_server::spec::{read_spec, ServeSpec};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,6 @@ use std::time::Duration;
 /// Arguments of `speedy serve`.
 #[derive(Args, Debug)]
 #[command(
-    group(ArgGroup::new("source").required(true).args(["root", "archive"])),
     after_help = "Speaks SPDY/3.1, SPDY/3, SPDY/2, HTTP/2 (h2) and HTTP/1.1. Plain TCP: SPDY, HTTP/2 (prior knowledge) and HTTP/1.1 are told apart by the \
 first bytes, and an HTTP/1.1 request with `Connection: Upgrade` and `Upgrade: SPDY/3.1` switches \
 its connection to SPDY/3.1 (101; --stream-protocol for Kubernetes' X-Stream-Protocol-Version). \
@@ -41,238 +41,25 @@ speedy serve --listen 127.0.0.1:8443 --root ./site --tls-self-signed --h3\n  \
 speedy serve --listen 127.0.0.1:8080 --archive ./corpus"
 )]
 pub struct ServeArgs {
-    /// Address to listen on; port 0 picks a free port. The chosen address is printed.
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
-    listen: String,
-    /// Directory to serve (this or --archive).
-    #[arg(long, value_name = "DIR", conflicts_with = "archive")]
-    root: Option<PathBuf>,
-    /// Replay a page archive (from `speedy corpus`) from memory, every origin at once
-    /// (this or --root).
-    #[arg(long, value_name = "DIR")]
-    archive: Option<PathBuf>,
-    /// Archive: what HTML responses push over SPDY and HTTP/2 (none, subresources, all).
-    #[arg(
-        long,
-        default_value = "none",
-        value_name = "POLICY",
-        requires = "archive"
-    )]
-    push: String,
-    /// Archive: add `x-subresources` (the document's subresources) to HTML responses.
-    #[arg(long, requires = "archive")]
-    hint: bool,
-    /// Archive: answer at once instead of waiting each object's recorded think time.
-    #[arg(long, requires = "archive")]
-    no_think_time: bool,
-    /// Archive: serve https origins without TLS too (TLS is otherwise on, from the lab CA).
-    #[arg(long, requires = "archive")]
-    plain: bool,
-    /// Append one line per request to FILE, as it arrives: `METHOD HOST PATH PROTOCOL`
-    /// (host as the client sent it, path with its query, protocol `http/1.1`, `h2`,
-    /// `h3`, `spdy/3.1`, ...).
-    #[arg(long, value_name = "FILE")]
-    log_requests: Option<PathBuf>,
-    /// Archive: directory of the lab CA (created if missing; loaders trust DIR/ca.pem).
-    /// Default: ARCHIVE/lab-ca.
-    #[arg(long, value_name = "DIR", requires = "archive")]
-    ca_dir: Option<PathBuf>,
-    /// Archive: bind these addresses (comma-separated), origins assigned to them in turn,
-    /// all on the --listen port; prints `origin HOST IP:PORT` for each origin.
-    #[arg(
-        long,
-        value_name = "IP,IP,...",
-        value_delimiter = ',',
-        requires = "archive"
-    )]
-    bind_origins: Vec<String>,
-    /// PEM certificate chain for TLS (with --tls-key).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// PEM private key for TLS (with --tls-cert).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// TLS with a certificate made up at start for localhost and 127.0.0.1.
-    #[arg(long, conflicts_with = "tls_cert")]
-    tls_self_signed: bool,
-    /// File of lines `PATH: PUSHED_PATH ...`: requests for PATH push those files (SPDY).
-    #[arg(long, value_name = "FILE")]
-    push_map: Option<PathBuf>,
-    /// Answer POST and PUT with the request body.
+    /// Read every option from FILE instead of flags: JSON (TOML for a `.toml` name; `-`
+    /// reads JSON from standard input), keys named as the flags with `_` for `-`
+    /// (`"archive": "DIR"`, `"h3": true`); `--print-spec` writes one.
+    #[arg(long, value_name = "FILE", exclusive = true)]
+    spec: Option<PathBuf>,
+    /// Print the server's spec as JSON (every option, defaults filled in) and exit.
     #[arg(long)]
-    echo_upload: bool,
-    /// Answer requests for PATH with RST_STREAM CANCEL (fault injection for clients).
-    #[arg(long, value_name = "PATH")]
-    reset_path: Vec<String>,
-    /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
-    #[arg(long, default_value_t = 100, value_name = "N")]
-    max_concurrent_streams: u32,
-    /// Header compression level 0-9 for responses.
-    #[arg(long, default_value_t = 9, value_name = "0-9")]
-    header_level: u32,
-    /// SPDY response header compression: crime-safe (set-cookie kept apart), zlib (one
-    /// shared context) or none (stored blocks).
-    #[arg(long, default_value = "crime-safe", value_name = "MODE")]
-    header_compression: String,
-    /// SPDY window overruns: lenient accepts them from a peer that never sent a
-    /// WINDOW_UPDATE (moby/spdystream, Kubernetes) and stops waiting for its credit;
-    /// strict resets the stream (docs/flow-control.md).
-    #[arg(long, default_value = "lenient", value_name = "strict|lenient")]
-    flow_control: spdy::session::FlowControl,
-    /// Accept this sub-protocol on an HTTP/1.1 `Upgrade: SPDY/3.1` request
-    /// (`X-Stream-Protocol-Version`, repeatable); a request offering only others gets 403.
-    #[arg(long, value_name = "PROTOCOL")]
-    stream_protocol: Vec<String>,
-    /// Largest request body accepted, in bytes (suffixes K, M, G: binary units).
-    #[arg(long, default_value = "64M", value_name = "BYTES", value_parser = parse_size)]
-    max_body: usize,
-    /// TCP_NOTSENT_LOWAT on accepted TCP connections: keep at most about BYTES unsent in
-    /// the kernel, so priorities and reprioritizations act within a round trip instead of
-    /// behind a socket buffer of seconds on a slow link (e.g. 16K; default: the
-    /// kernel's, no limit).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    notsent_lowat: Option<usize>,
-    /// Connections served at once; more wait in the kernel's accept queue.
-    #[arg(long, default_value_t = 4096, value_name = "N")]
-    max_connections: usize,
-    /// Connections from one address (IPv6: one /64) at once; more are closed as they are
-    /// accepted, so one peer cannot take every slot. Default: a quarter of
-    /// --max-connections; 0: no limit per address.
-    #[arg(long, value_name = "N")]
-    max_connections_per_ip: Option<usize>,
-    /// Seconds a new connection has to send its first bytes (protocol sniffing).
-    #[arg(long, default_value = "10", value_name = "SECS", value_parser = parse_secs)]
-    sniff_timeout: Duration,
-    /// Seconds a TLS handshake may take.
-    #[arg(long, default_value = "10", value_name = "SECS", value_parser = parse_secs)]
-    tls_handshake_timeout: Duration,
-    /// Seconds for an HTTP/1.1 request head, and between requests on a keep-alive
-    /// connection.
-    #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
-    header_read_timeout: Duration,
-    /// Seconds a handler waits for the next bytes of a request body before its read
-    /// fails (a peer trickling or stalling a body).
-    #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
-    body_read_timeout: Duration,
-    /// Seconds a SPDY or h2 session may have no open stream before it gets GOAWAY and
-    /// is closed.
-    #[arg(long, default_value = "120", value_name = "SECS", value_parser = parse_secs)]
-    idle_timeout: Duration,
-    /// Seconds a SPDY session may stay quiet (no open stream, nothing to write) before
-    /// it gives back the memory it can rebuild: its zlib contexts shrink to their
-    /// histories and its empty read buffer is freed (about 27 KiB of a session's 31).
-    #[arg(long, default_value = "1", value_name = "SECS", value_parser = parse_secs)]
-    park_after: Duration,
-    /// Seconds streams have to finish after SIGTERM/SIGINT before the server exits
-    /// anyway.
-    #[arg(long, default_value = "30", value_name = "SECS", value_parser = parse_secs)]
-    drain_timeout: Duration,
-    /// Sample every connection's TCP sender state (cwnd, ssthresh, bytes in flight, RTT,
-    /// RTO, retransmissions) into FILE, one JSON line per connection per sample.
-    #[arg(long, value_name = "FILE")]
-    tcp_series: Option<PathBuf>,
-    /// Milliseconds between --tcp-series samples.
-    #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
-    tcp_interval_ms: u64,
-    /// Also accept SPDY over SCTP (SCTP over UDP, RFC 6951 framing) on the same
-    /// addresses and port numbers, over UDP (docs/sctp.md).
-    #[arg(long)]
-    sctp: bool,
-    /// With --sctp: SCTP's RTO.Initial in ms, the timeout before an association's first
-    /// round trip is measured (default 3000, as Linux; RFC 9260 says 1000).
-    #[arg(long, value_name = "MS", requires = "sctp", value_parser = clap::value_parser!(u32).range(1..=60_000))]
-    sctp_rto_initial_ms: Option<u32>,
-    /// With --sctp: keep FILE holding this process's SCTP counters as JSON (associations,
-    /// DATA chunks and SACKs received, T3 timeouts, fast retransmissions, delayed-SACK
-    /// timeouts, all since start), rewritten within 20 ms of a change: the lab reads it
-    /// around each load, as it reads the kernel's TCP counters.
-    #[arg(long, value_name = "FILE", requires = "sctp")]
-    sctp_counters: Option<PathBuf>,
-    /// Also accept HTTP/3 over QUIC on UDP at the same addresses and port numbers, with
-    /// the TLS certificate of the TCP side (so it needs TLS: --tls-self-signed,
-    /// --tls-cert, or an archive of https origins). UDP's port is SCTP's too: not with
-    /// --sctp.
-    #[arg(long, conflicts_with = "sctp")]
-    h3: bool,
-    /// With --h3: QUIC's initial congestion window in bytes (quinn's CUBIC; default
-    /// 14720, RFC 9002's), as `ip route ... initcwnd` sets TCP's.
-    #[arg(long, value_name = "BYTES", requires = "h3", value_parser = clap::value_parser!(u64).range(1200..=100_000_000))]
-    quic_initial_window: Option<u64>,
-    /// With --h3: QUIC's congestion control, quinn's cubic (default), bbr or newreno
-    /// (also `reno`): e.g. the algorithm the TCP side runs, for a like-for-like
-    /// comparison.
-    #[arg(long, value_name = "NAME", requires = "h3", value_parser = QuicCcAlgorithm::parse)]
-    quic_cc: Option<QuicCcAlgorithm>,
-    /// Also answer one-datagram GETs on UDP at the same addresses and port numbers: a
-    /// datagram holding a path gets the file back in one datagram (at most 65,506
-    /// bytes), SST's Fig 7 UDP baseline (`speedy fetch --protocol udp`). It amplifies
-    /// (a small datagram gets up to 64 KiB back): labs and loopback only.
-    #[arg(long, conflicts_with_all = ["sctp", "h3"])]
-    udp_get: bool,
-}
-
-/// `64M`, `512K`, `1G`, `1000`: bytes, binary units.
-fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 'K' | 'k')) => (&t[..i], 1usize << 10),
-        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
-        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
-        _ => (t, 1),
-    };
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("{s:?}: expected bytes like 1048576, 512K, 64M or 1G"))
-}
-
-/// Seconds, fractions allowed (`0.5`); more than zero.
-fn parse_secs(s: &str) -> Result<Duration, String> {
-    match s.trim().parse::<f64>() {
-        Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(Duration::from_secs_f64(x)),
-        _ => Err(format!("{s:?}: expected seconds above 0, like 30 or 0.5")),
-    }
+    print_spec: bool,
+    #[command(flatten)]
+    opts: ServeSpec,
 }
 
 impl ServeArgs {
-    /// QUIC's congestion control from --quic-cc and --quic-initial-window.
-    fn quic_cc(&self) -> QuicCc {
-        QuicCc {
-            algorithm: self.quic_cc.unwrap_or_default(),
-            initial_window: self.quic_initial_window,
+    /// The server asked for: the spec file, or the flags.
+    fn spec(&self) -> Result<ServeSpec> {
+        match &self.spec {
+            Some(p) => read_spec(p).map_err(anyhow::Error::msg),
+            None => Ok(self.opts.clone()),
         }
-    }
-
-    /// The limits and the shutdown signal, on a server configuration.
-    fn apply_limits(&self, cfg: &mut ServerConfig) {
-        cfg.max_body = self.max_body;
-        cfg.notsent_lowat = self.notsent_lowat.map(|n| n.min(u32::MAX as usize) as u32);
-        cfg.limits.max_connections = self.max_connections;
-        cfg.limits.max_connections_per_ip = self
-            .max_connections_per_ip
-            .unwrap_or((self.max_connections / 4).max(1));
-        cfg.limits.sniff_timeout = self.sniff_timeout;
-        cfg.limits.tls_handshake_timeout = self.tls_handshake_timeout;
-        cfg.limits.header_read_timeout = self.header_read_timeout;
-        cfg.limits.body_read_timeout = self.body_read_timeout;
-        cfg.limits.idle_timeout = self.idle_timeout;
-        cfg.limits.park_after = self.park_after;
-    }
-
-    /// The SPDY session settings of the command line (and the TCP series, if asked).
-    fn apply_spdy(&self, cfg: &mut ServerConfig) -> Result<()> {
-        cfg.tcp_series = tcp_series(self.tcp_series.as_deref(), self.tcp_interval_ms)?;
-        cfg.spdy.max_concurrent_streams = self.max_concurrent_streams;
-        cfg.spdy.compression.level = self.header_level;
-        cfg.spdy.flow_control = self.flow_control;
-        cfg.stream_protocols = self.stream_protocol.clone();
-        if self.header_level > 9 {
-            bail!("--header-level {}: must be 0 to 9", self.header_level);
-        }
-        spdy::HeaderCompression::parse(&self.header_compression)
-            .map_err(|e| anyhow::anyhow!("--header-compression {e}"))?
-            .apply(&mut cfg.spdy.compression);
-        Ok(())
     }
 }
 
@@ -410,14 +197,14 @@ pub(crate) fn not_a_file(flag: &str, p: &Path) -> Result<()> {
 /// The SPDY DATA frame size for a stream alone on its session, serving `--root`.
 const LONE_DATA_FRAME: usize = 64 * 1024;
 
-pub async fn run(a: ServeArgs) -> Result<()> {
-    // Every value is checked before anything starts, whichever mode uses it.
-    a.push
-        .parse::<speedy_server::PushPolicy>()
-        .map_err(|e| anyhow::anyhow!("--push {}: {e}", a.push))?;
-    if a.max_connections == 0 {
-        bail!("--max-connections 0: at least 1");
+pub async fn run(args: ServeArgs) -> Result<()> {
+    let a = args.spec()?;
+    if args.print_spec {
+        println!("{}", serde_json::to_string_pretty(&a)?);
+        return Ok(());
     }
+    // Every value is checked before anything starts, whichever mode uses it.
+    a.check().map_err(anyhow::Error::msg)?;
     if let Some(d) = &a.ca_dir {
         not_a_file("--ca-dir", d)?;
     }
@@ -437,7 +224,8 @@ pub async fn run(a: ServeArgs) -> Result<()> {
     };
     let mut cfg = ServerConfig::default();
     a.apply_limits(&mut cfg);
-    a.apply_spdy(&mut cfg)?;
+    a.apply_spdy(&mut cfg);
+    cfg.tcp_series = tcp_series(a.tcp_series.as_deref(), a.tcp_interval_ms)?;
     // Files: a download alone on its session goes out in 64 KiB DATA frames (8 KiB once
     // another stream has data). Archive replay keeps 8 KiB throughout, as the lab's
     // SPDY loads have always been framed.
@@ -458,11 +246,11 @@ pub async fn run(a: ServeArgs) -> Result<()> {
     let mode = if cfg.tls.is_some() { "tls" } else { "plain" };
     // Human line, then the JSON start-up line (see after_help).
     let protocols = speedy_net::tls::SERVER_ALPN;
-    let startup = speedy_lab::testbed::ServeStartup {
+    let startup = speedy_server::startup::ServeStartup {
         root: Some(root.display().to_string()),
         sctp: !sctp.is_empty(),
         h3: !h3.is_empty(),
-        ..speedy_lab::testbed::ServeStartup::new(addr, cfg.tls.is_some())
+        ..speedy_server::startup::ServeStartup::new(addr, cfg.tls.is_some())
     };
     let human = format!(
         "listening on {addr} ({mode}; {}; root {}){}{}\n",
@@ -593,10 +381,10 @@ fn sctp_note(sctp: &[SctpListener]) -> String {
     }
 }
 
-async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
+async fn run_archive(a: ServeSpec, dir: &Path) -> Result<()> {
     use speedy_server::{PushPolicy, Replay, ReplayOptions};
     let archive = speedy_archive::Archive::load(dir).map_err(anyhow::Error::msg)?;
-    let push: PushPolicy = a.push.parse().map_err(|e| anyhow::anyhow!("--push: {e}"))?;
+    let push: PushPolicy = a.push;
     let https = archive
         .objects
         .iter()
@@ -612,7 +400,8 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
     let hosts = replay.hosts();
     let mut cfg = ServerConfig::default();
     a.apply_limits(&mut cfg);
-    a.apply_spdy(&mut cfg)?;
+    a.apply_spdy(&mut cfg);
+    cfg.tcp_series = tcp_series(a.tcp_series.as_deref(), a.tcp_interval_ms)?;
     if https && !a.plain {
         let ca_dir = a.ca_dir.clone().unwrap_or_else(|| dir.join("lab-ca"));
         let (c, k) = speedy_server::ca::issue(&ca_dir, &hosts).map_err(anyhow::Error::msg)?;
@@ -682,12 +471,12 @@ async fn run_archive(a: ServeArgs, dir: &Path) -> Result<()> {
     for o in &origins {
         human.push_str(&format!("origin {} {}\n", o.host, o.addr));
     }
-    let startup = speedy_lab::testbed::ServeStartup {
+    let startup = speedy_server::startup::ServeStartup {
         archive: Some(dir.display().to_string()),
         origins,
         sctp: !sctp.is_empty(),
         h3: !h3.is_empty(),
-        ..speedy_lab::testbed::ServeStartup::new(addrs[0], cfg.tls.is_some())
+        ..speedy_server::startup::ServeStartup::new(addrs[0], cfg.tls.is_some())
     };
     startup.announce(&human, std::io::stdout().lock())?;
     let udp = Udp {
