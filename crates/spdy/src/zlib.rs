@@ -1,6 +1,6 @@
 //! A small safe wrapper over zlib's streaming deflate/inflate (stock zlib via `libz-sys`).
 //!
-//! Why stock zlib and not zlib-rs (DESIGN.md's default): zlib-rs allocates a fixed
+//! Why stock zlib and not zlib-rs (docs/design.md's default): zlib-rs allocates a fixed
 //! 65,536-entry hash table (128 KiB) per deflate stream whatever `memLevel` says, which
 //! alone is twice the 64 KiB budget for an idle session; stock zlib honours `memLevel`
 //! (windowBits 11 + memLevel 1 ≈ 15 KiB). Stock zlib also reproduces Chromium's published

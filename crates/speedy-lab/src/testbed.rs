@@ -7,7 +7,6 @@
 //! IP:PORT` per origin), then one JSON line, [`ServeStartup`] (documented in
 //! `speedy serve --help` and docs/lab.md). The bed reads only the JSON line.
 
-use crate::runner::PageInfo;
 use linkem::{Side, Topology, TopologyConfig};
 use speedy_server::spec::{ProxySpec, ServeSpec};
 pub use speedy_server::startup::{ServeStartup, ServedOrigin};
@@ -26,19 +25,14 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// one more); anything beyond is not `speedy serve`.
 const MAX_STARTUP_LINES: usize = 100_000;
 
-/// Namespaces and a running link for loading `pages`: one server address per origin
-/// (up to 32; origins share addresses beyond that).
+/// Namespaces and a running link for loading pages of at most `hosts` origins each:
+/// one server address per origin (up to 32; origins share addresses beyond that).
 pub fn topology_for(
-    pages: &[PageInfo],
+    hosts: usize,
     link: &linkem::LinkConfig,
     seed: u64,
 ) -> Result<Topology, String> {
-    let max_hosts = pages
-        .iter()
-        .map(|p| p.hosts.len())
-        .max()
-        .unwrap_or(1)
-        .clamp(1, 32);
+    let max_hosts = hosts.clamp(1, 32);
     let mut topo = Topology::create(&TopologyConfig {
         server_addrs: max_hosts,
         ..Default::default()

@@ -475,7 +475,7 @@ impl NetLab {
         ca_dir: &Path,
     ) -> Result<NetLab, String> {
         let topo = crate::testbed::topology_for(
-            pages,
+            pages.iter().map(|p| p.hosts.len()).max().unwrap_or(1),
             &net.link,
             exp.seed.wrapping_add(index as u64 * 104_729),
         )?;

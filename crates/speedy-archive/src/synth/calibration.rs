@@ -1,7 +1,7 @@
 //! Named page-statistics sources for the synthetic corpus. Each calibration copies the
 //! published statistics of one era's pages (objects, bytes, hosts and, where the source
 //! gives it, the split by type) and states what it had to assume. None is fitted to any
-//! page-load result (DESIGN.md's honesty rules).
+//! page-load result (docs/design.md's honesty rules).
 
 /// One row of a source: a page (or the average page) the generator copies.
 pub(crate) struct Row {

@@ -117,14 +117,14 @@ impl Owner for LoaderOwner {
     type Input = Option<ConnCmd>;
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {
-        on_event(
-            ev,
-            self.version,
-            session,
-            &mut self.streams,
-            &mut self.by_req,
-            &self.ctx,
-        );
+        let mut e = Events {
+            version: self.version,
+            ctx: &self.ctx,
+            streams: &mut self.streams,
+            by_req: &mut self.by_req,
+            now: Instant::now(),
+        };
+        e.on_event(session, ev);
     }
 
     fn wants_input(&self) -> bool {
@@ -206,150 +206,176 @@ impl LoaderOwner {
     }
 }
 
-fn on_event(
-    ev: Event,
+/// The session's events, mapped onto the loader's: the clock is read once per event and
+/// every event the session's event causes is stamped with it.
+struct Events<'a> {
     version: Version,
-    session: &mut Session,
-    streams: &mut HashMap<StreamId, StreamState>,
-    by_req: &mut HashMap<ReqId, StreamId>,
-    ctx: &ConnCtx,
-) {
-    let now = Instant::now();
-    let finish = |streams: &mut HashMap<StreamId, StreamState>,
-                  by_req: &mut HashMap<ReqId, StreamId>,
-                  sid: StreamId| {
-        if let Some(st) = streams.remove(&sid) {
-            by_req.remove(&st.id);
-            ctx.emit(ConnEvent::End { id: st.id, at: now });
-        }
-    };
-    match ev {
-        Event::Reply { id, headers, fin } | Event::Headers { id, headers, fin } => {
-            let Some(st) = streams.get_mut(&id) else {
-                return;
-            };
-            if !st.head {
-                if let Some(status) = spdy::http::parse_status(version, &headers) {
-                    st.head = true;
-                    ctx.emit(ConnEvent::Head {
-                        id: st.id,
-                        first_byte: now,
-                        status,
-                        header_bytes: headers.encoded_len(version) as i64,
-                        headers: to_pairs(&headers),
-                    });
-                }
+    ctx: &'a ConnCtx,
+    streams: &'a mut HashMap<StreamId, StreamState>,
+    by_req: &'a mut HashMap<ReqId, StreamId>,
+    now: Instant,
+}
+
+impl Events<'_> {
+    /// Maps one session event onto the loader's events (and resets a stream a client
+    /// does not accept).
+    fn on_event(&mut self, session: &mut Session, ev: Event) {
+        match ev {
+            Event::Reply { id, headers, fin } | Event::Headers { id, headers, fin } => {
+                self.on_headers(id, &headers, fin)
             }
-            if fin {
-                finish(streams, by_req, id);
+            Event::Stream {
+                id,
+                headers,
+                associated: Some(assoc),
+                fin,
+                ..
+            } => self.on_push(id, assoc, &headers, fin),
+            Event::Stream { id, .. } => {
+                // A client does not accept requests.
+                session.reset(id, RstStatus::PROTOCOL_ERROR);
             }
-        }
-        Event::Stream {
-            id,
-            headers,
-            associated: Some(assoc),
-            fin,
-            ..
-        } => {
-            let rid = ctx.next_id();
-            let assoc_req = streams.get(&assoc).map(|s| s.id);
-            let url = spdy::http::push_url(version, &headers).unwrap_or_default();
-            ctx.emit(ConnEvent::Pushed {
-                conn: ctx.conn,
-                id: rid,
-                assoc: assoc_req,
-                url,
-                at: now,
-            });
-            let mut st = StreamState {
-                id: rid,
-                head: false,
-            };
-            // SPDY/2 (and some servers) put the status in the SYN_STREAM itself.
-            if let Some(status) = spdy::http::parse_status(version, &headers) {
-                st.head = true;
-                ctx.emit(ConnEvent::Head {
-                    id: rid,
-                    first_byte: now,
-                    status,
-                    header_bytes: headers.encoded_len(version) as i64,
-                    headers: to_pairs(&headers),
-                });
+            Event::Data { id, data, fin } => {
+                session.release(id, data.len());
+                self.on_data(id, data, fin);
             }
-            streams.insert(id, st);
-            by_req.insert(rid, id);
-            if fin {
-                finish(streams, by_req, id);
-            }
-        }
-        Event::Stream { id, .. } => {
-            // A client does not accept requests.
-            session.reset(id, RstStatus::PROTOCOL_ERROR);
-        }
-        Event::Data { id, data, fin } => {
-            let n = data.len();
-            session.release(id, n);
-            if let Some(st) = streams.get_mut(&id) {
-                if !st.head {
-                    // DATA before a status: treat as 200 (lenient).
-                    st.head = true;
-                    ctx.emit(ConnEvent::Head {
-                        id: st.id,
-                        first_byte: now,
-                        status: 200,
-                        header_bytes: -1,
-                        headers: vec![],
-                    });
-                }
-                if n > 0 {
-                    ctx.emit(ConnEvent::Data {
-                        id: st.id,
-                        at: now,
-                        data,
-                    });
-                }
-            }
-            if fin {
-                finish(streams, by_req, id);
-            }
-        }
-        Event::Closed { id } => finish(streams, by_req, id),
-        Event::Reset { id, status, remote } => {
-            if let Some(st) = streams.remove(&id) {
-                by_req.remove(&st.id);
+            Event::Closed { id } => self.finish(id),
+            Event::Reset { id, status, remote } => {
                 let who = if remote { "server" } else { "client" };
-                ctx.emit(ConnEvent::Failed {
-                    id: st.id,
-                    at: now,
-                    error: format!("stream reset by {who}: {status}"),
-                    retry: remote && status == RstStatus::REFUSED_STREAM,
-                });
+                let retry = remote && status == RstStatus::REFUSED_STREAM;
+                self.fail(id, || format!("stream reset by {who}: {status}"), retry);
             }
-        }
-        Event::GoAway { unprocessed, .. } => {
-            for sid in unprocessed {
-                if let Some(st) = streams.remove(&sid) {
-                    by_req.remove(&st.id);
-                    ctx.emit(ConnEvent::Failed {
-                        id: st.id,
-                        at: now,
-                        error: "not processed (GOAWAY)".into(),
-                        retry: true,
-                    });
+            Event::GoAway { unprocessed, .. } => {
+                for sid in unprocessed {
+                    self.fail(sid, || "not processed (GOAWAY)".into(), true);
                 }
             }
+            Event::Error { violation, .. } => self.fail_all(&format!("session error: {violation}")),
+            _ => {}
         }
-        Event::Error { violation, .. } => {
-            for (_, st) in streams.drain() {
-                by_req.remove(&st.id);
-                ctx.emit(ConnEvent::Failed {
+    }
+
+    /// Reports the response head (status and headers) of request `id`.
+    fn emit_head(&self, id: ReqId, status: u16, headers: &Headers) {
+        self.ctx.emit(ConnEvent::Head {
+            id,
+            first_byte: self.now,
+            status,
+            header_bytes: headers.encoded_len(self.version) as i64,
+            headers: to_pairs(headers),
+        });
+    }
+
+    /// Stream `sid` ended: its request ends (`End`), if it is still open.
+    fn finish(&mut self, sid: StreamId) {
+        if let Some(st) = self.streams.remove(&sid) {
+            self.by_req.remove(&st.id);
+            self.ctx.emit(ConnEvent::End {
+                id: st.id,
+                at: self.now,
+            });
+        }
+    }
+
+    /// SYN_REPLY or HEADERS on stream `id`: the first block with a status is the
+    /// response's head; `fin` ends the stream.
+    fn on_headers(&mut self, id: StreamId, headers: &Headers, fin: bool) {
+        let Some(st) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if !st.head {
+            if let Some(status) = spdy::http::parse_status(self.version, headers) {
+                st.head = true;
+                let rid = st.id;
+                self.emit_head(rid, status, headers);
+            }
+        }
+        if fin {
+            self.finish(id);
+        }
+    }
+
+    /// A pushed stream `id` associated with stream `assoc`: reported as `Pushed` under a
+    /// fresh request id, with its head if the SYN_STREAM carries a status.
+    fn on_push(&mut self, id: StreamId, assoc: StreamId, headers: &Headers, fin: bool) {
+        let rid = self.ctx.next_id();
+        let assoc_req = self.streams.get(&assoc).map(|s| s.id);
+        let url = spdy::http::push_url(self.version, headers).unwrap_or_default();
+        self.ctx.emit(ConnEvent::Pushed {
+            conn: self.ctx.conn,
+            id: rid,
+            assoc: assoc_req,
+            url,
+            at: self.now,
+        });
+        let mut st = StreamState {
+            id: rid,
+            head: false,
+        };
+        // SPDY/2 (and some servers) put the status in the SYN_STREAM itself.
+        if let Some(status) = spdy::http::parse_status(self.version, headers) {
+            st.head = true;
+            self.emit_head(rid, status, headers);
+        }
+        self.streams.insert(id, st);
+        self.by_req.insert(rid, id);
+        if fin {
+            self.finish(id);
+        }
+    }
+
+    /// DATA on stream `id`: a head first if none came (status 200, lenient), then the
+    /// bytes (if any); `fin` ends the stream.
+    fn on_data(&mut self, id: StreamId, data: bytes::Bytes, fin: bool) {
+        if let Some(st) = self.streams.get_mut(&id) {
+            if !st.head {
+                // DATA before a status: treat as 200 (lenient).
+                st.head = true;
+                self.ctx.emit(ConnEvent::Head {
                     id: st.id,
-                    at: now,
-                    error: format!("session error: {violation}"),
-                    retry: false,
+                    first_byte: self.now,
+                    status: 200,
+                    header_bytes: -1,
+                    headers: vec![],
+                });
+            }
+            if !data.is_empty() {
+                self.ctx.emit(ConnEvent::Data {
+                    id: st.id,
+                    at: self.now,
+                    data,
                 });
             }
         }
-        _ => {}
+        if fin {
+            self.finish(id);
+        }
+    }
+
+    /// Stream `sid` will not complete: its request fails (`Failed`, with the error and
+    /// whether another attempt may succeed), if it is still open.
+    fn fail(&mut self, sid: StreamId, error: impl FnOnce() -> String, retry: bool) {
+        if let Some(st) = self.streams.remove(&sid) {
+            self.by_req.remove(&st.id);
+            self.ctx.emit(ConnEvent::Failed {
+                id: st.id,
+                at: self.now,
+                error: error(),
+                retry,
+            });
+        }
+    }
+
+    /// The session failed: every open request fails, not to be retried.
+    fn fail_all(&mut self, error: &str) {
+        for (_, st) in self.streams.drain() {
+            self.by_req.remove(&st.id);
+            self.ctx.emit(ConnEvent::Failed {
+                id: st.id,
+                at: self.now,
+                error: error.to_string(),
+                retry: false,
+            });
+        }
     }
 }

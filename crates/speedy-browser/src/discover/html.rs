@@ -214,6 +214,9 @@ fn is_js_type(t: &str) -> bool {
         )
 }
 
+/// Reports the references of element `el`, whose start tag ends at `end`: the `<body>`
+/// marker, the element's own reference (see [`element_ref`]), then its `style`
+/// attribute's `url()`s.
 fn on_element(el: &lol_html::send::Element<'_, '_>, end: usize, out: &mut Vec<HtmlRef>) {
     let tag_name = el.tag_name();
     let mut push = |url: String, kind: Option<ObjectType>, tag: &'static str, b: Blocking| {
@@ -225,118 +228,133 @@ fn on_element(el: &lol_html::send::Element<'_, '_>, end: usize, out: &mut Vec<Ht
             blocking: b,
         })
     };
-    match tag_name.as_str() {
-        "link" => {
-            let rel = el
-                .get_attribute("rel")
-                .unwrap_or_default()
-                .to_ascii_lowercase();
-            let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
-            if let Some(href) = attr(el, "href") {
-                if rels.contains(&"stylesheet") && !rels.contains(&"alternate") {
-                    push(
-                        href,
-                        Some(ObjectType::Stylesheet),
-                        "link",
-                        Blocking::Stylesheet,
-                    );
-                } else if rels.contains(&"preload") {
-                    let kind = match el.get_attribute("as").unwrap_or_default().as_str() {
-                        "style" => ObjectType::Stylesheet,
-                        "script" => ObjectType::Script,
-                        "font" => ObjectType::Font,
-                        "image" => ObjectType::Image,
-                        "fetch" => ObjectType::Xhr,
-                        "document" => ObjectType::Document,
-                        _ => ObjectType::Other,
-                    };
-                    push(href, Some(kind), "link", Blocking::None);
-                } else if rels.contains(&"modulepreload") {
-                    push(href, Some(ObjectType::Script), "link", Blocking::None);
-                } else if rels.contains(&"icon") {
-                    push(href, Some(ObjectType::Image), "link", Blocking::None);
-                }
-            }
-        }
-        "script" => {
-            let ty = el.get_attribute("type").unwrap_or_default();
-            if let Some(src) = attr(el, "src") {
-                if is_js_type(&ty) && !el.has_attribute("nomodule") {
-                    let module = ty.trim().eq_ignore_ascii_case("module");
-                    let b = if el.has_attribute("async") {
-                        Blocking::AsyncScript
-                    } else if module || el.has_attribute("defer") {
-                        Blocking::DeferScript
-                    } else {
-                        Blocking::SyncScript
-                    };
-                    push(src, Some(ObjectType::Script), "script", b);
-                }
-            }
-        }
-        "img" => {
-            let pick = el
-                .get_attribute("srcset")
-                .and_then(|s| srcset_pick(&s))
-                .or_else(|| attr(el, "src"));
-            if let Some(u) = pick {
-                push(u, Some(ObjectType::Image), "img", Blocking::None);
-            }
-        }
-        "input" => {
-            let ty = el.get_attribute("type").unwrap_or_default();
-            if ty.eq_ignore_ascii_case("image") {
-                if let Some(u) = attr(el, "src") {
-                    push(u, Some(ObjectType::Image), "input", Blocking::None);
-                }
-            }
-        }
-        "iframe" | "frame" => {
-            if let Some(u) = attr(el, "src") {
-                let t = if tag_name == "iframe" {
-                    "iframe"
-                } else {
-                    "frame"
-                };
-                push(u, Some(ObjectType::Document), t, Blocking::None);
-            }
-        }
-        "embed" => {
-            if let Some(u) = attr(el, "src") {
-                push(u, Some(ObjectType::Other), "embed", Blocking::None);
-            }
-        }
-        "object" => {
-            if let Some(u) = attr(el, "data") {
-                push(u, Some(ObjectType::Other), "object", Blocking::None);
-            }
-        }
-        "video" => {
-            if let Some(u) = attr(el, "poster") {
-                push(u, Some(ObjectType::Image), "video", Blocking::None);
-            }
-        }
-        "body" | "table" | "td" | "th" => {
-            if tag_name == "body" {
-                // A marker, not a reference: where the parser inserts `<body>`.
-                push(String::new(), None, "body", Blocking::None);
-            }
-            if let Some(u) = attr(el, "background") {
-                push(u, Some(ObjectType::Image), "background", Blocking::None);
-            }
-        }
-        "base" => {
-            if let Some(u) = attr(el, "href") {
-                push(u, None, "base", Blocking::None);
-            }
-        }
-        _ => {}
+    if tag_name == "body" {
+        // A marker, not a reference: where the parser inserts `<body>`.
+        push(String::new(), None, "body", Blocking::None);
+    }
+    if let Some(r) = element_ref(el, &tag_name) {
+        push(r.url, r.kind, r.tag, r.blocking);
     }
     if let Some(style) = el.get_attribute("style") {
         for r in scan_css(style.as_bytes()) {
             push(r.url, Some(r.kind), "style-attr", Blocking::None);
         }
     }
+}
+
+/// A reference an element holds, before its place in the document is known.
+struct ElementRef {
+    url: String,
+    kind: Option<ObjectType>,
+    tag: &'static str,
+    blocking: Blocking,
+}
+
+impl ElementRef {
+    /// A reference that does not hold up `DOMContentLoaded`.
+    fn plain(url: String, kind: Option<ObjectType>, tag: &'static str) -> ElementRef {
+        ElementRef {
+            url,
+            kind,
+            tag,
+            blocking: Blocking::None,
+        }
+    }
+}
+
+/// The one reference element `el` (named `tag_name`) holds in its attributes, if any:
+/// the table in the module's documentation, except the `style` attribute.
+fn element_ref(el: &lol_html::send::Element<'_, '_>, tag_name: &str) -> Option<ElementRef> {
+    let plain = |name: &str, kind: Option<ObjectType>, tag: &'static str| {
+        attr(el, name).map(|u| ElementRef::plain(u, kind, tag))
+    };
+    match tag_name {
+        "link" => link_ref(el),
+        "script" => script_ref(el),
+        "img" => el
+            .get_attribute("srcset")
+            .and_then(|s| srcset_pick(&s))
+            .or_else(|| attr(el, "src"))
+            .map(|u| ElementRef::plain(u, Some(ObjectType::Image), "img")),
+        "input" => {
+            let ty = el.get_attribute("type").unwrap_or_default();
+            if !ty.eq_ignore_ascii_case("image") {
+                return None;
+            }
+            plain("src", Some(ObjectType::Image), "input")
+        }
+        "iframe" => plain("src", Some(ObjectType::Document), "iframe"),
+        "frame" => plain("src", Some(ObjectType::Document), "frame"),
+        "embed" => plain("src", Some(ObjectType::Other), "embed"),
+        "object" => plain("data", Some(ObjectType::Other), "object"),
+        "video" => plain("poster", Some(ObjectType::Image), "video"),
+        "body" | "table" | "td" | "th" => {
+            plain("background", Some(ObjectType::Image), "background")
+        }
+        "base" => plain("href", None, "base"),
+        _ => None,
+    }
+}
+
+/// A `<link>`'s reference: a style sheet (not an alternate one), a preload (its type
+/// from `as`), a module preload, or an icon; other relations load nothing here.
+fn link_ref(el: &lol_html::send::Element<'_, '_>) -> Option<ElementRef> {
+    let rel = el
+        .get_attribute("rel")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
+    let href = attr(el, "href")?;
+    let (kind, blocking) = if rels.contains(&"stylesheet") && !rels.contains(&"alternate") {
+        (ObjectType::Stylesheet, Blocking::Stylesheet)
+    } else if rels.contains(&"preload") {
+        let kind = match el.get_attribute("as").unwrap_or_default().as_str() {
+            "style" => ObjectType::Stylesheet,
+            "script" => ObjectType::Script,
+            "font" => ObjectType::Font,
+            "image" => ObjectType::Image,
+            "fetch" => ObjectType::Xhr,
+            "document" => ObjectType::Document,
+            _ => ObjectType::Other,
+        };
+        (kind, Blocking::None)
+    } else if rels.contains(&"modulepreload") {
+        (ObjectType::Script, Blocking::None)
+    } else if rels.contains(&"icon") {
+        (ObjectType::Image, Blocking::None)
+    } else {
+        return None;
+    };
+    Some(ElementRef {
+        url: href,
+        kind: Some(kind),
+        tag: "link",
+        blocking,
+    })
+}
+
+/// A `<script src>` the browser runs (JavaScript or a module, not `nomodule`), and how
+/// it blocks: `async`, deferred (`defer` or a module), or the parser waits for it.
+fn script_ref(el: &lol_html::send::Element<'_, '_>) -> Option<ElementRef> {
+    let ty = el.get_attribute("type").unwrap_or_default();
+    let src = attr(el, "src")?;
+    if !is_js_type(&ty) || el.has_attribute("nomodule") {
+        return None;
+    }
+    let module = ty.trim().eq_ignore_ascii_case("module");
+    let blocking = if el.has_attribute("async") {
+        Blocking::AsyncScript
+    } else if module || el.has_attribute("defer") {
+        Blocking::DeferScript
+    } else {
+        Blocking::SyncScript
+    };
+    Some(ElementRef {
+        url: src,
+        kind: Some(ObjectType::Script),
+        tag: "script",
+        blocking,
+    })
 }
 
 #[cfg(test)]

@@ -410,26 +410,8 @@ pub async fn load_session(
     for u in urls {
         Url::parse(u).ok_or_else(|| LoadError::BadUrl(u.clone()))?;
     }
-    let driver: Arc<dyn Driver> = match cfg.proto {
-        Proto::Http1 => Arc::new(conn::http1::Http1 {
-            pipeline: cfg.pipeline.max(1),
-        }),
-        Proto::Spdy => {
-            let mut spdy = conn::spdy::Spdy::v31();
-            cfg.header_compression.apply(&mut spdy.config.compression);
-            Arc::new(spdy)
-        }
-        Proto::H2 => Arc::new(conn::h2::H2::default()),
-        Proto::H3 => Arc::new(conn::h3::H3),
-    };
-    // `--plain` is about the origins: TLS to a proxy is still set up.
-    let tls = match cfg.transport {
-        Transport::Plain if !cfg.proxy.as_ref().is_some_and(|p| p.tls) => None,
-        _ => Some(
-            speedy_net::tls::client_config_with(&cfg.verify, &[driver.alpn()], cfg.tls_hello)
-                .map_err(LoadError::Tls)?,
-        ),
-    };
+    let driver = driver_for(cfg);
+    let tls = tls_for(cfg, driver.as_ref())?;
     let dns_cost = dns_cost(cfg, &root_url).await;
     let resolver = Arc::new(Resolver::new(cfg.resolve.clone(), dns_cost));
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
@@ -462,78 +444,12 @@ pub async fn load_session(
             start,
             carry.take(),
         );
-        let mut timed_out = false;
-        loop {
-            while let Some(a) = e.poll_action() {
-                shell.perform(a);
-            }
-            if e.settled() {
-                break;
-            }
-            let wake = e.poll_timeout().map_or(deadline, |t| t.min(deadline));
-            tokio::select! {
-                ev = ev_rx.recv() => {
-                    if let Some(ev) = ev {
-                        e.handle_event(ev, Instant::now());
-                        while let Ok(ev) = ev_rx.try_recv() {
-                            e.handle_event(ev, Instant::now());
-                        }
-                    }
-                }
-                _ = tokio::time::sleep_until(wake.into()) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        timed_out = e.on_load().is_none();
-                        e.fail_open(now, "timed out");
-                        break;
-                    }
-                    e.handle_timeout(now);
-                }
-            }
-        }
+        let timed_out = run_page(&mut e, &mut shell, &mut ev_rx, deadline).await;
         let last = k + 1 == urls.len();
-        if !last {
-            // Think time: the connections stay open and this page's engine keeps
-            // taking what they report (a server closing an idle connection), so the next
-            // page does not send on a connection that is gone.
-            let think_end = Instant::now() + think;
-            let mut next_ping = cfg.keepalive.map(|k| Instant::now() + k);
-            loop {
-                let wake = next_ping.map_or(think_end, |p| p.min(think_end));
-                tokio::select! {
-                    ev = ev_rx.recv() => match ev {
-                        Some(ev) => e.handle_event(ev, Instant::now()),
-                        None => break,
-                    },
-                    _ = tokio::time::sleep_until(wake.into()) => {
-                        if Instant::now() >= think_end {
-                            break;
-                        }
-                        // Keep-alive: a PING on every connection still open.
-                        for tx in shell.conns.values() {
-                            let _ = tx.send(ConnCmd::Ping);
-                        }
-                        next_ping = cfg.keepalive.map(|k| Instant::now() + k);
-                    }
-                }
-            }
-            while let Some(a) = e.poll_action() {
-                shell.perform(a);
-            }
-        }
         if last {
-            // Close every connection; collect TCP_INFO (bounded wait).
-            e.close_all();
-            while let Some(a) = e.poll_action() {
-                shell.perform(a);
-            }
-            let close_deadline = Instant::now() + Duration::from_secs(3);
-            while e.open_connections() > 0 {
-                match tokio::time::timeout_at(close_deadline.into(), ev_rx.recv()).await {
-                    Ok(Some(ev)) => e.handle_event(ev, Instant::now()),
-                    _ => break,
-                }
-            }
+            close_connections(&mut e, &mut shell, &mut ev_rx).await;
+        } else {
+            think_time(&mut e, &mut shell, &mut ev_rx, think, cfg.keepalive).await;
         }
         let (mut res, next) = e.finish_page(started, start, timed_out, dns_cost);
         res.event_loop_lag_max = lag.stop();
@@ -541,6 +457,134 @@ pub async fn load_session(
         carry = Some(next);
     }
     Ok(results)
+}
+
+/// The connection driver for the configured protocol (SPDY with the configured header
+/// compression, HTTP/1.1 with its pipeline depth).
+fn driver_for(cfg: &LoadConfig) -> Arc<dyn Driver> {
+    match cfg.proto {
+        Proto::Http1 => Arc::new(conn::http1::Http1 {
+            pipeline: cfg.pipeline.max(1),
+        }),
+        Proto::Spdy => {
+            let mut spdy = conn::spdy::Spdy::v31();
+            cfg.header_compression.apply(&mut spdy.config.compression);
+            Arc::new(spdy)
+        }
+        Proto::H2 => Arc::new(conn::h2::H2::default()),
+        Proto::H3 => Arc::new(conn::h3::H3),
+    }
+}
+
+/// The TLS client configuration (offering `driver`'s ALPN), or none when every
+/// connection is plain: `--plain` is about the origins, so TLS to a proxy is still set up.
+fn tls_for(
+    cfg: &LoadConfig,
+    driver: &dyn Driver,
+) -> Result<Option<Arc<rustls::ClientConfig>>, LoadError> {
+    Ok(match cfg.transport {
+        Transport::Plain if !cfg.proxy.as_ref().is_some_and(|p| p.tls) => None,
+        _ => Some(
+            speedy_net::tls::client_config_with(&cfg.verify, &[driver.alpn()], cfg.tls_hello)
+                .map_err(LoadError::Tls)?,
+        ),
+    })
+}
+
+/// Runs one page's load: carries out the engine's actions and feeds it connection events
+/// and its timers until it settles or `deadline` passes (then every open request fails).
+/// Returns whether the load timed out before `onLoad`.
+async fn run_page(
+    e: &mut Engine<'_>,
+    shell: &mut Shell,
+    ev_rx: &mut mpsc::UnboundedReceiver<ConnEvent>,
+    deadline: Instant,
+) -> bool {
+    loop {
+        while let Some(a) = e.poll_action() {
+            shell.perform(a);
+        }
+        if e.settled() {
+            return false;
+        }
+        let wake = e.poll_timeout().map_or(deadline, |t| t.min(deadline));
+        tokio::select! {
+            ev = ev_rx.recv() => {
+                if let Some(ev) = ev {
+                    e.handle_event(ev, Instant::now());
+                    while let Ok(ev) = ev_rx.try_recv() {
+                        e.handle_event(ev, Instant::now());
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(wake.into()) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    let timed_out = e.on_load().is_none();
+                    e.fail_open(now, "timed out");
+                    return timed_out;
+                }
+                e.handle_timeout(now);
+            }
+        }
+    }
+}
+
+/// Think time between two pages (`think` long): the connections stay open and this
+/// page's engine keeps taking what they report (a server closing an idle connection), so
+/// the next page does not send on a connection that is gone; every `keepalive`, a PING
+/// on each connection still open.
+async fn think_time(
+    e: &mut Engine<'_>,
+    shell: &mut Shell,
+    ev_rx: &mut mpsc::UnboundedReceiver<ConnEvent>,
+    think: Duration,
+    keepalive: Option<Duration>,
+) {
+    let think_end = Instant::now() + think;
+    let mut next_ping = keepalive.map(|k| Instant::now() + k);
+    loop {
+        let wake = next_ping.map_or(think_end, |p| p.min(think_end));
+        tokio::select! {
+            ev = ev_rx.recv() => match ev {
+                Some(ev) => e.handle_event(ev, Instant::now()),
+                None => break,
+            },
+            _ = tokio::time::sleep_until(wake.into()) => {
+                if Instant::now() >= think_end {
+                    break;
+                }
+                // Keep-alive: a PING on every connection still open.
+                for tx in shell.conns.values() {
+                    let _ = tx.send(ConnCmd::Ping);
+                }
+                next_ping = keepalive.map(|k| Instant::now() + k);
+            }
+        }
+    }
+    while let Some(a) = e.poll_action() {
+        shell.perform(a);
+    }
+}
+
+/// The session's end: every connection is asked to close, and their `Closed` reports
+/// (with TCP_INFO) are collected for up to three seconds.
+async fn close_connections(
+    e: &mut Engine<'_>,
+    shell: &mut Shell,
+    ev_rx: &mut mpsc::UnboundedReceiver<ConnEvent>,
+) {
+    e.close_all();
+    while let Some(a) = e.poll_action() {
+        shell.perform(a);
+    }
+    let close_deadline = Instant::now() + Duration::from_secs(3);
+    while e.open_connections() > 0 {
+        match tokio::time::timeout_at(close_deadline.into(), ev_rx.recv()).await {
+            Ok(Some(ev)) => e.handle_event(ev, Instant::now()),
+            _ => break,
+        }
+    }
 }
 
 /// The cost charged for each new host name: fixed, or in round trips of `--rtt-ms` or of

@@ -1,0 +1,709 @@
+//! Experiment files (TOML) and the built-in experiments.
+//!
+//! ```toml
+//! name = "quick"            # used for the output directory and the report
+//! runs = 3                  # loads per page × network × variant
+//! seed = 1                  # corpus and link randomness
+//! think_time_ms = 0         # pause between loads
+//! # revisit_after_ms = 20000  # each load visits its page twice on the same connections,
+//! #                           # this long apart, and measures the second visit (the
+//! #                           # cellular study's think time, the radio idling meanwhile)
+//! # session_think_ms = 20000  # each load is a browsing session: every page once, in one
+//! #                           # fixed random order, this long apart, on the same
+//! #                           # connections; a row per visit (the cellular study's 20
+//! #                           # sites; not with revisit_after_ms)
+//!
+//! [pages]
+//! synth = 3                 # synthesized pages, or
+//! # calibration = "web-2010" # their page statistics: cellular-2013 (default), web-2010, web-2025
+//! # archive = "corpus/"     # an archive made by `speedy corpus`
+//! # select = ["00-news"]    # only these pages of it
+//!
+//! [[network]]
+//! profile = "whitepaper-dsl"   # any `speedy link --profiles` name, or:
+//! # name = "slow"; down = "2mbit"; up = "375kbit"; rtt_ms = 100; loss = 0.01
+//! # radio = "3g"; queue = "droptail:100"
+//! # trace = "tmobile-umts"   # capacity over time from a Mahimahi trace pair: built-in
+//! #                          # tmobile-umts or verizon-lte, or P for files P.down and P.up
+//! # variants = ["http1", "spdy"]   # only these variants run on this network
+//!
+//! [[sweep]]                 # expands into one network per value
+//! base = "whitepaper-cable"
+//! rtt_ms = 100
+//! loss = [0.0, 0.01, 0.02]  # or rtt_ms = [20, 40, 80]
+//! # variants = ["http1", "spdy"]
+//!
+//! [[variant]]
+//! name = "http1"
+//! protocol = "http1"        # http1 | spdy | h2 | h3 (h3: over QUIC, TLS implied)
+//! baseline = true           # speedups are computed against this one
+//! [[variant]]
+//! name = "spdy"
+//! protocol = "spdy"
+//! tls = true                # default false (plain TCP)
+//! # spdy_domains = "single" # one session for all origins
+//! # push = "subresources"   # server push policy (none, subresources, all)
+//! # hint = true             # server hint (x-subresources)
+//! # prefetch = true         # client prefetch from an earlier load
+//! # cc = "bbr"; initcwnd = 10; slow_start_after_idle = false; no_metrics_save = true
+//! # cc = ["cubic", "reno"]  # the first the host allows (recorded per row)
+//! # rack_tlp = false        # TCP loss recovery without RACK and tail loss probes: the
+//! #                         # duplicate-ACK threshold and the RTO, as RFC 5681/6675
+//! #                         # (and SCTP's RFC 4960) recover
+//! # rto_min_ms = 3000        # the server namespace's minimum RTO (per route)
+//! # keepalive_ms = 4000      # with revisit_after_ms or session_think_ms: SPDY PINGs
+//! #                          # during the pauses
+//! # proxy = "spdy"          # through `speedy proxy` across the link: "spdy" (one SPDY
+//! #                         # session to it, protocol spdy) or "http" (protocol http1);
+//! #                         # with proxy = "spdy", tls = true is TLS to the proxy (as
+//! #                         # Chrome's SPDY proxy), the proxy's origins plain
+//! # initrwnd = 10           # the client's initial receive window (segments)
+//! # header_compression = "zlib"   # SPDY headers: crime-safe (default), zlib, none
+//! # connections_per_host = 6      # HTTP/1.1 connections per host (the loader's default 6)
+//! # max_connections = 32          # HTTP/1.1 connections in all (the loader's default 32)
+//! # sessions = 20           # SPDY/h2 sessions per origin, or to the proxy (default 1)
+//! # tls_hello = "plain"     # the loader's TLS ClientHello: chromium (default: a
+//! #                         # post-quantum key share, GREASE ECH) or plain (before 2023)
+//! # known_servers = true    # the loader knows the servers speak SPDY/h2: one connection
+//! #                         # per session (default false: a fresh profile races one
+//! #                         # connection per waiting request until the first is up)
+//! # partition = false       # one connection pool per origin for every frame (default
+//! #                         # true: a cross-site frame's own, as Chromium since 2020)
+//! # transport = "sctp"      # SPDY over SCTP over UDP (plain spdy only; docs/sctp.md)
+//! # cookie_bundling = false # with sctp: the first request after the COOKIE ACK, as
+//! #                         # Linux's SCTP (default true: in the COOKIE ECHO's packet)
+//! # sctp_rto_initial_ms = 1000  # with sctp: RTO.Initial at both ends (default 3000,
+//! #                         # Linux's; RFC 9260's is 1000)
+//! # calibration = "web-2025"      # this variant's own synthesized pages
+//! # against = "http1-2025"        # the variant its speedup is computed against
+//! ```
+//!
+//! Unknown keys and impossible values are refused before anything runs, with the line.
+
+mod variant;
+
+pub use variant::Variant;
+use variant::VariantSpec;
+
+use linkem::{LinkConfig, LossModel, Server};
+use serde::Deserialize;
+use speedy_archive::synth::{calibration, Calibration};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// A parsed, validated experiment.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    /// Name.
+    pub name: String,
+    /// Runs per cell.
+    pub runs: u32,
+    /// Seed.
+    pub seed: u64,
+    /// Pause between loads.
+    pub think_time: Duration,
+    /// Per-load timeout.
+    pub timeout: Duration,
+    /// Visit each page twice on the same connections, this long apart, and measure the
+    /// second visit.
+    pub revisit_after: Option<Duration>,
+    /// Make each load a browsing session over every page (in [`Experiment::session_order`]),
+    /// this long apart, each visit measured.
+    pub session_think: Option<Duration>,
+    /// Where the pages come from.
+    pub pages: Pages,
+    /// Networks, sweeps expanded.
+    pub networks: Vec<Network>,
+    /// Protocol variants.
+    pub variants: Vec<Variant>,
+}
+
+/// Page source.
+#[derive(Clone, Debug)]
+pub enum Pages {
+    /// Synthesize this many pages with the experiment's seed, from a calibration.
+    Synth(usize, &'static Calibration),
+    /// An archive directory, optionally only some pages.
+    Archive(PathBuf, Option<Vec<String>>),
+}
+
+/// One emulated network.
+#[derive(Clone, Debug)]
+pub struct Network {
+    /// Name (unique in the experiment).
+    pub name: String,
+    /// One line for captions.
+    pub desc: String,
+    /// The link.
+    pub link: LinkConfig,
+    /// Set for sweep points: (sweep name, parameter, value).
+    pub sweep: Option<(String, String, f64)>,
+    /// Only these variants run on this network (all when `None`).
+    pub variants: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSpec {
+    name: Option<String>,
+    runs: Option<Spanned<u32>>,
+    seed: Option<u64>,
+    think_time_ms: Option<u64>,
+    revisit_after_ms: Option<u64>,
+    session_think_ms: Option<u64>,
+    timeout_s: Option<Spanned<f64>>,
+    pages: Spanned<PagesSpec>,
+    #[serde(default)]
+    network: Vec<Spanned<NetSpec>>,
+    #[serde(default)]
+    sweep: Vec<Spanned<SweepSpec>>,
+    #[serde(default)]
+    variant: Vec<Spanned<VariantSpec>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PagesSpec {
+    synth: Option<usize>,
+    calibration: Option<String>,
+    archive: Option<PathBuf>,
+    select: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+struct NetSpec {
+    name: Option<String>,
+    profile: Option<String>,
+    down: Option<String>,
+    up: Option<String>,
+    rtt_ms: Option<f64>,
+    loss: Option<f64>,
+    loss_down: Option<f64>,
+    loss_up: Option<f64>,
+    radio: Option<String>,
+    queue: Option<String>,
+    trace: Option<String>,
+    variants: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepSpec {
+    name: Option<String>,
+    base: String,
+    rtt_ms: Option<OneOrMany>,
+    loss: Option<OneOrMany>,
+    variants: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(f64),
+    Many(Vec<f64>),
+}
+
+fn line_of(text: &str, span: Range<usize>) -> usize {
+    text[..span.start.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parses and validates an experiment; `origin` names it in errors (a file name).
+/// Relative archive paths are taken from `base_dir`.
+pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, String> {
+    let spec: FileSpec = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| format!(":{}", line_of(text, s)))
+            .unwrap_or_default();
+        // serde lists every allowed key; a line names the wrong one and where to look.
+        let msg = e.message();
+        let msg = match msg.split_once(", expected one of") {
+            Some((head, _)) => format!("{head} (the keys of each table: docs/lab.md)"),
+            None => msg.to_string(),
+        };
+        format!("{origin}{line}: {msg}")
+    })?;
+    let at = |span: Range<usize>, msg: String| format!("{origin}:{}: {msg}", line_of(text, span));
+    let runs = spec.runs.as_ref().map_or(Ok(3), |r| {
+        if *r.get_ref() == 0 {
+            Err(at(r.span(), "runs must be at least 1".into()))
+        } else {
+            Ok(*r.get_ref())
+        }
+    })?;
+    let timeout = match &spec.timeout_s {
+        Some(t) if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) => {
+            return Err(at(t.span(), "timeout_s must be a positive number".into()))
+        }
+        Some(t) => Duration::from_secs_f64(*t.get_ref()),
+        None => Duration::from_secs(120),
+    };
+    let pages = pages_of(&spec, base_dir, &at)?;
+    if spec.revisit_after_ms.is_some() && spec.session_think_ms.is_some() {
+        return Err(format!(
+            "{origin}: revisit_after_ms and session_think_ms: a load either revisits its page \
+             or browses every page; choose one"
+        ));
+    }
+    let networks = networks_of(&spec, origin, base_dir, &at)?;
+    let variants = variant::variants_of(&spec.variant, origin, &pages, &at)?;
+    for n in &networks {
+        for v in n.variants.iter().flatten() {
+            if !variants.iter().any(|x: &Variant| &x.name == v) {
+                return Err(format!(
+                    "{origin}: network {:?} lists variant {v:?}, which no [[variant]] defines",
+                    n.name
+                ));
+            }
+        }
+    }
+
+    Ok(Experiment {
+        name: spec.name.unwrap_or_else(|| {
+            origin
+                .trim_end_matches(".toml")
+                .rsplit('/')
+                .next()
+                .unwrap_or("experiment")
+                .to_string()
+        }),
+        runs,
+        seed: spec.seed.unwrap_or(1),
+        think_time: Duration::from_millis(spec.think_time_ms.unwrap_or(0)),
+        revisit_after: spec.revisit_after_ms.map(Duration::from_millis),
+        session_think: spec.session_think_ms.map(Duration::from_millis),
+        timeout,
+        pages,
+        networks,
+        variants,
+    })
+}
+
+/// `[pages]`: synthesized pages of a calibration, or an archive's (relative to
+/// `base_dir`).
+fn pages_of(
+    spec: &FileSpec,
+    base_dir: &Path,
+    at: &dyn Fn(Range<usize>, String) -> String,
+) -> Result<Pages, String> {
+    let ps = spec.pages.get_ref();
+    Ok(match (ps.synth, &ps.archive) {
+        (Some(0), _) => {
+            return Err(at(
+                spec.pages.span(),
+                "pages.synth must be at least 1".into(),
+            ))
+        }
+        (Some(n), None) => Pages::Synth(
+            n,
+            calibration(ps.calibration.as_deref().unwrap_or("cellular-2013"))
+                .map_err(|e| at(spec.pages.span(), format!("pages.calibration: {e}")))?,
+        ),
+        (None, Some(_)) if ps.calibration.is_some() => {
+            return Err(at(
+                spec.pages.span(),
+                "pages.calibration applies to synth = N, not to an archive".into(),
+            ))
+        }
+        (None, Some(dir)) => {
+            let dir = if dir.is_absolute() {
+                dir.clone()
+            } else {
+                base_dir.join(dir)
+            };
+            if !dir.join("archive.json").is_file() {
+                return Err(at(
+                    spec.pages.span(),
+                    format!(
+                        "pages.archive: {} has no archive.json (make one with `speedy corpus`)",
+                        dir.display()
+                    ),
+                ));
+            }
+            Pages::Archive(dir, ps.select.clone())
+        }
+        _ => {
+            return Err(at(
+                spec.pages.span(),
+                "[pages] needs exactly one of synth = N or archive = \"DIR\"".into(),
+            ))
+        }
+    })
+}
+
+/// The experiment's networks: each `[[network]]`, then each `[[sweep]]` expanded into
+/// one network per value; names must be unique.
+fn networks_of(
+    spec: &FileSpec,
+    origin: &str,
+    base_dir: &Path,
+    at: &dyn Fn(Range<usize>, String) -> String,
+) -> Result<Vec<Network>, String> {
+    let mut networks = Vec::new();
+    for n in &spec.network {
+        networks.push(network(n.get_ref(), None, base_dir).map_err(|e| at(n.span(), e))?);
+    }
+    for s in &spec.sweep {
+        let sw = s.get_ref();
+        let base = NetSpec {
+            profile: Some(sw.base.clone()),
+            variants: sw.variants.clone(),
+            ..Default::default()
+        };
+        let sweep_name = sw
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("sweep over {}", sw.base));
+        let list = |v: &Option<OneOrMany>| match v {
+            None => vec![],
+            Some(OneOrMany::One(x)) => vec![*x],
+            Some(OneOrMany::Many(xs)) => xs.clone(),
+        };
+        let (losses, rtts) = (list(&sw.loss), list(&sw.rtt_ms));
+        let (param, values) = match (losses.len() > 1, rtts.len() > 1) {
+            (true, false) => ("loss", losses.clone()),
+            (false, true) => ("rtt_ms", rtts.clone()),
+            _ => return Err(at(s.span(), "a sweep varies exactly one of loss = [..] or rtt_ms = [..] (the other may be one fixed value)".into())),
+        };
+        for v in values {
+            let mut spec = base.clone();
+            spec.loss = if param == "loss" {
+                Some(v)
+            } else {
+                losses.first().copied()
+            };
+            spec.rtt_ms = if param == "rtt_ms" {
+                Some(v)
+            } else {
+                rtts.first().copied()
+            };
+            let label = if param == "loss" {
+                format!("{}% loss", v * 100.0)
+            } else {
+                format!("{v} ms RTT")
+            };
+            spec.name = Some(format!("{} {label}", sw.base));
+            networks.push(
+                network(
+                    &spec,
+                    Some((sweep_name.clone(), param.to_string(), v)),
+                    base_dir,
+                )
+                .map_err(|e| at(s.span(), e))?,
+            );
+        }
+    }
+    if networks.is_empty() {
+        return Err(format!("{origin}: no [[network]] or [[sweep]]"));
+    }
+    for (i, n) in networks.iter().enumerate() {
+        if networks[..i].iter().any(|m| m.name == n.name) {
+            return Err(format!("{origin}: two networks are named {:?}", n.name));
+        }
+    }
+    Ok(networks)
+}
+
+fn fmt_rate(bps: u64) -> String {
+    if bps >= 1_000_000 {
+        format!("{} Mbit/s", (bps as f64 / 1e4).round() / 100.0)
+    } else {
+        format!("{} kbit/s", (bps as f64 / 1e3).round())
+    }
+}
+
+/// A network in words: `2 Mbit/s down, 375 kbit/s up, 100 ms RTT, 1% loss`.
+fn describe(
+    trace: Option<&str>,
+    (down, up): (u64, u64),
+    rtt: Option<f64>,
+    loss: (f64, f64),
+    radio: Option<&str>,
+) -> String {
+    let mut desc = match trace {
+        Some(t) => format!(
+            "trace {t} ({} down, {} up on average)",
+            fmt_rate(down),
+            fmt_rate(up)
+        ),
+        None => format!(
+            "{} down, {} up",
+            fmt_rate(down),
+            fmt_rate(up)
+        ),
+    };
+    desc.push_str(&match rtt {
+        Some(r) => format!(", {r} ms RTT"),
+        None => ", no added RTT".into(),
+    });
+    if loss.0 == loss.1 {
+        desc.push_str(&format!(", {}% loss", loss.0 * 100.0));
+    } else {
+        desc.push_str(&format!(
+            ", {}% loss down, {}% up",
+            loss.0 * 100.0,
+            loss.1 * 100.0
+        ));
+    }
+    if let Some(r) = radio {
+        desc.push_str(&format!(", {r} radio"));
+    }
+    desc
+}
+
+
+/// The network's loss rates (down, up): `loss` for both, then `loss_down` and `loss_up`
+/// over `profile`'s, each a fraction in [0, 1).
+fn loss_of(n: &NetSpec, profile: (f64, f64)) -> Result<(f64, f64), String> {
+    let mut loss = profile;
+    for (v, name) in [
+        (n.loss, "loss"),
+        (n.loss_down, "loss_down"),
+        (n.loss_up, "loss_up"),
+    ] {
+        if let Some(x) = v {
+            if !(0.0..1.0).contains(&x) {
+                return Err(format!(
+                    "{name} = {x}: a fraction in [0, 1), e.g. 0.01 for 1%"
+                ));
+            }
+        }
+    }
+    if let Some(l) = n.loss {
+        loss = (l, l);
+    }
+    if let Some(l) = n.loss_down {
+        loss.0 = l;
+    }
+    if let Some(l) = n.loss_up {
+        loss.1 = l;
+    }
+    Ok(loss)
+}
+
+
+fn network(
+    n: &NetSpec,
+    sweep: Option<(String, String, f64)>,
+    base_dir: &Path,
+) -> Result<Network, String> {
+    let mut link = LinkConfig::default();
+    let mut rtt = None;
+    let mut loss = (0.0, 0.0);
+    let mut radio = None;
+    let (mut down, mut up) = (None, None);
+    if let Some(p) = &n.profile {
+        let p = linkem::config::find_profile(p)?;
+        down = Some(p.down);
+        up = Some(p.up);
+        rtt = p.rtt_ms.map(|r| r as f64);
+        loss = (p.loss, p.loss);
+        radio = p.radio.map(str::to_string);
+    }
+    if let Some(d) = &n.down {
+        down = Some(linkem::parse_rate(d).map_err(|e| format!("down: {e}"))?);
+    }
+    if let Some(u) = &n.up {
+        up = Some(linkem::parse_rate(u).map_err(|e| format!("up: {e}"))?);
+    }
+    if let Some(r) = n.rtt_ms {
+        if !(0.0..=10_000.0).contains(&r) {
+            return Err(format!("rtt_ms = {r}: must be between 0 and 10000"));
+        }
+        rtt = Some(r);
+    }
+    loss = loss_of(n, loss)?;
+    if let Some(r) = &n.radio {
+        radio = Some(r.clone());
+    }
+    let trace = match &n.trace {
+        Some(_) if n.down.is_some() || n.up.is_some() => {
+            return Err("trace gives both directions' capacity: drop down and up".into())
+        }
+        Some(t) => Some(linkem::stage::trace::trace_pair(t, base_dir)?),
+        None => None,
+    };
+    if let Some((d, u)) = &trace {
+        down = Some(d.mean_rate_bps() as u64);
+        up = Some(u.mean_rate_bps() as u64);
+    }
+    if down.is_none() || up.is_none() {
+        return Err("a network needs a profile, a trace, or both down and up rates".into());
+    }
+    link.down.server = Server::Rate(down.unwrap_or(0));
+    link.up.server = Server::Rate(up.unwrap_or(0));
+    if let Some((d, u)) = trace {
+        link.down.server = Server::Trace(std::sync::Arc::new(d));
+        link.up.server = Server::Trace(std::sync::Arc::new(u));
+    }
+    if let Some(r) = rtt {
+        let half = Duration::from_secs_f64(r / 2000.0);
+        link.down.delay = half;
+        link.up.delay = half;
+    }
+    let lm = |p: f64| {
+        if p > 0.0 {
+            LossModel::Bernoulli { p }
+        } else {
+            LossModel::None
+        }
+    };
+    link.down.loss = lm(loss.0);
+    link.up.loss = lm(loss.1);
+    if let Some(q) = &n.queue {
+        let q = linkem::QueueSpec::parse(q).map_err(|e| format!("queue: {e}"))?;
+        link.down.queue = q;
+        link.up.queue = q;
+    }
+    if let Some(r) = &radio {
+        link.radio = Some(linkem::RadioSpec::parse(r).map_err(|e| format!("radio: {e}"))?);
+    }
+    let desc = describe(
+        n.trace.as_deref(),
+        (down.unwrap_or(0), up.unwrap_or(0)),
+        rtt,
+        loss,
+        radio.as_deref(),
+    );
+    let name = n
+        .name
+        .clone()
+        .or_else(|| n.profile.clone())
+        .unwrap_or_else(|| desc.clone());
+    Ok(Network {
+        name,
+        desc,
+        link,
+        sweep,
+        variants: n.variants.clone(),
+    })
+}
+
+/// A built-in experiment: name, one-line description, TOML text.
+pub struct BuiltIn {
+    /// Name for `speedy lab NAME`.
+    pub name: &'static str,
+    /// What it runs.
+    pub about: &'static str,
+    /// The experiment file.
+    pub toml: &'static str,
+}
+
+/// The built-in experiments.
+pub const BUILT_INS: &[BuiltIn] = &[
+    BuiltIn { name: "quick", about: "the default: 3 web-2010 pages, whitepaper DSL, HTTP/1.1 against SPDY under the whitepaper's conditions (and HTTP/3 over QUIC beside them), 3 runs", toml: include_str!("../../experiments/quick.toml") },
+    BuiltIn {
+        name: "cellular",
+        about: "the cellular study: HTTP/1.1 proxy against SPDY proxy across 3G and LTE radios (constant rate and real traces), browsing sessions of 20 cellular-2013 pages in one fixed random order 20 s apart on the same connections, 3 runs; mitigations: no slow start after idle, Reno vs CUBIC, a 3 s minimum RTO (the paper's recommendation, per route), TCP metrics caching, a keep-alive ping, 20 SPDY connections; the proxy's cwnd over time",
+        toml: include_str!("../../experiments/cellular.toml"),
+    },
+    BuiltIn {
+        name: "whitepaper",
+        about: "the SPDY whitepaper under its own conditions (web-2010 pages, CUBIC, initcwnd 3, zlib headers): Table 1's seven rows on DSL and cable (and HTTP/3 over QUIC beside them), the loss and RTT sweeps, 25 pages, 10 runs; its tables beside the published ones",
+        toml: include_str!("../../experiments/whitepaper.toml"),
+    },
+    BuiltIn {
+        name: "factors",
+        about: "where SPDY's advantage went: from the whitepaper's conditions to today's one factor at a time (pages 2010 → 2013 → 2025, initcwnd 3 → 10, CUBIC → BBR, zlib → CRIME-safe, 32 → 256 connections), SPDY against HTTP/1.1 after each step, DSL",
+        toml: include_str!("../../experiments/factors.toml"),
+    },
+    BuiltIn {
+        name: "chart",
+        about: "\"Visualizing SPDY vs HTTP\": 300 web-2010 pages at 2 Mbit/s / 386 kbit/s, 100 ms, no loss, HTTP/1.1 against SPDY, one point per page, repeated over the whitepaper's networks and loss rates",
+        toml: include_str!("../../experiments/chart.toml"),
+    },
+    BuiltIn {
+        name: "sctp",
+        about: "the SPDY-over-SCTP note: SPDY/3.1 over TCP (CUBIC, initcwnd 10; and Reno, initcwnd 3: SCTP's congestion control) against SPDY over SCTP (user space, over UDP), with and without the first request in the COOKIE ECHO's packet, with RTO.Initial 3 s (Linux) and 1 s (RFC 9260), 5 Mbit/s, 100 ms, 0%/1%/2% loss, 23 cellular-2013 pages, 3 runs; per page TCP minus SCTP onLoad and the counts of pages >5% faster, >5% slower, within",
+        toml: include_str!("../../experiments/sctp.toml"),
+    },
+    BuiltIn {
+        name: "h3",
+        about: "what SPDY's successors change: HTTP/1.1, SPDY/3.1, h2 and HTTP/3 over QUIC, all encrypted, on the whitepaper's DSL and cable networks (100 ms, 1% loss), CUBIC with a 10-segment initial window on both TCP and QUIC, 10 web-2025 pages, 3 runs",
+        toml: include_str!("../../experiments/h3.toml"),
+    },
+];
+
+/// Finds a built-in experiment by name.
+pub fn built_in(name: &str) -> Option<&'static BuiltIn> {
+    BUILT_INS.iter().find(|b| b.name == name)
+}
+
+impl Experiment {
+    /// Whether `variant` runs on `network`.
+    pub fn runs_on(&self, network: usize, variant: usize) -> bool {
+        match &self.networks[network].variants {
+            None => true,
+            Some(list) => list.contains(&self.variants[variant].name),
+        }
+    }
+
+    /// A rough wall time of the whole experiment over `lanes` lanes: each load takes its
+    /// page's bytes at the network's downlink rate, six round trips and 0.3 s of set-up
+    /// (pages: their calibration's mean size; an archive's pages are taken as 1 MB), twice
+    /// plus the pause with `revisit_after`.
+    /// Measured on this lab's loads, not a promise: CPU contention and loss add to it.
+    pub fn estimate(&self, pages: usize, lanes: usize) -> Duration {
+        let mut secs = 0.0;
+        for (ni, net) in self.networks.iter().enumerate() {
+            let bps = match &net.link.down.server {
+                Server::Rate(r) if *r > 0 => *r as f64,
+                _ => 2e6,
+            };
+            let rtt = (net.link.down.delay + net.link.up.delay).as_secs_f64();
+            for (vi, v) in self.variants.iter().enumerate() {
+                if !self.runs_on(ni, vi) {
+                    continue;
+                }
+                let kb = match (&self.pages, v.calibration) {
+                    (_, Some(c)) => c.means().1,
+                    (Pages::Synth(_, c), None) => c.means().1,
+                    (Pages::Archive(..), None) => 1024.0,
+                };
+                let visit = kb * 1024.0 * 8.0 / bps + 6.0 * rtt + 0.3;
+                let per_load = match (self.revisit_after, self.session_think) {
+                    (Some(after), _) => 2.0 * visit + after.as_secs_f64(),
+                    (None, Some(think)) => visit + think.as_secs_f64(),
+                    (None, None) => visit,
+                };
+                secs += per_load * (pages * self.runs as usize) as f64;
+            }
+        }
+        Duration::from_secs_f64(secs / lanes.max(1) as f64)
+    }
+
+    /// The order a browsing session visits `pages` pages in: one random order from the
+    /// experiment's seed, the same for every run, network and variant (the study's "fixed
+    /// random order").
+    pub fn session_order(&self, pages: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..pages).collect();
+        let mut x = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+        for i in (1..pages).rev() {
+            // xorshift64*: enough for a shuffle that only needs to be fixed.
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            order.swap(i, (r % (i as u64 + 1)) as usize);
+        }
+        order
+    }
+
+    /// Number of loads the experiment runs (with `session_think_ms`, page visits).
+    pub fn loads(&self, pages: usize) -> usize {
+        let cells: usize = (0..self.networks.len())
+            .map(|n| {
+                (0..self.variants.len())
+                    .filter(|&v| self.runs_on(n, v))
+                    .count()
+            })
+            .sum();
+        pages * cells * self.runs as usize
+    }
+}
+
+#[cfg(test)]
+mod tests;

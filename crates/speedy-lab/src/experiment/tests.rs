@@ -1,0 +1,167 @@
+//! Tests of the experiment parser and the built-in experiments.
+
+use super::*;
+
+fn p(s: &str) -> Result<Experiment, String> {
+    parse(s, "x.toml", Path::new("."))
+}
+
+#[test]
+fn built_ins_parse() {
+    for b in BUILT_INS {
+        let e =
+            parse(b.toml, b.name, Path::new(".")).unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        assert!(e.variants.iter().any(|v| v.baseline), "{}", b.name);
+    }
+    let w = parse(built_in("whitepaper").unwrap().toml, "w", Path::new(".")).unwrap();
+    assert_eq!(w.runs, 10);
+    assert!(w.networks.iter().filter(|n| n.sweep.is_some()).count() >= 13);
+    // The whitepaper's own conditions on every variant (h3: its initial window;
+    // QUIC has its own CUBIC and QPACK).
+    assert!(matches!(w.pages, Pages::Synth(25, c) if c.name == "web-2010"));
+    for v in &w.variants {
+        assert_eq!(v.initcwnd, Some(3), "{}", v.name);
+        if v.protocol != Protocol::H3 {
+            assert_eq!(v.cc_preference, ["cubic", "reno"], "{}", v.name);
+            assert_eq!(v.header_compression, HeaderCompression::Zlib, "{}", v.name);
+            assert!(
+                !v.rack_tlp,
+                "{}: the era's Linux had no RACK or TLP",
+                v.name
+            );
+        }
+    }
+    // The factor chain: every SPDY step is against its own HTTP/1.1, on its pages;
+    // RACK and TLP come on in the last step only.
+    let f = parse(built_in("factors").unwrap().toml, "f", Path::new(".")).unwrap();
+    let spdy: Vec<&Variant> = f
+        .variants
+        .iter()
+        .filter(|v| v.protocol == Protocol::Spdy(spdy::Version::V3_1))
+        .collect();
+    assert_eq!(spdy.len(), 8);
+    for v in &spdy {
+        let a = v.against.as_deref().unwrap();
+        assert_eq!(a, v.name.replace("spdy-", "http1-"));
+    }
+    let on: Vec<&str> = f
+        .variants
+        .iter()
+        .filter(|v| v.rack_tlp)
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(on, ["http1-rack-tlp", "spdy-rack-tlp"]);
+}
+
+#[test]
+fn refuses_unknown_keys_with_the_line() {
+    let e = p("runs = 2\n[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\nbogus = 3\n[[variant]]\nname=\"a\"\nprotocol=\"spdy\"\n").unwrap_err();
+    assert!(
+        e.starts_with("x.toml:4:") || e.starts_with("x.toml:6:"),
+        "{e}"
+    );
+    assert!(e.contains("bogus"), "{e}");
+}
+
+#[test]
+fn refuses_impossible_values_with_the_line() {
+    let base = "[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\n";
+    let e = p(&format!(
+        "{base}[[variant]]\nname=\"a\"\nprotocol=\"spdy/9\"\n"
+    ))
+    .unwrap_err();
+    assert!(e.starts_with("x.toml:5:") && e.contains("protocol"), "{e}");
+    let e = p("[pages]\nsynth = 1\n[[network]]\ndown=\"2mbit\"\nup=\"1mbit\"\nloss = 1.5\n[[variant]]\nname=\"a\"\nprotocol=\"spdy\"\n").unwrap_err();
+    assert!(e.starts_with("x.toml:3:") && e.contains("loss"), "{e}");
+    let e = p("runs = 0\n[pages]\nsynth = 1\n").unwrap_err();
+    assert!(e.starts_with("x.toml:1:"), "{e}");
+    let e = p("[pages]\narchive = \"/nonexistent/dir\"\n[[network]]\nprofile=\"whitepaper-dsl\"\n[[variant]]\nname=\"a\"\nprotocol=\"spdy\"\n").unwrap_err();
+    assert!(
+        e.contains("/nonexistent/dir") && e.starts_with("x.toml:1:"),
+        "{e}"
+    );
+}
+
+#[test]
+fn checks_proxy_variants_and_the_revisit() {
+    let base = "revisit_after_ms = 2000\n[pages]\nsynth = 1\n[[network]]\nprofile = \"wpt-3g\"\nradio = \"3g\"\n";
+    let e = p(&format!(
+        "{base}[[variant]]\nname=\"h\"\nprotocol=\"http1\"\nproxy=\"http\"\n[[variant]]\nname=\"s\"\nprotocol=\"spdy\"\nproxy=\"spdy\"\n"
+    ))
+    .unwrap();
+    assert_eq!(e.revisit_after, Some(Duration::from_secs(2)));
+    assert_eq!(e.variants[1].proxy.as_deref(), Some("spdy"));
+    for (variant, want) in [
+        ("protocol=\"http1\"\nproxy=\"spdy\"", "needs protocol"),
+        ("protocol=\"spdy\"\nproxy=\"socks\"", "spdy or http"),
+        ("protocol=\"spdy\"\nproxy=\"spdy\"\npush=\"all\"", "without"),
+        ("protocol=\"http1\"\nproxy=\"http\"\ntls=true", "is plain"),
+    ] {
+        let err = p(&format!("{base}[[variant]]\nname=\"a\"\n{variant}\n")).unwrap_err();
+        assert!(err.contains(want), "{variant}: {err}");
+    }
+    let c = parse(built_in("cellular").unwrap().toml, "c", Path::new(".")).unwrap();
+    assert!(c.session_think.is_some() && c.variants.iter().all(|v| v.proxy.is_some()));
+    assert!(
+        c.networks
+            .iter()
+            .any(|n| n.desc.starts_with("trace tmobile-umts")),
+        "the real 3G trace is one of the networks"
+    );
+}
+
+#[test]
+fn sessions_visit_every_page_once_in_one_fixed_order() {
+    let base = "[pages]\nsynth = 5\n[[network]]\nprofile = \"wpt-3g\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n";
+    let e = p(&format!("session_think_ms = 1000\n{base}")).unwrap();
+    assert_eq!(e.session_think, Some(Duration::from_secs(1)));
+    let order = e.session_order(20);
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(sorted, (0..20).collect::<Vec<_>>(), "every page once");
+    assert_ne!(order, sorted, "shuffled");
+    assert_eq!(order, e.session_order(20), "fixed");
+    let err = p(&format!(
+        "session_think_ms = 1000\nrevisit_after_ms = 1000\n{base}"
+    ))
+    .unwrap_err();
+    assert!(err.contains("choose one"), "{err}");
+}
+
+#[test]
+fn takes_a_trace_pair_as_a_network() {
+    let e = p("[pages]\nsynth = 1\n[[network]]\nname = \"u\"\nprofile = \"wpt-3g\"\ntrace = \"tmobile-umts\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n").unwrap();
+    let n = &e.networks[0];
+    assert!(
+        matches!(n.link.down.server, Server::Trace(_)),
+        "{:?}",
+        n.desc
+    );
+    assert!(
+        n.desc
+            .starts_with("trace tmobile-umts (2.02 Mbit/s down, 943 kbit/s up")
+            && n.desc.contains("300 ms RTT"),
+        "{}",
+        n.desc
+    );
+    let err = p("[pages]\nsynth = 1\n[[network]]\ntrace = \"nope\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n").unwrap_err();
+    assert!(
+        err.starts_with("x.toml:3:") && err.contains("verizon-lte"),
+        "{err}"
+    );
+    let err = p("[pages]\nsynth = 1\n[[network]]\ntrace = \"verizon-lte\"\ndown = \"1mbit\"\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n").unwrap_err();
+    assert!(err.contains("drop down and up"), "{err}");
+}
+
+#[test]
+fn expands_sweeps_and_picks_the_http1_baseline() {
+    let e = p("[pages]\nsynth = 1\n[[sweep]]\nbase = \"whitepaper-cable\"\nrtt_ms = 100\nloss = [0.0, 0.01]\n[[variant]]\nname=\"h\"\nprotocol=\"http1\"\n[[variant]]\nname=\"s\"\nprotocol=\"spdy\"\n").unwrap();
+    assert_eq!(e.networks.len(), 2);
+    assert_eq!(e.networks[1].sweep.as_ref().unwrap().2, 0.01);
+    assert!(
+        e.networks[1].desc.contains("100 ms RTT") && e.networks[1].desc.contains("1% loss"),
+        "{}",
+        e.networks[1].desc
+    );
+    assert!(e.variants[0].baseline && !e.variants[1].baseline);
+}

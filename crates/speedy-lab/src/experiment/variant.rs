@@ -1,0 +1,390 @@
+//! A variant of an experiment: its TOML table (`[[variant]]`), its checks, and the typed
+//! [`Variant`] the runner reads.
+
+use super::{calibration, Pages};
+use std::ops::Range;
+use toml::Spanned;
+use serde::Deserialize;
+use spdy::HeaderCompression;
+use speedy_archive::synth::Calibration;
+use speedy_net::Protocol;
+use speedy_server::PushPolicy;
+
+/// SPDY/3.1, the SPDY the loader speaks.
+const SPDY: Protocol = Protocol::Spdy(spdy::Version::V3_1);
+
+/// One protocol variant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// Name (unique).
+    pub name: String,
+    /// The protocol the loader speaks: HTTP/1.1, SPDY/3.1, h2 or h3 (named in the
+    /// experiment file with the one vocabulary of [`speedy_net::protocol`]).
+    pub protocol: Protocol,
+    /// Over TLS.
+    pub tls: bool,
+    /// One SPDY session for all origins.
+    pub single_domain: bool,
+    /// Server push policy.
+    pub push: PushPolicy,
+    /// Server hint.
+    pub hint: bool,
+    /// Client prefetch.
+    pub prefetch: bool,
+    /// The baseline for speedups.
+    pub baseline: bool,
+    /// Initial congestion window (segments) on the server's routes, if set.
+    pub initcwnd: Option<u32>,
+    /// net.ipv4.tcp_slow_start_after_idle, if set.
+    pub slow_start_after_idle: Option<bool>,
+    /// Linux's RACK loss detection and tail loss probes (net.ipv4.tcp_recovery,
+    /// net.ipv4.tcp_early_retrans): on (the kernel's defaults) unless set false.
+    pub rack_tlp: bool,
+    /// net.ipv4.tcp_no_metrics_save (default true: runs do not learn from each other).
+    pub no_metrics_save: bool,
+    /// TCP congestion control in order of preference: the first the host allows is used.
+    pub cc_preference: Vec<String>,
+    /// The client's initial receive window (segments) on its routes, if set.
+    pub initrwnd: Option<u32>,
+    /// SPDY header compression of requests and responses.
+    pub header_compression: HeaderCompression,
+    /// HTTP/1.1 connections per host (the loader's default when `None`).
+    pub connections_per_host: Option<usize>,
+    /// HTTP/1.1 connections in all (the loader's default when `None`).
+    pub max_connections: Option<usize>,
+    /// This variant's own synthesized pages (the experiment's when `None`).
+    pub calibration: Option<&'static Calibration>,
+    /// The variant this one's speedup is computed against (the baseline when `None`).
+    pub against: Option<String>,
+    /// Through `speedy proxy` in the server namespace: `spdy` or `http` (the protocol
+    /// the loader speaks to it).
+    pub proxy: Option<String>,
+    /// A minimum retransmission timeout on the server namespace's routes, ms (`ip route
+    /// ... rto_min`): the cellular study's recommendation of an RTO that outlasts the
+    /// radio's promotion delay. Linux applies it to every RTO of those routes, not only
+    /// after idle periods.
+    pub rto_min_ms: Option<u32>,
+    /// With `revisit_after_ms` or `session_think_ms`: a SPDY PING on every open
+    /// connection this often during the pauses (the study's keep-alive).
+    pub keepalive_ms: Option<u32>,
+    /// SPDY or h2 sessions per pool (to the proxy: all of them), the loader's
+    /// `--sessions` (the study's 20 SPDY connections).
+    pub sessions: Option<u32>,
+    /// The loader's TLS ClientHello (`plain` for browsers before 2023; the loader's
+    /// default is Chromium's).
+    pub tls_hello: Option<speedy_net::tls::Hello>,
+    /// The loader knows each server speaks SPDY/h2 (`--known-servers`).
+    pub known_servers: Option<bool>,
+    /// Cross-site frames get connections of their own (`false`: `--no-partition`).
+    pub partition: Option<bool>,
+    /// SPDY over SCTP instead of TCP (`transport = "sctp"`).
+    pub sctp: bool,
+    /// With `sctp`: the first DATA in the COOKIE ECHO's packet (`cookie_bundling`,
+    /// default true).
+    pub cookie_bundling: bool,
+    /// With `sctp`: RTO.Initial at both ends, ms (`sctp_rto_initial_ms`; the stack's 3 s
+    /// when `None`).
+    pub sctp_rto_initial_ms: Option<u32>,
+}
+
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct VariantSpec {
+    name: String,
+    protocol: String,
+    tls: Option<bool>,
+    spdy_domains: Option<String>,
+    push: Option<String>,
+    hint: Option<bool>,
+    prefetch: Option<bool>,
+    baseline: Option<bool>,
+    cc: Option<OneOrManyStr>,
+    initcwnd: Option<u32>,
+    initrwnd: Option<u32>,
+    slow_start_after_idle: Option<bool>,
+    rack_tlp: Option<bool>,
+    no_metrics_save: Option<bool>,
+    header_compression: Option<String>,
+    connections_per_host: Option<usize>,
+    max_connections: Option<usize>,
+    calibration: Option<String>,
+    against: Option<String>,
+    proxy: Option<String>,
+    rto_min_ms: Option<u32>,
+    keepalive_ms: Option<u32>,
+    sessions: Option<u32>,
+    tls_hello: Option<String>,
+    known_servers: Option<bool>,
+    partition: Option<bool>,
+    transport: Option<String>,
+    cookie_bundling: Option<bool>,
+    sctp_rto_initial_ms: Option<u32>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+pub(super) enum OneOrManyStr {
+    One(String),
+    Many(Vec<String>),
+}
+
+
+/// A `[[variant]]` table, checked: every value in range, every combination possible.
+pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
+    let protocol = protocol_of(v)?;
+    let single_domain = match v.spdy_domains.as_deref() {
+        None | Some("per-origin") => false,
+        Some("single") => true,
+        Some(x) => return Err(format!("spdy_domains = {x:?}: per-origin or single")),
+    };
+    let push: PushPolicy = match &v.push {
+        None => PushPolicy::None,
+        Some(p) => p
+            .parse()
+            .map_err(|_| format!("push = {p:?}: none, subresources or all"))?,
+    };
+    if protocol == Protocol::Http1 && (push != PushPolicy::None || single_domain) {
+        return Err("push and spdy_domains need protocol spdy or h2".into());
+    }
+    let cc_preference = cc_preference(v)?;
+    check_numbers(v)?;
+    let header_compression = match &v.header_compression {
+        None => HeaderCompression::CrimeSafe,
+        Some(h) => HeaderCompression::parse(h).map_err(|e| format!("header_compression = {e}"))?,
+    };
+    if v.connections_per_host == Some(0) || v.max_connections == Some(0) || v.sessions == Some(0) {
+        return Err("connections_per_host, max_connections and sessions: at least 1".into());
+    }
+    if v.sessions.is_some() && protocol == Protocol::Http1 {
+        return Err(
+            "sessions = N is for SPDY and h2 sessions; HTTP/1.1 has connections_per_host".into(),
+        );
+    }
+    let calibration = match &v.calibration {
+        None => None,
+        Some(c) => Some(calibration(c).map_err(|e| format!("calibration: {e}"))?),
+    };
+    check_proxy(v, protocol, single_domain, push)?;
+    let sctp = transport_of(v, protocol)?;
+    if v.name.is_empty() || v.name.contains(['/', ' ']) {
+        return Err(format!(
+            "variant name {:?}: non-empty, no '/' or spaces",
+            v.name
+        ));
+    }
+    Ok(Variant {
+        name: v.name.clone(),
+        protocol,
+        tls: v.tls.unwrap_or(protocol == Protocol::H3),
+        single_domain,
+        push,
+        hint: v.hint.unwrap_or(false),
+        prefetch: v.prefetch.unwrap_or(false),
+        baseline: v.baseline.unwrap_or(false),
+        initcwnd: v.initcwnd,
+        slow_start_after_idle: v.slow_start_after_idle,
+        rack_tlp: v.rack_tlp.unwrap_or(true),
+        no_metrics_save: v.no_metrics_save.unwrap_or(true),
+        cc_preference,
+        initrwnd: v.initrwnd,
+        header_compression,
+        connections_per_host: v.connections_per_host,
+        max_connections: v.max_connections,
+        calibration,
+        against: v.against.clone(),
+        proxy: v.proxy.clone(),
+        rto_min_ms: v.rto_min_ms,
+        keepalive_ms: v.keepalive_ms,
+        sessions: v.sessions,
+        tls_hello: v
+            .tls_hello
+            .as_deref()
+            .map(speedy_net::tls::Hello::parse)
+            .transpose()
+            .map_err(|e| format!("tls_hello = {e}"))?,
+        known_servers: v.known_servers,
+        partition: v.partition,
+        sctp,
+        cookie_bundling: v.cookie_bundling.unwrap_or(true),
+        sctp_rto_initial_ms: v.sctp_rto_initial_ms,
+    })
+}
+
+/// The variant's protocol, of the one vocabulary (`speedy_net::protocol`); the loader
+/// speaks HTTP/1.1, SPDY/3.1, h2 and h3.
+fn protocol_of(v: &VariantSpec) -> Result<Protocol, String> {
+    match Protocol::parse(&v.protocol) {
+        Ok(p @ (Protocol::Http1 | SPDY | Protocol::H2 | Protocol::H3)) => Ok(p),
+        Ok(_) => Err(format!(
+                "protocol = {:?}: the loader speaks http1, spdy (SPDY/3.1), h2 and h3",
+                v.protocol
+            )),
+        Err(e) => Err(format!("protocol = {:?}: {e}", v.protocol)),
+    }
+}
+
+/// `cc`: the congestion controls in order of preference (none: the namespaces' default).
+fn cc_preference(v: &VariantSpec) -> Result<Vec<String>, String> {
+    let cc_preference = match &v.cc {
+        None => vec![],
+        Some(OneOrManyStr::One(c)) => vec![c.clone()],
+        Some(OneOrManyStr::Many(cs)) if cs.is_empty() => {
+            return Err("cc = []: name at least one of reno, cubic, bbr".into())
+        }
+        Some(OneOrManyStr::Many(cs)) => cs.clone(),
+    };
+    for cc in &cc_preference {
+        if !matches!(cc.as_str(), "reno" | "cubic" | "bbr") {
+            return Err(format!("cc = {cc:?}: reno, cubic or bbr"));
+        }
+    }
+    Ok(cc_preference)
+}
+
+/// The windows, counts and timeouts in range.
+fn check_numbers(v: &VariantSpec) -> Result<(), String> {
+    for (w, name) in [(v.initcwnd, "initcwnd"), (v.initrwnd, "initrwnd")] {
+        if let Some(w) = w {
+            if !(1..=1000).contains(&w) {
+                return Err(format!("{name} = {w}: between 1 and 1000 segments"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `proxy`: which protocol each proxy speaks, and what a proxy decides instead of the
+/// variant.
+fn check_proxy(
+    v: &VariantSpec,
+    protocol: Protocol,
+    single_domain: bool,
+    push: PushPolicy,
+) -> Result<(), String> {
+    match (v.proxy.as_deref(), protocol) {
+        (None, _) | (Some("spdy"), SPDY) | (Some("http"), Protocol::Http1) => {}
+        (Some(p @ ("spdy" | "http")), _) => {
+            return Err(format!(
+                "proxy = {p:?} needs protocol = {:?}",
+                if p == "spdy" { "spdy" } else { "http1" }
+            ))
+        }
+        (Some(p), _) => return Err(format!("proxy = {p:?}: spdy or http")),
+    }
+    if v.proxy.is_some() && (single_domain || push != PushPolicy::None) {
+        return Err("proxy: without spdy_domains or push (the proxy decides those)".into());
+    }
+    if v.proxy.as_deref() == Some("http") && v.tls == Some(true) {
+        return Err(
+            "proxy = \"http\" with tls: Chrome's HTTP proxy is plain; tls = true is TLS to the \
+             SPDY proxy"
+                .into(),
+        );
+    }
+    if let Some(ms) = v.rto_min_ms {
+        if !(1..=120_000).contains(&ms) {
+            return Err(format!("rto_min_ms = {ms}: between 1 and 120000"));
+        }
+    }
+    Ok(())
+}
+
+/// `transport`: whether the variant runs SPDY over SCTP (and its options), and what h3
+/// and SCTP rule out.
+fn transport_of(v: &VariantSpec, protocol: Protocol) -> Result<bool, String> {
+    let sctp = match v.transport.as_deref() {
+        None | Some("tcp") => false,
+        Some("sctp") => true,
+        Some(t) => return Err(format!("transport = {t:?}: tcp or sctp")),
+    };
+    if sctp && (protocol != SPDY || v.tls == Some(true) || v.proxy.is_some()) {
+        return Err(
+            "transport = \"sctp\": protocol = \"spdy\", without tls or proxy (SCTP carries \
+             plain SPDY)"
+                .into(),
+        );
+    }
+    if protocol == Protocol::H3 && (v.tls == Some(false) || v.proxy.is_some() || sctp) {
+        return Err(
+            "protocol = \"h3\": HTTP/3 runs over QUIC, always encrypted (tls is implied), \
+             without proxy or sctp"
+                .into(),
+        );
+    }
+    if v.cookie_bundling.is_some() && !sctp {
+        return Err("cookie_bundling: only with transport = \"sctp\"".into());
+    }
+    if let Some(ms) = v.sctp_rto_initial_ms {
+        if !sctp {
+            return Err("sctp_rto_initial_ms: only with transport = \"sctp\"".into());
+        }
+        if !(1..=60_000).contains(&ms) {
+            return Err(format!("sctp_rto_initial_ms = {ms}: between 1 and 60000"));
+        }
+    }
+    Ok(sctp)
+}
+
+/// Every `[[variant]]`, checked one by one and together (unique names, `against` and
+/// calibrations that fit, one baseline: HTTP/1.1's when none is named).
+pub(super) fn variants_of(
+    specs: &[Spanned<VariantSpec>],
+    origin: &str,
+    pages: &Pages,
+    at: &dyn Fn(Range<usize>, String) -> String,
+) -> Result<Vec<Variant>, String> {
+    let mut variants = Vec::new();
+    for v in specs {
+        let var = variant(v.get_ref()).map_err(|e| at(v.span(), e))?;
+        if variants.iter().any(|x: &Variant| x.name == var.name) {
+            return Err(at(
+                v.span(),
+                format!("two variants are named {:?}", var.name),
+            ));
+        }
+        variants.push(var);
+    }
+    if variants.is_empty() {
+        return Err(format!("{origin}: no [[variant]]"));
+    }
+    if variants.iter().any(|v| v.sctp) && variants.iter().any(|v| v.protocol == Protocol::H3) {
+        return Err(format!(
+            "{origin}: SCTP and h3 variants both need the replay server's UDP port: run them \
+             in separate experiments"
+        ));
+    }
+    for v in &variants {
+        if let Some(a) = &v.against {
+            let Some(b) = variants.iter().find(|x| &x.name == a) else {
+                return Err(format!(
+                    "{origin}: variant {:?} is against {a:?}, which no [[variant]] defines",
+                    v.name
+                ));
+            };
+            if b.calibration.map(|c| c.name) != v.calibration.map(|c| c.name) {
+                return Err(format!(
+                    "{origin}: variant {:?} is against {a:?}, which loads other pages (calibration)",
+                    v.name
+                ));
+            }
+        }
+        if v.calibration.is_some() && !matches!(pages, Pages::Synth(..)) {
+            return Err(format!(
+                "{origin}: variant {:?} has a calibration, which needs [pages] synth = N",
+                v.name
+            ));
+        }
+    }
+    if variants.iter().filter(|v| v.baseline).count() > 1 {
+        return Err(format!(
+            "{origin}: more than one variant has baseline = true"
+        ));
+    }
+    if !variants.iter().any(|v| v.baseline) {
+        if let Some(v) = variants.iter_mut().find(|v| v.protocol == Protocol::Http1) {
+            v.baseline = true;
+        }
+    }
+    Ok(variants)
+}

@@ -1,0 +1,364 @@
+//! A lane: its own namespace pair and link on one network, the replay servers and
+//! proxies its variants need, and the loads it takes from the run's queue, one at a time.
+
+use super::knobs::{self, Cc};
+use super::plan::{key, Corpora, Job, PageInfo};
+use super::probes::{self, visit_window, Watch};
+use super::{build_id, fmt_eta, load, load_seed, row, sanitize, RunOptions};
+use crate::experiment::{Experiment, Network};
+use crate::results::{append_row, Row};
+use crate::testbed::{topology_for, ProxyServer, ReplayServer, ReplaySpec};
+use linkem::{Side, Topology};
+use speedy_archive::har::Har;
+use speedy_server::spec::ServeSpec;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What tells replay servers apart: their spec (without the port), as JSON.
+pub(super) type ServerKey = String;
+
+/// The replay server a variant loads from, but for its port: the corpus, the lab CA,
+/// and the variant's server options.
+fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> ServeSpec {
+    let var = &exp.variants[v];
+    let h3 = var.protocol == speedy_net::Protocol::H3;
+    ServeSpec {
+        archive: Some(corpora.list[corpora.of_variant[v]].0.clone()),
+        ca_dir: Some(ca_dir.to_path_buf()),
+        push: var.push,
+        hint: var.hint,
+        header_compression: var.header_compression,
+        // Every server of an experiment with SCTP (or h3) variants listens for them,
+        // so one server serves its TCP and UDP variants alike.
+        sctp: exp.variants.iter().any(|v| v.sctp),
+        sctp_rto_initial_ms: var.sctp_rto_initial_ms.filter(|_| var.sctp),
+        h3: exp
+            .variants
+            .iter()
+            .any(|v| v.protocol == speedy_net::Protocol::H3),
+        // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
+        quic_initial_window: var.initcwnd.filter(|_| h3).map(|n| u64::from(n) * 1460),
+        ..ServeSpec::default()
+    }
+}
+
+/// The server a variant loads from.
+pub(super) fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
+    // The CA directory is the lane's, the same for every variant.
+    let spec = serve_spec(corpora, exp, v, Path::new(""));
+    serde_json::to_string(&spec).expect("a ServeSpec serializes")
+}
+
+/// The lane's replay servers, one per [`ServerKey`] the variants use.
+pub(super) type Servers = HashMap<ServerKey, ReplayServer>;
+
+fn start_servers(
+    exp: &Experiment,
+    opts: &RunOptions,
+    topo: &Topology,
+    corpora: &Corpora,
+    ca_dir: &Path,
+) -> Result<Servers, String> {
+    let mut started = Servers::new();
+    let mut port = 8443;
+    for v in 0..exp.variants.len() {
+        let key = server_key(corpora, exp, v);
+        if started.contains_key(&key) {
+            continue;
+        }
+        let mut serve = serve_spec(corpora, exp, v, ca_dir);
+        serve.listen = format!("0.0.0.0:{port}");
+        port += 1;
+        let spec = ReplaySpec {
+            speedy: &opts.speedy,
+            serve,
+        };
+        started.insert(key, ReplayServer::start(topo, &spec)?);
+    }
+    Ok(started)
+}
+
+/// The lane's proxies, one per replay server a proxy variant loads from (port 3128 and
+/// up on the first server address), each with its TCP series file.
+#[allow(clippy::too_many_arguments)]
+fn start_proxies(
+    exp: &Experiment,
+    opts: &RunOptions,
+    topo: &Topology,
+    corpora: &Corpora,
+    ca_dir: &Path,
+    servers: &Servers,
+    net: &Network,
+    lane: usize,
+) -> Result<HashMap<ServerKey, ProxyServer>, String> {
+    // In the order of the variants that first use each.
+    let mut keys: Vec<ServerKey> = Vec::new();
+    for v in (0..exp.variants.len()).filter(|&v| exp.variants[v].proxy.is_some()) {
+        let key = server_key(corpora, exp, v);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let mut out = HashMap::new();
+    for (i, key) in keys.into_iter().enumerate() {
+        let series = opts.out.join(format!(
+            "series/{}/lane{lane}-proxy{i}.jsonl",
+            sanitize(&net.name)
+        ));
+        std::fs::create_dir_all(series.parent().expect("has parent")).map_err(|e| e.to_string())?;
+        let resolve = servers[&key].resolve();
+        let p = ProxyServer::start(
+            topo,
+            &opts.speedy,
+            3128 + i as u16,
+            &resolve,
+            ca_dir,
+            &series,
+        )?;
+        out.insert(key, p);
+    }
+    Ok(out)
+}
+
+/// What every lane of a run shares: the experiment, its plan, where rows go, and the
+/// progress line.
+pub(super) struct Shared<'a> {
+    /// The experiment.
+    pub exp: &'a Experiment,
+    /// How it runs.
+    pub opts: &'a RunOptions,
+    /// Its corpora.
+    pub corpora: &'a Corpora,
+    /// Per variant, the congestion control [`super::knobs::resolve_cc`] picked.
+    pub ccs: &'a [Option<Cc>],
+    /// The lab CA's directory.
+    pub ca_dir: &'a Path,
+    /// The results file rows are appended to.
+    pub results: &'a Path,
+    /// Keys of the rows already there (resumed loads skip them).
+    pub done: &'a HashSet<String>,
+    /// Rows written so far and when the run started, for the progress line.
+    pub progress: &'a Mutex<(usize, Instant)>,
+    /// Rows to write in all.
+    pub total: usize,
+}
+
+/// One lane on one network: its namespaces and link, replay servers and proxies.
+pub(super) struct Lane<'a> {
+    sh: &'a Shared<'a>,
+    net: &'a Network,
+    link: linkem::LinkConfig,
+    topo: Topology,
+    /// The namespaces' own default congestion control, for variants that name none.
+    default_cc: String,
+    servers: Servers,
+    proxies: HashMap<ServerKey, ProxyServer>,
+    /// Each page's last HAR in this lane (client prefetch learns from it).
+    last_har: HashMap<String, PathBuf>,
+}
+
+/// Runs jobs from `queue` on a lane of its own until the queue is empty.
+pub(super) fn run_lane(
+    sh: &Shared,
+    net: &Network,
+    lane: usize,
+    queue: &Mutex<VecDeque<Job>>,
+) -> Result<(), String> {
+    let mut l = Lane::open(sh, net, lane)?;
+    loop {
+        let Some(job) = queue.lock().expect("lock").pop_front() else {
+            break;
+        };
+        l.run_job(&job)?;
+        if !sh.exp.think_time.is_zero() {
+            std::thread::sleep(sh.exp.think_time);
+        }
+    }
+    drop(l.servers);
+    l.topo.stop_link();
+    Ok(())
+}
+
+impl<'a> Lane<'a> {
+    /// Creates the namespaces and link, and starts the servers and proxies.
+    fn open(sh: &'a Shared<'a>, net: &'a Network, lane: usize) -> Result<Lane<'a>, String> {
+        let (exp, opts, corpora) = (sh.exp, sh.opts, sh.corpora);
+        let link = net.link.clone();
+        let topo = topology_for(corpora.max_hosts(), &link, exp.seed)?;
+        let default_cc = knobs::sh(
+            &topo,
+            Side::Server,
+            "sysctl",
+            &["-n", "net.ipv4.tcp_congestion_control"],
+        )?
+        .trim()
+        .to_string();
+        let servers = start_servers(exp, opts, &topo, corpora, sh.ca_dir)?;
+        let proxies = start_proxies(exp, opts, &topo, corpora, sh.ca_dir, &servers, net, lane)?;
+        Ok(Lane {
+            sh,
+            net,
+            link,
+            topo,
+            default_cc,
+            servers,
+            proxies,
+            last_har: HashMap::new(),
+        })
+    }
+
+    /// Runs one job: the variant's knobs, a fresh link, the loader (sampled), and a row
+    /// per measured page.
+    fn run_job(&mut self, job: &Job) -> Result<(), String> {
+        let (exp, opts, corpora) = (self.sh.exp, self.sh.opts, self.sh.corpora);
+        let visits: Vec<&PageInfo> = job
+            .visits
+            .iter()
+            .map(|&i| corpora.page(job.variant, i).0)
+            .collect();
+        let session = exp.session_think.is_some();
+        // A session's file names and link seed say "session"; a load's, its page.
+        let stem = if session {
+            "session".to_string()
+        } else {
+            visits[0].name.clone()
+        };
+        let variant = &exp.variants[job.variant];
+        let cc = self.sh.ccs[job.variant].as_ref();
+        knobs::apply_tcp_knobs(&self.topo, variant, cc, &self.default_cc)?;
+        // A fresh link per load, seeded by (experiment seed, page, run): every variant of a
+        // run meets the same random loss sequence, and which lane runs a load changes
+        // nothing.
+        self.topo.stop_link();
+        self.link.seed = load_seed(exp.seed, &stem, job.run);
+        self.topo
+            .start_link(&self.link)
+            .map_err(|e| format!("restarting the link: {e}"))?;
+        // Where this load's files go under the output directory.
+        let file = |dir: &str, ext: &str| {
+            format!(
+                "{dir}/{}/{}/{stem}-run{}.{ext}",
+                sanitize(&self.net.name),
+                variant.name,
+                job.run
+            )
+        };
+        let rel = file("hars", "har");
+        let har = opts.out.join(&rel);
+        std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
+        let skey = server_key(corpora, exp, job.variant);
+        let resolve = self.servers[&skey].resolve();
+        let proxy = variant.proxy.as_ref().map(|_| &self.proxies[&skey]);
+        let series_from = proxy.map(|p| probes::file_len(&p.series));
+        let spec = load::spec(
+            exp,
+            variant,
+            &load::Target {
+                visits: &visits,
+                archive: corpora.page(job.variant, job.visits[0]).1,
+                ca_dir: self.sh.ca_dir,
+                resolve: &resolve,
+                proxy: proxy.map(|p| p.addr),
+                har: &har,
+                earlier: self.last_har.get(&visits[0].name),
+            },
+        );
+        let t0 = Instant::now();
+        let mut watch = Watch::start(&self.topo, &self.servers, session)?;
+        let (topo, servers) = (&self.topo, &self.servers);
+        let status = load::run(topo, opts, &spec, &mut || watch.sample(topo, servers))?;
+        watch.finish(topo, servers)?;
+        // Stopped here (restarted before the next load) for the forwarding thread's own
+        // measure of this load's timing.
+        self.topo.stop_link();
+        let fwd = self.topo.forward_stats();
+        let h = Har::read(&har).map_err(|e| format!("{e} (loader exit {status})"))?;
+        let series = match (proxy, series_from) {
+            (Some(p), Some(from)) => {
+                let rel = file("series", "jsonl");
+                probes::copy_tail(&p.series, from, &opts.out.join(&rel))?;
+                Some(rel)
+            }
+            _ => None,
+        };
+        let cc = cc.map_or(self.default_cc.as_str(), |c| c.name.as_str());
+        // Which of the HAR's pages are measured: a session's every visit, a revisit's
+        // second, a load's one.
+        let measured: Vec<(usize, &PageInfo)> = if session {
+            visits.iter().copied().enumerate().collect()
+        } else {
+            vec![(h.log.pages.len().saturating_sub(1), visits[0])]
+        };
+        for (visit, page) in measured {
+            if self.sh.done.contains(&key(&page.name, &self.net.name, &variant.name, job.run)) {
+                continue;
+            }
+            // A session's visit counts the link and the server from its start to the next
+            // visit's (the think time between is idle but for keep-alives); a load counts
+            // all of it.
+            let (before, after) = if session {
+                visit_window(&h, visit, &watch.snaps)
+                    .map_err(|e| format!("{}: {e}", har.display()))?
+            } else {
+                (&watch.snaps[0], watch.snaps.last().expect("two snapshots"))
+            };
+            let row = row::row(&row::Measured {
+                exp,
+                net: self.net,
+                variant,
+                spec: &spec,
+                page,
+                run: job.run,
+                har: &h,
+                har_path: &har,
+                rel: &rel,
+                visit,
+                before,
+                after,
+                cc: cc.trim(),
+                build: build_id(&opts.speedy),
+                conns: &watch.conns,
+                link_late_mean_us: (fwd.late_sum.as_micros() as u64)
+                    .checked_div(fwd.written)
+                    .unwrap_or(0),
+                link_late_max_us: fwd.late_max.as_micros() as u64,
+                series: series.clone(),
+            })
+            .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
+            append_row(self.sh.results, &row)?;
+            if !session {
+                self.last_har.insert(page.name.clone(), har.clone());
+            }
+            self.progress(&row, t0);
+        }
+        Ok(())
+    }
+
+    /// The progress line of a row written, with the run's ETA.
+    fn progress(&self, row: &Row, t0: Instant) {
+        let mut p = self.sh.progress.lock().expect("lock");
+        p.0 += 1;
+        let elapsed = p.1.elapsed().as_secs_f64();
+        let eta = elapsed / p.0 as f64 * (self.sh.total - p.0) as f64;
+        eprintln!(
+            "[{}/{}] {} | {} | {} | run {}: onLoad {:.0} ms ({:.1} s){} ETA {}",
+            p.0,
+            self.sh.total,
+            self.net.name,
+            row.page,
+            row.variant,
+            row.run,
+            row.on_load_ms,
+            t0.elapsed().as_secs_f64(),
+            match (row.failed_objects, &row.headroom) {
+                (0, None) => String::new(),
+                (n, None) => format!(", {n} failed objects"),
+                (0, Some(h)) => format!(", short of CPU: {h}"),
+                (n, Some(h)) => format!(", {n} failed objects, short of CPU: {h}"),
+            },
+            fmt_eta(eta)
+        );
+    }
+}

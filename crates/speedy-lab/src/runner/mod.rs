@@ -1,0 +1,323 @@
+//! The runner: builds the topology with the link emulator, starts the replay server in
+//! the server namespace (one address per origin), runs the loader in the client
+//! namespace, alternates variants run by run, keeps every HAR and appends one
+//! [`Row`] per load to `results.jsonl`. An interrupted experiment resumes where it
+//! stopped: loads already in the results file are skipped.
+//!
+//! Lanes run loads in parallel, each on its own namespace pair and link; every load gets
+//! a fresh link seeded by (seed, page, run), so lanes change no result beyond CPU
+//! contention; shards split the load list
+//! (`i/n` takes every n-th load starting at i) for batch schedulers, merged afterwards
+//! with [`merge`](crate::merge).
+//!
+//! Rooms: [`plan`] (corpora, pages, the job list: pure), `lane` (a lane's namespaces,
+//! servers and proxies, and its loop), `load` (the loader's spec and process), `probes`
+//! (counters and connection samples around a load), `row` (one row from what was
+//! measured), `knobs` (a variant's TCP settings in the namespaces).
+
+mod knobs;
+mod lane;
+mod load;
+mod plan;
+mod probes;
+mod row;
+
+pub use plan::{prepare_corpus, prepare_pages, PageInfo};
+pub(crate) use plan::key;
+
+use crate::experiment::Experiment;
+use crate::results::{read_rows, Row};
+use lane::{run_lane, Shared};
+use plan::{jobs, Corpora, Job};
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The CPU headroom a load must have had for its timings to stand for the network (see
+/// [`Headroom`]).
+pub const HEADROOM: Headroom = Headroom {
+    link_late_mean: Duration::from_micros(500),
+    link_late_max: Duration::from_millis(20),
+    loader_lag_max: Duration::from_millis(50),
+};
+
+/// Bounds on the lab's own lateness. A load that exceeded one is flagged in its row and
+/// listed in the report; its figures are kept (as measured) but say as much about the CPU
+/// as about the link.
+#[derive(Clone, Copy, Debug)]
+pub struct Headroom {
+    /// Mean lateness of the emulator's packet writes.
+    pub link_late_mean: Duration,
+    /// Largest lateness of one packet write.
+    pub link_late_max: Duration,
+    /// Largest lag of the loader's event loop.
+    pub loader_lag_max: Duration,
+}
+
+impl Headroom {
+    /// `None` within bounds, else which bound the row exceeded.
+    pub fn check(&self, r: &Row) -> Option<String> {
+        let us = |d: Duration| d.as_micros() as u64;
+        let mut out = Vec::new();
+        if r.link_late_mean_us > us(self.link_late_mean) {
+            out.push(format!(
+                "link lateness mean {} µs > {} µs",
+                r.link_late_mean_us,
+                us(self.link_late_mean)
+            ));
+        }
+        if r.link_late_max_us > us(self.link_late_max) {
+            out.push(format!(
+                "link lateness max {} ms > {} ms",
+                r.link_late_max_us / 1000,
+                us(self.link_late_max) / 1000
+            ));
+        }
+        if r.loader_lag_max_us > us(self.loader_lag_max) {
+            out.push(format!(
+                "loader lag {} ms > {} ms",
+                r.loader_lag_max_us / 1000,
+                us(self.loader_lag_max) / 1000
+            ));
+        }
+        (!out.is_empty()).then(|| out.join(", "))
+    }
+}
+
+/// Lanes per CPU core that `--lanes auto` runs (measured: docs/lab.md, "Lanes").
+pub const LANES_PER_CORE: usize = 4;
+
+/// The lanes `--lanes auto` picks on a machine with `cores` cores.
+pub fn auto_lanes(cores: usize) -> usize {
+    (cores.max(1) * LANES_PER_CORE).min(16)
+}
+
+/// How often the server's connections are sampled with `ss -ti` during a load.
+pub const SS_EVERY: Duration = Duration::from_millis(250);
+
+/// How to run an experiment.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Output directory (results.jsonl, hars/, corpus/, lab-ca/, report.html).
+    pub out: PathBuf,
+    /// Parallel lanes.
+    pub lanes: usize,
+    /// Shard `(i, n)`: run loads whose index % n == i.
+    pub shard: (usize, usize),
+    /// The `speedy` program (server and loader run as processes).
+    pub speedy: PathBuf,
+}
+
+/// Runs (or resumes) an experiment; prints progress with an ETA on stderr.
+pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    crate::interrupt::tear_down_on_signals("speedy lab");
+    let corpora = Corpora::prepare(exp, &opts.out)?;
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let ccs = knobs::resolve_cc(
+        exp,
+        &sysctl("tcp_allowed_congestion_control"),
+        &sysctl("tcp_available_congestion_control"),
+    )?;
+    let pages = &corpora.list[0].1;
+    let results = opts.out.join(if opts.shard.1 > 1 {
+        format!("results-shard{}of{}.jsonl", opts.shard.0, opts.shard.1)
+    } else {
+        "results.jsonl".into()
+    });
+    let done: HashSet<String> = if results.exists() {
+        crate::results::drop_unfinished_tail(&results)?;
+        read_rows(&results)?
+            .iter()
+            .map(|r| key(&r.page, &r.network, &r.variant, r.run))
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let all = jobs(exp, pages.len());
+    let todo: Vec<Job> = all
+        .into_iter()
+        .filter(|j| j.index % opts.shard.1 == opts.shard.0)
+        .filter(|j| {
+            j.visits.iter().any(|&p| {
+                !done.contains(&key(
+                    &corpora.page(j.variant, p).0.name,
+                    &exp.networks[j.network].name,
+                    &exp.variants[j.variant].name,
+                    j.run,
+                ))
+            })
+        })
+        .collect();
+    // Rows to write (a session's visits each make one), for the progress line.
+    let total = if exp.session_think.is_some() {
+        todo.len() * pages.len()
+    } else {
+        todo.len()
+    };
+    eprintln!(
+        "speedy lab {}: {} pages × {} networks × {} variants × {} runs; {}{}",
+        exp.name,
+        pages.len(),
+        exp.networks.len(),
+        exp.variants.len(),
+        exp.runs,
+        match exp.session_think {
+            Some(t) => format!(
+                "{} browsing sessions ({total} visits, {:.0} s apart) to run",
+                todo.len(),
+                t.as_secs_f64()
+            ),
+            None => format!("{total} loads to run"),
+        },
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} already done, resuming)", done.len())
+        }
+    );
+    let progress = Mutex::new((0usize, Instant::now()));
+    let ca_dir = opts.out.join("lab-ca");
+    let shared = Shared {
+        exp,
+        opts,
+        corpora: &corpora,
+        ccs: &ccs,
+        ca_dir: &ca_dir,
+        results: &results,
+        done: &done,
+        progress: &progress,
+        total,
+    };
+    for (ni, net) in exp.networks.iter().enumerate() {
+        let queue: VecDeque<Job> = todo.iter().filter(|j| j.network == ni).cloned().collect();
+        if queue.is_empty() {
+            continue;
+        }
+        let queue = Mutex::new(queue);
+        let errors: Mutex<Vec<String>> = Mutex::default();
+        std::thread::scope(|s| {
+            for lane in 0..opts.lanes.max(1) {
+                let (queue, errors, shared) = (&queue, &errors, &shared);
+                s.spawn(move || {
+                    if let Err(e) = run_lane(shared, net, lane, queue) {
+                        errors
+                            .lock()
+                            .expect("lock")
+                            .push(format!("lane {lane} on {}: {e}", net.name));
+                    }
+                });
+            }
+        });
+        let errs = errors.lock().expect("lock");
+        if !errs.is_empty() {
+            return Err(errs.join("\n"));
+        }
+    }
+    Ok(results)
+}
+
+/// The link seed of one load: a hash of the experiment seed, the page and the run.
+pub(crate) fn load_seed(seed: u64, page: &str, run: u32) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for b in page.bytes().chain(run.to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Seconds as `1h02m` or `3m05s`.
+fn fmt_eta(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+/// A name made safe for a file path (letters, digits, `-`, `.`; anything else `_`).
+pub(crate) fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The build of the `speedy` program at `path`: its version and the first 16 hex digits of
+/// the file's SHA-256, computed once per process.
+pub fn build_id(path: &Path) -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        use sha2::Digest;
+        let hash = std::fs::read(path)
+            .map(|b| hex::encode(&sha2::Sha256::digest(&b)[..8]))
+            .unwrap_or_else(|_| "unreadable".into());
+        format!("speedy {} sha256:{hash}", env!("CARGO_PKG_VERSION"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::knobs::{resolve_cc, Cc};
+    use super::*;
+
+    #[test]
+    fn sets_the_cc_by_sysctl_or_per_route_and_falls_back_where_the_kernel_lacks_it() {
+        let mut exp = crate::experiment::parse(
+            crate::experiment::built_in("quick").unwrap().toml,
+            "q",
+            Path::new("."),
+        )
+        .unwrap();
+        exp.variants.truncate(2); // quick's HTTP/1.1 and SPDY
+        exp.variants[0].cc_preference = vec![];
+        exp.variants[1].cc_preference = vec!["cubic".into(), "reno".into()];
+        let cc = |name: &str, per_route| {
+            Some(Cc {
+                name: name.into(),
+                per_route,
+            })
+        };
+        // Allowed as a namespace default: the sysctl; only available: per route.
+        let ccs = resolve_cc(&exp, "reno cubic", "reno cubic bbr").unwrap();
+        assert_eq!(ccs, vec![None, cc("cubic", false)]);
+        let ccs = resolve_cc(&exp, "reno bbr", "reno bbr cubic").unwrap();
+        assert_eq!(ccs, vec![None, cc("cubic", true)]);
+        // The kernel lacks cubic: the next preference.
+        let ccs = resolve_cc(&exp, "reno bbr", "reno bbr").unwrap();
+        assert_eq!(ccs, vec![None, cc("reno", false)]);
+        let e = resolve_cc(&exp, "bbr", "bbr").unwrap_err();
+        assert!(e.contains("modprobe tcp_cubic"), "{e}");
+    }
+
+    #[test]
+    fn alternates_variants_run_by_run() {
+        let q = crate::experiment::built_in("quick").unwrap().toml;
+        let mut exp = crate::experiment::parse(q, "q", Path::new(".")).unwrap();
+        exp.variants.truncate(2); // quick's HTTP/1.1 and SPDY
+        let js = jobs(&exp, 2);
+        assert_eq!(js.len(), exp.loads(2));
+        let first: Vec<usize> = js
+            .iter()
+            .filter(|j| j.visits == [0])
+            .map(|j| j.variant)
+            .collect();
+        assert_eq!(
+            &first[..4],
+            &[0, 1, 1, 0],
+            "run 0 starts with variant 0, run 1 with variant 1"
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! What the lab measures around a load besides the HAR: the link's, both namespaces'
+//! TCP and the replay servers' SCTP counters ([`Snapshot`]), the server's connections
+//! (`ss -ti`), and the proxy's TCP series file.
+
+use super::knobs::sh;
+use super::lane::Servers;
+use crate::tcpinfo::{parse_ss, parse_tcp_mib, ConnSample, TcpMib};
+use linkem::{Side, Topology};
+use speedy_archive::har::Har;
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// A file's length, 0 when it does not exist yet.
+pub(super) fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map_or(0, |m| m.len())
+}
+
+/// Copies what `src` gained since byte `from` (whole lines) to `dst`.
+pub(super) fn copy_tail(src: &Path, from: u64, dst: &Path) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    // The sampler writes a tick's lines and flushes; give the last tick time to land.
+    std::thread::sleep(Duration::from_millis(30));
+    let mut f = std::fs::File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    f.seek(SeekFrom::Start(from)).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}", src.display()))?;
+    let whole = text.rfind('\n').map_or("", |i| &text[..=i]);
+    std::fs::create_dir_all(dst.parent().expect("has parent")).map_err(|e| e.to_string())?;
+    std::fs::write(dst, whole).map_err(|e| format!("{}: {e}", dst.display()))
+}
+
+/// The link's, both namespaces' TCP and the replay servers' SCTP counters at one moment.
+pub(super) struct Snapshot {
+    at_ms: f64,
+    /// The link's counters.
+    pub link: linkem::Counters,
+    /// The server namespace's TCP MIB.
+    pub server: TcpMib,
+    /// The client namespace's TCP MIB: the loader's sockets only.
+    pub loader: TcpMib,
+    /// The lane's replay servers' SCTP counters, summed.
+    pub sctp: speedy_net::sctp::counters::Counters,
+}
+
+impl Snapshot {
+    /// Reads every counter now.
+    pub fn take(topo: &Topology, servers: &Servers) -> Result<Snapshot, String> {
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+        Ok(Snapshot {
+            at_ms,
+            link: topo.counters(),
+            server: tcp_counters(topo, Side::Server)?,
+            loader: tcp_counters(topo, Side::Client)?,
+            sctp: servers
+                .values()
+                .fold(Default::default(), |sum, s| sum.plus(&s.sctp_counters())),
+        })
+    }
+}
+
+/// The snapshots around visit `i` of a session's HAR: the last taken before the visit
+/// started (the first snapshot for the first visit) and the last taken before the next
+/// visit started (the final snapshot for the last visit). Snapshots come every
+/// [`SS_EVERY`], and visits are a think time apart, so a window's edges fall in the idle
+/// time between visits.
+pub(super) fn visit_window<'a>(
+    h: &Har,
+    i: usize,
+    snaps: &'a [Snapshot],
+) -> Result<(&'a Snapshot, &'a Snapshot), String> {
+    let start = |i: usize| {
+        let p = &h.log.pages[i];
+        speedy_archive::date::parse_ms(&p.started_date_time).ok_or_else(|| {
+            format!(
+                "log.pages[{i}].startedDateTime {:?}: not a date",
+                p.started_date_time
+            )
+        })
+    };
+    let before = |t: f64| {
+        snaps
+            .iter()
+            .rev()
+            .find(|s| s.at_ms <= t)
+            .unwrap_or(&snaps[0])
+    };
+    let from = if i == 0 { &snaps[0] } else { before(start(i)?) };
+    let to = if i + 1 < h.log.pages.len() {
+        before(start(i + 1)?)
+    } else {
+        snaps.last().expect("at least one snapshot")
+    };
+    Ok((from, to))
+}
+
+/// The TCP MIB of one side's namespace (only that side's processes' sockets count), read
+/// by a thread in the namespace (as `Topology::tun_stats` reads its devices), not a process.
+fn tcp_counters(topo: &Topology, side: Side) -> Result<TcpMib, String> {
+    let text = topo
+        .spawn_in(side, || {
+            let mut t = std::fs::read_to_string("/proc/thread-self/net/snmp")?;
+            t.push_str(&std::fs::read_to_string("/proc/thread-self/net/netstat")?);
+            Ok(t)
+        })
+        .join()
+        .map_err(|_| "the MIB reader thread panicked".to_string())?
+        .map_err(|e| format!("reading the namespace's TCP MIB: {e}"))?;
+    let name = match side {
+        Side::Client => "client",
+        Side::Server => "server",
+    };
+    parse_tcp_mib(&text)
+        .ok_or_else(|| format!("the {name} namespace's /proc/net/snmp has no Tcp counters"))
+}
+
+/// What is sampled while a load runs: the server's connections (`ss -ti`, each
+/// connection's last sample; connections of an earlier load still closing left out) and,
+/// for a browsing session, counter snapshots to cut its visits from.
+pub(super) struct Watch {
+    earlier: HashSet<(String, String)>,
+    /// The load's connections as last sampled.
+    pub conns: Vec<ConnSample>,
+    /// Counter snapshots: one before the load, one per sample in a session, one after.
+    pub snaps: Vec<Snapshot>,
+    session: bool,
+}
+
+impl Watch {
+    /// Starts watching: the connections open now are not the load's, and the first
+    /// snapshot is taken.
+    pub fn start(topo: &Topology, servers: &Servers, session: bool) -> Result<Watch, String> {
+        let earlier = ss(topo)
+            .map(|t| {
+                parse_ss(&t)
+                    .into_iter()
+                    .map(|c| (c.local, c.peer))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Watch {
+            earlier,
+            conns: Vec::new(),
+            snaps: vec![Snapshot::take(topo, servers)?],
+            session,
+        })
+    }
+
+    /// One sample during the load. A failed sample (ss missing) loses only the
+    /// per-connection figures.
+    pub fn sample(&mut self, topo: &Topology, servers: &Servers) {
+        if let Ok(t) = ss(topo) {
+            for c in parse_ss(&t)
+                .into_iter()
+                .filter(|c| !self.earlier.contains(&(c.local.clone(), c.peer.clone())))
+            {
+                match self
+                    .conns
+                    .iter_mut()
+                    .find(|x| x.local == c.local && x.peer == c.peer)
+                {
+                    Some(x) => *x = c,
+                    None => self.conns.push(c),
+                }
+            }
+        }
+        if self.session {
+            if let Ok(s) = Snapshot::take(topo, servers) {
+                self.snaps.push(s);
+            }
+        }
+    }
+
+    /// The last sample and snapshot, once the loader has exited.
+    pub fn finish(&mut self, topo: &Topology, servers: &Servers) -> Result<(), String> {
+        self.sample(topo, servers);
+        self.snaps.push(Snapshot::take(topo, servers)?);
+        Ok(())
+    }
+}
+
+/// The server namespace's connected TCP sockets, `ss -tinH`.
+fn ss(topo: &Topology) -> Result<String, String> {
+    sh(topo, Side::Server, "ss", &["-tinH", "state", "connected"])
+}

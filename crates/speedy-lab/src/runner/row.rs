@@ -1,0 +1,178 @@
+//! One row of `results.jsonl`, built once from everything measured about a load.
+
+use super::knobs::DEFAULT_INITCWND;
+use super::plan::PageInfo;
+use super::probes::Snapshot;
+use super::HEADROOM;
+use crate::experiment::{Experiment, Network, Pages, Variant};
+use crate::results::{Row, SweepPoint};
+use crate::tcpinfo::ConnSample;
+use speedy_archive::har::Har;
+use speedy_browser::LoadSpec;
+use std::path::Path;
+
+/// Everything measured about one page of a load, the inputs of its [`Row`].
+pub(super) struct Measured<'a> {
+    /// The experiment.
+    pub exp: &'a Experiment,
+    /// The network it ran on.
+    pub net: &'a Network,
+    /// The variant.
+    pub variant: &'a Variant,
+    /// What the loader was asked to do.
+    pub spec: &'a LoadSpec,
+    /// The page.
+    pub page: &'a PageInfo,
+    /// The run.
+    pub run: u32,
+    /// The loader's HAR.
+    pub har: &'a Har,
+    /// Where it is.
+    pub har_path: &'a Path,
+    /// Its path under the output directory, as the row records it.
+    pub rel: &'a str,
+    /// Which of the HAR's pages this row is.
+    pub visit: usize,
+    /// The counters before and after the page.
+    pub before: &'a Snapshot,
+    /// See `before`.
+    pub after: &'a Snapshot,
+    /// The congestion control the load ran.
+    pub cc: &'a str,
+    /// The `speedy` build.
+    pub build: &'a str,
+    /// The server's connections as last sampled.
+    pub conns: &'a [ConnSample],
+    /// The link's mean and largest lateness of a packet write, µs.
+    pub link_late_mean_us: u64,
+    /// See `link_late_mean_us`.
+    pub link_late_max_us: u64,
+    /// The proxy's TCP series of the load, under the output directory.
+    pub series: Option<String>,
+}
+
+/// The row of `m`. The loader's HAR is read through the one model: a missing field (a
+/// `_totals` counter, the page timings, `_protocol`) is an error, never a 0.
+pub(super) fn row(m: &Measured) -> Result<Row, String> {
+    let (exp, net, v, page) = (m.exp, m.net, m.variant, m.page);
+    let lp = m.har.loaded_page_at(m.visit)?;
+    let (p, t) = (lp.page, lp.totals);
+    let (before, after) = (m.before, m.after);
+    let (before_link, after_link) = (&before.link, &after.link);
+    let drops =
+        |c: &linkem::Counters| c.up.drops.iter().sum::<u64>() + c.down.drops.iter().sum::<u64>();
+    let mut row = Row {
+        experiment: exp.name.clone(),
+        seed: Some(exp.seed),
+        build: Some(m.build.to_string()),
+        page: page.name.clone(),
+        network: net.name.clone(),
+        network_desc: net.desc.clone(),
+        sweep: net.sweep.as_ref().map(|(s, p, v)| SweepPoint {
+            sweep: s.clone(),
+            param: p.clone(),
+            value: *v,
+        }),
+        variant: v.name.clone(),
+        baseline: v.baseline,
+        protocol: lp.protocol.to_ascii_lowercase(),
+        tls: v.tls,
+        run: m.run,
+        on_load_ms: p.page_timings.on_load,
+        on_content_load_ms: p.page_timings.on_content_load,
+        objects: t.requests as u32,
+        failed_objects: t.failed as u32,
+        bytes_down: after_link.down.bytes_out - before_link.down.bytes_out,
+        bytes_up: after_link.up.bytes_out - before_link.up.bytes_out,
+        packets_down: after_link.down.packets_out - before_link.down.packets_out,
+        packets_up: after_link.up.packets_out - before_link.up.packets_out,
+        link_drops: drops(after_link) - drops(before_link),
+        header_bytes_sent_raw: t.header_bytes_sent_raw,
+        header_bytes_sent_compressed: t.header_bytes_sent,
+        header_bytes_received_raw: t.header_bytes_received_raw,
+        header_bytes_received_compressed: t.header_bytes_received,
+        connections: t.connections as u32,
+        tcp_cc: m.cc.to_string(),
+        tcp_retransmissions: t.retransmits,
+        har: m.rel.to_string(),
+        calibration: calibration(m),
+        header_compression: v.header_compression.name().to_string(),
+        initcwnd: v.initcwnd.unwrap_or(DEFAULT_INITCWND),
+        initrwnd: v.initrwnd,
+        slow_start_after_idle: v.slow_start_after_idle.unwrap_or(true),
+        rack_tlp: v.rack_tlp,
+        no_metrics_save: v.no_metrics_save,
+        connections_per_host: m.spec.connections_per_host as u32,
+        max_connections: m.spec.max_connections as u32,
+        against: v.against.clone(),
+        variant_index: exp
+            .variants
+            .iter()
+            .position(|x| x.name == v.name)
+            .map(|i| i as u32),
+        server_retransmissions: after.server.retrans_segs - before.server.retrans_segs,
+        server_rto_timeouts: after.server.timeouts - before.server.timeouts,
+        loader_retransmissions: Some(after.loader.retrans_segs - before.loader.retrans_segs),
+        loader_rto_timeouts: Some(after.loader.timeouts - before.loader.timeouts),
+        server_sctp: v.sctp.then(|| after.sctp.since(&before.sctp)),
+        loader_sctp: loader_sctp(m)?,
+        server_segments_out: after.server.out_segs - before.server.out_segs,
+        server_connections: m.conns.to_vec(),
+        link_late_mean_us: m.link_late_mean_us,
+        link_late_max_us: m.link_late_max_us,
+        loader_lag_max_us: t.event_loop_lag_max_us,
+        headroom: None,
+        proxy: v.proxy.clone(),
+        transport: v.sctp.then(|| "sctp".to_string()),
+        cookie_bundling: v.sctp.then_some(v.cookie_bundling),
+        sctp_rto_initial_ms: v.sctp.then(|| sctp_rto_initial_ms(m.spec)),
+        rto_min_ms: v.rto_min_ms,
+        keepalive_ms: v.keepalive_ms,
+        sessions: v.sessions,
+        known_servers: v.known_servers,
+        partition: v.partition,
+        tls_hello: v.tls.then(|| m.spec.tls_hello.name().to_string()),
+        revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
+        session_think_ms: exp.session_think.map(|d| d.as_millis() as u64),
+        session_visit: exp.session_think.map(|_| m.visit as u32),
+        tcp_series: m.series.clone(),
+    };
+    row.headroom = HEADROOM.check(&row);
+    Ok(row)
+}
+
+/// Where the pages came from: the variant's calibration, the experiment's, or an
+/// archive.
+fn calibration(m: &Measured) -> String {
+    match (&m.exp.pages, m.variant.calibration) {
+        (_, Some(c)) => c.name.to_string(),
+        (Pages::Synth(_, c), None) => c.name.to_string(),
+        (Pages::Archive(..), None) => "archive".into(),
+    }
+}
+
+/// The loader's SCTP counters, for a one-page load over SCTP (they cover the loader's
+/// whole run). A load over SCTP without them, or with others, is an error: never "none".
+fn loader_sctp(m: &Measured) -> Result<Option<speedy_net::sctp::counters::Counters>, String> {
+    if !m.variant.sctp || m.har.log.pages.len() != 1 {
+        return Ok(None);
+    }
+    let v = m.har.log.sctp.clone().ok_or_else(|| {
+        format!(
+            "{}: a load over SCTP whose HAR has no _sctp",
+            m.har_path.display()
+        )
+    })?;
+    serde_json::from_value(v)
+        .map(Some)
+        .map_err(|e| format!("{}: _sctp: {e}", m.har_path.display()))
+}
+
+/// SCTP's RTO.Initial the load ran with, ms: the spec's, or the stack's default.
+fn sctp_rto_initial_ms(spec: &LoadSpec) -> u32 {
+    spec.sctp_rto_initial_ms.unwrap_or_else(|| {
+        speedy_net::sctp::SctpConfig::default()
+            .rto_initial
+            .as_millis() as u32
+    })
+}
