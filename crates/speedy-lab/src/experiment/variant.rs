@@ -8,6 +8,8 @@ use serde::Deserialize;
 use spdy::HeaderCompression;
 use speedy_archive::synth::Calibration;
 use speedy_net::Protocol;
+use speedy_browser::LoadSpec;
+use speedy_server::spec::ServeSpec;
 use speedy_server::PushPolicy;
 
 /// SPDY/3.1, the SPDY the loader speaks.
@@ -87,6 +89,52 @@ pub struct Variant {
     pub sctp_rto_initial_ms: Option<u32>,
 }
 
+
+impl Variant {
+    /// Sets what this variant asks of the loader on `spec` (its protocol is set where the
+    /// spec is made; the pages, addresses, proxy and TLS by the runner).
+    pub fn configure_load(&self, spec: &mut LoadSpec) {
+        if self.single_domain {
+            spec.spdy_domains = speedy_browser::Domains::Single;
+        }
+        spec.hint = self.hint;
+        spec.header_compression = self.header_compression;
+        if let Some(n) = self.connections_per_host {
+            spec.connections_per_host = n;
+        }
+        if let Some(n) = self.max_connections {
+            spec.max_connections = n;
+        }
+        if let Some(n) = self.sessions {
+            spec.sessions = n as usize;
+        }
+        if let Some(h) = self.tls_hello {
+            spec.tls_hello = h;
+        }
+        spec.known_servers = self.known_servers == Some(true);
+        spec.partition = self.partition != Some(false);
+        if self.sctp {
+            spec.transport = speedy_net::Carrier::Sctp;
+            spec.cookie_bundling = self.cookie_bundling;
+            spec.sctp_rto_initial_ms = self.sctp_rto_initial_ms;
+        }
+    }
+
+    /// Sets what this variant asks of the replay server on `spec` (which listeners it
+    /// runs is the experiment's: every variant's server listens for SCTP or QUIC when
+    /// one variant needs it).
+    pub fn configure_serve(&self, spec: &mut ServeSpec) {
+        spec.push = self.push;
+        spec.hint = self.hint;
+        spec.header_compression = self.header_compression;
+        spec.sctp_rto_initial_ms = self.sctp_rto_initial_ms.filter(|_| self.sctp);
+        // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
+        spec.quic_initial_window = self
+            .initcwnd
+            .filter(|_| self.protocol == Protocol::H3)
+            .map(|n| u64::from(n) * 1460);
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -23,25 +23,17 @@ pub(super) type ServerKey = String;
 /// and the variant's server options.
 fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> ServeSpec {
     let var = &exp.variants[v];
-    let h3 = var.protocol == speedy_net::Protocol::H3;
-    ServeSpec {
+    let mut spec = ServeSpec {
         archive: Some(corpora.list[corpora.of_variant[v]].0.clone()),
         ca_dir: Some(ca_dir.to_path_buf()),
-        push: var.push,
-        hint: var.hint,
-        header_compression: var.header_compression,
         // Every server of an experiment with SCTP (or h3) variants listens for them,
         // so one server serves its TCP and UDP variants alike.
         sctp: exp.variants.iter().any(|v| v.sctp),
-        sctp_rto_initial_ms: var.sctp_rto_initial_ms.filter(|_| var.sctp),
-        h3: exp
-            .variants
-            .iter()
-            .any(|v| v.protocol == speedy_net::Protocol::H3),
-        // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
-        quic_initial_window: var.initcwnd.filter(|_| h3).map(|n| u64::from(n) * 1460),
+        h3: exp.variants.iter().any(|v| v.protocol == speedy_net::Protocol::H3),
         ..ServeSpec::default()
-    }
+    };
+    var.configure_serve(&mut spec);
+    spec
 }
 
 /// The server a variant loads from.

@@ -51,35 +51,12 @@ pub(super) fn spec(exp: &Experiment, v: &Variant, to: &Target) -> LoadSpec {
     }
     spec.tls = v.tls && to.proxy.is_none();
     spec.plain = !spec.tls;
-    if v.single_domain {
-        spec.spdy_domains = speedy_browser::Domains::Single;
-    }
-    spec.hint = v.hint;
     if v.prefetch {
         spec.prefetch = to.earlier.cloned();
     }
     spec.resolve = to.resolve.iter().map(|(h, a)| format!("{h}={a}")).collect();
     spec.cacert = Some(to.ca_dir.join("ca.pem"));
-    spec.header_compression = v.header_compression;
-    if let Some(n) = v.connections_per_host {
-        spec.connections_per_host = n;
-    }
-    if let Some(n) = v.max_connections {
-        spec.max_connections = n;
-    }
-    if let Some(n) = v.sessions {
-        spec.sessions = n as usize;
-    }
-    if let Some(h) = v.tls_hello {
-        spec.tls_hello = h;
-    }
-    spec.known_servers = v.known_servers == Some(true);
-    spec.partition = v.partition != Some(false);
-    if v.sctp {
-        spec.transport = speedy_net::Carrier::Sctp;
-        spec.cookie_bundling = v.cookie_bundling;
-        spec.sctp_rto_initial_ms = v.sctp_rto_initial_ms;
-    }
+    v.configure_load(&mut spec);
     spec.har = Some(to.har.to_path_buf());
     spec.timeout = exp.timeout.as_secs_f64();
     spec
