@@ -1,82 +1,9 @@
 //! Experiment files (TOML) and the built-in experiments.
 //!
-//! ```toml
-//! name = "quick"            # used for the output directory and the report
-//! runs = 3                  # loads per page × network × variant
-//! seed = 1                  # corpus and link randomness
-//! think_time_ms = 0         # pause between loads
-//! # revisit_after_ms = 20000  # each load visits its page twice on the same connections,
-//! #                           # this long apart, and measures the second visit (the
-//! #                           # cellular study's think time, the radio idling meanwhile)
-//! # session_think_ms = 20000  # each load is a browsing session: every page once, in one
-//! #                           # fixed random order, this long apart, on the same
-//! #                           # connections; a row per visit (the cellular study's 20
-//! #                           # sites; not with revisit_after_ms)
-//!
-//! [pages]
-//! synth = 3                 # synthesized pages, or
-//! # calibration = "web-2010" # their page statistics: cellular-2013 (default), web-2010, web-2025
-//! # archive = "corpus/"     # an archive made by `speedy corpus`
-//! # select = ["00-news"]    # only these pages of it
-//!
-//! [[network]]
-//! profile = "whitepaper-dsl"   # any `speedy link --profiles` name, or:
-//! # name = "slow"; down = "2mbit"; up = "375kbit"; rtt_ms = 100; loss = 0.01
-//! # radio = "3g"; queue = "droptail:100"
-//! # trace = "tmobile-umts"   # capacity over time from a Mahimahi trace pair: built-in
-//! #                          # tmobile-umts or verizon-lte, or P for files P.down and P.up
-//! # variants = ["http1", "spdy"]   # only these variants run on this network
-//!
-//! [[sweep]]                 # expands into one network per value
-//! base = "whitepaper-cable"
-//! rtt_ms = 100
-//! loss = [0.0, 0.01, 0.02]  # or rtt_ms = [20, 40, 80]
-//! # variants = ["http1", "spdy"]
-//!
-//! [[variant]]
-//! name = "http1"
-//! protocol = "http1"        # http1 | spdy | h2 | h3 (h3: over QUIC, TLS implied)
-//! baseline = true           # speedups are computed against this one
-//! [[variant]]
-//! name = "spdy"
-//! protocol = "spdy"
-//! tls = true                # default false (plain TCP)
-//! # spdy_domains = "single" # one session for all origins
-//! # push = "subresources"   # server push policy (none, subresources, all)
-//! # hint = true             # server hint (x-subresources)
-//! # prefetch = true         # client prefetch from an earlier load
-//! # cc = "bbr"; initcwnd = 10; slow_start_after_idle = false; no_metrics_save = true
-//! # cc = ["cubic", "reno"]  # the first the host allows (recorded per row)
-//! # rack_tlp = false        # TCP loss recovery without RACK and tail loss probes: the
-//! #                         # duplicate-ACK threshold and the RTO, as RFC 5681/6675
-//! #                         # (and SCTP's RFC 4960) recover
-//! # rto_min_ms = 3000        # the server namespace's minimum RTO (per route)
-//! # keepalive_ms = 4000      # with revisit_after_ms or session_think_ms: SPDY PINGs
-//! #                          # during the pauses
-//! # proxy = "spdy"          # through `speedy proxy` across the link: "spdy" (one SPDY
-//! #                         # session to it, protocol spdy) or "http" (protocol http1);
-//! #                         # with proxy = "spdy", tls = true is TLS to the proxy (as
-//! #                         # Chrome's SPDY proxy), the proxy's origins plain
-//! # initrwnd = 10           # the client's initial receive window (segments)
-//! # header_compression = "zlib"   # SPDY headers: crime-safe (default), zlib, none
-//! # connections_per_host = 6      # HTTP/1.1 connections per host (the loader's default 6)
-//! # max_connections = 32          # HTTP/1.1 connections in all (the loader's default 32)
-//! # sessions = 20           # SPDY/h2 sessions per origin, or to the proxy (default 1)
-//! # tls_hello = "plain"     # the loader's TLS ClientHello: chromium (default: a
-//! #                         # post-quantum key share, GREASE ECH) or plain (before 2023)
-//! # known_servers = true    # the loader knows the servers speak SPDY/h2: one connection
-//! #                         # per session (default false: a fresh profile races one
-//! #                         # connection per waiting request until the first is up)
-//! # partition = false       # one connection pool per origin for every frame (default
-//! #                         # true: a cross-site frame's own, as Chromium since 2020)
-//! # transport = "sctp"      # SPDY over SCTP over UDP (plain spdy only; docs/sctp.md)
-//! # cookie_bundling = false # with sctp: the first request after the COOKIE ACK, as
-//! #                         # Linux's SCTP (default true: in the COOKIE ECHO's packet)
-//! # sctp_rto_initial_ms = 1000  # with sctp: RTO.Initial at both ends (default 3000,
-//! #                         # Linux's; RFC 9260's is 1000)
-//! # calibration = "web-2025"      # this variant's own synthesized pages
-//! # against = "http1-2025"        # the variant its speedup is computed against
-//! ```
+//! An experiment file names its pages (`[pages]`), networks (`[[network]]`, `[[sweep]]`)
+//! and protocol variants (`[[variant]]`); every key, with an example of each, is in
+//! docs/lab.md ("Experiment files"), the one list of them. A variant's keys are read,
+//! checked and applied to the loader's and the server's specs in `experiment/variant.rs`.
 //!
 //! Unknown keys and impossible values are refused before anything runs, with the line.
 
