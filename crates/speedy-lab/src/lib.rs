@@ -10,6 +10,7 @@ pub mod merge;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod shard;
 pub mod sst;
 pub mod stats;
 pub mod tcpinfo;

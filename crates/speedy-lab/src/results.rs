@@ -154,6 +154,9 @@ pub struct Row {
     /// The loader's largest event-loop lag during the load, µs.
     #[serde(default)]
     pub loader_lag_max_us: u64,
+    /// TCP_NOTSENT_LOWAT on the replay server's connections, bytes, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_lowat: Option<u32>,
     /// The server namespace's per-route minimum RTO, ms, when set (`rto_min`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rto_min_ms: Option<u32>,

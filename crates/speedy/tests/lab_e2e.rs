@@ -32,6 +32,7 @@ protocol = "http1"
 [[variant]]
 name = "spdy"
 protocol = "spdy"
+notsent_lowat = 16384
 "#,
     )
     .unwrap();
@@ -59,6 +60,13 @@ protocol = "spdy"
         );
         assert_eq!(r["failed_objects"], 0, "{r}");
         assert!(r["objects"].as_u64().unwrap() >= 3);
+        // A variant's server option is recorded in its rows, and only in them.
+        let lowat = if r["variant"] == "spdy" {
+            serde_json::json!(16384)
+        } else {
+            serde_json::Value::Null
+        };
+        assert_eq!(r["notsent_lowat"], lowat, "{r}");
         assert!(
             r["bytes_down"].as_u64().unwrap() > 10_000,
             "the link carried the page: {r}"

@@ -356,11 +356,7 @@ fn describe(
             fmt_rate(down),
             fmt_rate(up)
         ),
-        None => format!(
-            "{} down, {} up",
-            fmt_rate(down),
-            fmt_rate(up)
-        ),
+        None => format!("{} down, {} up", fmt_rate(down), fmt_rate(up)),
     };
     desc.push_str(&match rtt {
         Some(r) => format!(", {r} ms RTT"),
@@ -380,7 +376,6 @@ fn describe(
     }
     desc
 }
-
 
 /// The network's loss rates (down, up): `loss` for both, then `loss_down` and `loss_up`
 /// over `profile`'s, each a fraction in [0, 1).
@@ -410,7 +405,6 @@ fn loss_of(n: &NetSpec, profile: (f64, f64)) -> Result<(f64, f64), String> {
     }
     Ok(loss)
 }
-
 
 fn network(
     n: &NetSpec,
@@ -632,5 +626,55 @@ impl Experiment {
     }
 }
 
+/// A built-in experiment by name, or an experiment file.
+pub fn named(name: &str) -> Result<Experiment, String> {
+    if let Some(b) = built_in(name) {
+        return parse(b.toml, b.name, Path::new("."));
+    }
+    let p = PathBuf::from(name);
+    if !p.exists() {
+        return Err(format!(
+            "{name}: no such built-in experiment or file (see `speedy lab list`)"
+        ));
+    }
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let base = p.parent().unwrap_or(Path::new(".")).to_path_buf();
+    parse(&text, name, &base)
+}
+
+/// The table `speedy lab list` prints: each built-in experiment's loads, expected
+/// duration and description.
+pub fn built_ins_table() -> Result<String, String> {
+    let mut out = format!(
+        "{:<12} {:>7} {:>12}  description\n",
+        "name", "loads", "expected"
+    );
+    for b in BUILT_INS {
+        let e = parse(b.toml, b.name, Path::new("."))?;
+        let pages = match e.pages {
+            Pages::Synth(n, _) => n,
+            _ => 0,
+        };
+        let secs = e.estimate(pages, 1).as_secs_f64();
+        out.push_str(&format!(
+            "{:<12} {:>7} {:>12}  {}\n",
+            b.name,
+            e.loads(pages),
+            fmt_duration(secs),
+            b.about
+        ));
+    }
+    Ok(out)
+}
+
+/// Seconds as `~1h05m` or `~12m`.
+fn fmt_duration(s: f64) -> String {
+    let s = s as u64;
+    if s >= 3600 {
+        format!("~{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else {
+        format!("~{}m", s.div_ceil(60))
+    }
+}
 #[cfg(test)]
 mod tests;

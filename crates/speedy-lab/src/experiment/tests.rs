@@ -1,6 +1,8 @@
 //! Tests of the experiment parser and the built-in experiments.
 
 use super::*;
+use spdy::HeaderCompression;
+use speedy_net::Protocol;
 
 fn p(s: &str) -> Result<Experiment, String> {
     parse(s, "x.toml", Path::new("."))
@@ -9,8 +11,7 @@ fn p(s: &str) -> Result<Experiment, String> {
 #[test]
 fn built_ins_parse() {
     for b in BUILT_INS {
-        let e =
-            parse(b.toml, b.name, Path::new(".")).unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        let e = parse(b.toml, b.name, Path::new(".")).unwrap_or_else(|e| panic!("{}: {e}", b.name));
         assert!(e.variants.iter().any(|v| v.baseline), "{}", b.name);
     }
     let w = parse(built_in("whitepaper").unwrap().toml, "w", Path::new(".")).unwrap();
@@ -164,4 +165,22 @@ fn expands_sweeps_and_picks_the_http1_baseline() {
         e.networks[1].desc
     );
     assert!(e.variants[0].baseline && !e.variants[1].baseline);
+}
+
+#[test]
+fn a_variants_server_options_reach_the_servers_spec() {
+    let base = "[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\n";
+    let e = p(&format!(
+        "{base}[[variant]]\nname=\"s\"\nprotocol=\"spdy\"\nnotsent_lowat = 16384\npush = \"all\"\n"
+    ))
+    .unwrap();
+    let mut spec = speedy_server::spec::ServeSpec::default();
+    e.variants[0].configure_serve(&mut spec);
+    assert_eq!(spec.notsent_lowat, Some(16384));
+    assert_eq!(spec.push, speedy_server::PushPolicy::All);
+    let e = p(&format!(
+        "{base}[[variant]]\nname=\"s\"\nprotocol=\"spdy\"\nnotsent_lowat = 0\n"
+    ))
+    .unwrap_err();
+    assert!(e.contains("notsent_lowat = 0"), "{e}");
 }

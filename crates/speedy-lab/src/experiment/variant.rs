@@ -2,15 +2,15 @@
 //! [`Variant`] the runner reads.
 
 use super::{calibration, Pages};
-use std::ops::Range;
-use toml::Spanned;
 use serde::Deserialize;
 use spdy::HeaderCompression;
 use speedy_archive::synth::Calibration;
-use speedy_net::Protocol;
 use speedy_browser::LoadSpec;
+use speedy_net::Protocol;
 use speedy_server::spec::ServeSpec;
 use speedy_server::PushPolicy;
+use std::ops::Range;
+use toml::Spanned;
 
 /// SPDY/3.1, the SPDY the loader speaks.
 const SPDY: Protocol = Protocol::Spdy(spdy::Version::V3_1);
@@ -87,8 +87,11 @@ pub struct Variant {
     /// With `sctp`: RTO.Initial at both ends, ms (`sctp_rto_initial_ms`; the stack's 3 s
     /// when `None`).
     pub sctp_rto_initial_ms: Option<u32>,
+    /// TCP_NOTSENT_LOWAT on the replay server's connections, bytes (`notsent_lowat`;
+    /// the kernel's, no limit, when `None`): at most about this much unsent data waits in
+    /// the socket, so the server's priorities act within a round trip.
+    pub notsent_lowat: Option<u32>,
 }
-
 
 impl Variant {
     /// Sets what this variant asks of the loader on `spec` (its protocol is set where the
@@ -133,6 +136,7 @@ impl Variant {
             .initcwnd
             .filter(|_| self.protocol == Protocol::H3)
             .map(|n| u64::from(n) * 1460);
+        spec.notsent_lowat = self.notsent_lowat.map(|n| n as usize);
     }
 }
 
@@ -168,6 +172,7 @@ pub(super) struct VariantSpec {
     transport: Option<String>,
     cookie_bundling: Option<bool>,
     sctp_rto_initial_ms: Option<u32>,
+    notsent_lowat: Option<u32>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -176,7 +181,6 @@ pub(super) enum OneOrManyStr {
     One(String),
     Many(Vec<String>),
 }
-
 
 /// A `[[variant]]` table, checked: every value in range, every combination possible.
 pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
@@ -256,6 +260,7 @@ pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
         sctp,
         cookie_bundling: v.cookie_bundling.unwrap_or(true),
         sctp_rto_initial_ms: v.sctp_rto_initial_ms,
+        notsent_lowat: v.notsent_lowat,
     })
 }
 
@@ -265,9 +270,9 @@ fn protocol_of(v: &VariantSpec) -> Result<Protocol, String> {
     match Protocol::parse(&v.protocol) {
         Ok(p @ (Protocol::Http1 | SPDY | Protocol::H2 | Protocol::H3)) => Ok(p),
         Ok(_) => Err(format!(
-                "protocol = {:?}: the loader speaks http1, spdy (SPDY/3.1), h2 and h3",
-                v.protocol
-            )),
+            "protocol = {:?}: the loader speaks http1, spdy (SPDY/3.1), h2 and h3",
+            v.protocol
+        )),
         Err(e) => Err(format!("protocol = {:?}: {e}", v.protocol)),
     }
 }
@@ -292,6 +297,9 @@ fn cc_preference(v: &VariantSpec) -> Result<Vec<String>, String> {
 
 /// The windows, counts and timeouts in range.
 fn check_numbers(v: &VariantSpec) -> Result<(), String> {
+    if v.notsent_lowat == Some(0) {
+        return Err("notsent_lowat = 0: at least 1 byte (leave it out for no limit)".into());
+    }
     for (w, name) in [(v.initcwnd, "initcwnd"), (v.initrwnd, "initrwnd")] {
         if let Some(w) = w {
             if !(1..=1000).contains(&w) {

@@ -26,7 +26,11 @@ pub(super) struct Cc {
 /// (`None`: the namespaces' default). An algorithm the host does not allow namespaces to
 /// make their default is set per route, and said once; an algorithm the kernel lacks
 /// falls back along the preference, said too; none at all is refused.
-pub(super) fn resolve_cc(exp: &Experiment, allowed: &str, available: &str) -> Result<Vec<Option<Cc>>, String> {
+pub(super) fn resolve_cc(
+    exp: &Experiment,
+    allowed: &str,
+    available: &str,
+) -> Result<Vec<Option<Cc>>, String> {
     let allowed_list: Vec<&str> = allowed.split_whitespace().collect();
     let available_list: Vec<&str> = available.split_whitespace().collect();
     let mut out = Vec::new();

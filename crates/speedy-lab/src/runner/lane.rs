@@ -29,7 +29,10 @@ fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> S
         // Every server of an experiment with SCTP (or h3) variants listens for them,
         // so one server serves its TCP and UDP variants alike.
         sctp: exp.variants.iter().any(|v| v.sctp),
-        h3: exp.variants.iter().any(|v| v.protocol == speedy_net::Protocol::H3),
+        h3: exp
+            .variants
+            .iter()
+            .any(|v| v.protocol == speedy_net::Protocol::H3),
         ..ServeSpec::default()
     };
     var.configure_serve(&mut spec);
@@ -219,15 +222,7 @@ impl<'a> Lane<'a> {
         };
         let variant = &exp.variants[job.variant];
         let cc = self.sh.ccs[job.variant].as_ref();
-        knobs::apply_tcp_knobs(&self.topo, variant, cc, &self.default_cc)?;
-        // A fresh link per load, seeded by (experiment seed, page, run): every variant of a
-        // run meets the same random loss sequence, and which lane runs a load changes
-        // nothing.
-        self.topo.stop_link();
-        self.link.seed = load_seed(exp.seed, &stem, job.run);
-        self.topo
-            .start_link(&self.link)
-            .map_err(|e| format!("restarting the link: {e}"))?;
+        self.reset(job, &stem)?;
         // Where this load's files go under the output directory.
         let file = |dir: &str, ext: &str| {
             format!(
@@ -284,7 +279,11 @@ impl<'a> Lane<'a> {
             vec![(h.log.pages.len().saturating_sub(1), visits[0])]
         };
         for (visit, page) in measured {
-            if self.sh.done.contains(&key(&page.name, &self.net.name, &variant.name, job.run)) {
+            if self
+                .sh
+                .done
+                .contains(&key(&page.name, &self.net.name, &variant.name, job.run))
+            {
                 continue;
             }
             // A session's visit counts the link and the server from its start to the next
@@ -326,6 +325,20 @@ impl<'a> Lane<'a> {
             self.progress(&row, t0);
         }
         Ok(())
+    }
+
+    /// Before a load: the variant's TCP knobs, and a fresh link seeded by (experiment seed,
+    /// page or "session", run): every variant of a run meets the same random loss
+    /// sequence, and which lane runs a load changes nothing.
+    fn reset(&mut self, job: &Job, stem: &str) -> Result<(), String> {
+        let variant = &self.sh.exp.variants[job.variant];
+        let cc = self.sh.ccs[job.variant].as_ref();
+        knobs::apply_tcp_knobs(&self.topo, variant, cc, &self.default_cc)?;
+        self.topo.stop_link();
+        self.link.seed = load_seed(self.sh.exp.seed, stem, job.run);
+        self.topo
+            .start_link(&self.link)
+            .map_err(|e| format!("restarting the link: {e}"))
     }
 
     /// The progress line of a row written, with the run's ETA.

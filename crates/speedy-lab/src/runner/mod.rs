@@ -22,8 +22,8 @@ mod plan;
 mod probes;
 mod row;
 
-pub use plan::{prepare_corpus, prepare_pages, PageInfo};
 pub(crate) use plan::key;
+pub use plan::{prepare_corpus, prepare_pages, PageInfo};
 
 use crate::experiment::Experiment;
 use crate::results::{read_rows, Row};
@@ -91,6 +91,25 @@ pub const LANES_PER_CORE: usize = 4;
 /// The lanes `--lanes auto` picks on a machine with `cores` cores.
 pub fn auto_lanes(cores: usize) -> usize {
     (cores.max(1) * LANES_PER_CORE).min(16)
+}
+
+/// The lanes `--lanes` asks for: a number of at least 1, or `auto` ([`auto_lanes`] of
+/// this machine's cores, said on stderr).
+pub fn lanes(arg: &str) -> Result<usize, String> {
+    match arg {
+        "auto" => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let n = auto_lanes(cores);
+            eprintln!(
+                "speedy lab: {n} lanes ({LANES_PER_CORE} per core × {cores} cores; --lanes N to choose)"
+            );
+            Ok(n)
+        }
+        n => match n.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("--lanes {n}: a number of at least 1, or auto")),
+        },
+    }
 }
 
 /// How often the server's connections are sampled with `ss -ti` during a load.

@@ -127,6 +127,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         cookie_bundling: v.sctp.then_some(v.cookie_bundling),
         sctp_rto_initial_ms: v.sctp.then(|| sctp_rto_initial_ms(m.spec)),
         rto_min_ms: v.rto_min_ms,
+        notsent_lowat: v.notsent_lowat,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,
         known_servers: v.known_servers,

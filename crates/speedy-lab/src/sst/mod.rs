@@ -353,6 +353,63 @@ fn page(o: &Fig9Options, runs: &[Fig9Run]) -> String {
     )
 }
 
+/// What `speedy lab sst` is asked to run: the figures and their options, checked before
+/// anything starts.
+pub struct Choice<'a> {
+    /// Figures: 7, 8, 9.
+    pub figures: &'a [u32],
+    /// Fig 9's protocols.
+    pub protocols: &'a [String],
+    /// Fig 9's bytes per download.
+    pub size: usize,
+    /// Fig 7's response sizes (empty: the paper's).
+    pub sizes: &'a [usize],
+    /// Fig 7's transactions per size and variant.
+    pub reps: usize,
+    /// Fig 8's pages.
+    pub pages: usize,
+    /// Fig 8's flavours (empty: all).
+    pub flavours: &'a [String],
+}
+
+impl Choice<'_> {
+    /// Every option in range, named by its flag when not.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(f) = self.figures.iter().find(|f| ![7, 8, 9].contains(*f)) {
+            return Err(format!("--figures {f}: SST's figures 7, 8 and 9"));
+        }
+        if !(1..=200).contains(&self.pages) {
+            return Err(format!("--pages {}: 1 to 200", self.pages));
+        }
+        for f in self.flavours {
+            if !FLAVOURS.iter().any(|k| k.0 == f.as_str()) {
+                let names: Vec<&str> = FLAVOURS.iter().map(|k| k.0).collect();
+                return Err(format!("--flavours {f}: one of {}", names.join(", ")));
+            }
+        }
+        if let Some(n) = self.sizes.iter().find(|n| !(1..=100_000_000).contains(*n)) {
+            return Err(format!("--sizes {n}: between 1 and 100000000 bytes"));
+        }
+        if !(1..=100).contains(&self.reps) {
+            return Err(format!("--reps {}: 1 to 100", self.reps));
+        }
+        for p in self.protocols {
+            if !["spdy/3.1", "spdy", "h2", "h3"].contains(&p.as_str()) {
+                return Err(format!(
+                    "--protocols {p}: only spdy/3.1, h2 and h3 can reprioritize a request in flight"
+                ));
+            }
+        }
+        if !(10_000..=100_000_000).contains(&self.size) {
+            return Err(format!(
+                "--size {}: between 10000 and 100000000 bytes",
+                self.size
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,6 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use speedy_lab::experiment::{built_in, parse, BUILT_INS};
 use speedy_lab::runner::{run, RunOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -101,43 +100,47 @@ sudo speedy lab sst --figures 8 --pages 3 --flavours http1.0-serial,http1.1-pipe
 sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  \
 sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
     )]
-    Sst {
-        /// Output directory (default: lab-out/sst).
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// Figures to run, comma-separated: 7, 8 and 9.
-        #[arg(
-            long,
-            default_value = "7,8,9",
-            value_delimiter = ',',
-            value_name = "LIST"
-        )]
-        figures: Vec<u32>,
-        /// Fig 9's protocols, comma-separated: spdy/3.1, h2 and h3.
-        #[arg(
-            long,
-            default_value = "spdy/3.1,h2,h3",
-            value_delimiter = ',',
-            value_name = "LIST"
-        )]
-        protocols: Vec<String>,
-        /// Fig 9's bytes per download (the paper: 1.5 MB).
-        #[arg(long, default_value_t = 1_500_000, value_name = "BYTES")]
-        size: usize,
-        /// Fig 7's response sizes in bytes, comma-separated (default 32 B to 2 MiB).
-        #[arg(long, value_delimiter = ',', value_name = "LIST")]
-        sizes: Vec<usize>,
-        /// Fig 7's transactions per size and variant (the median is reported).
-        #[arg(long, default_value_t = 3, value_name = "N")]
-        reps: usize,
-        /// Fig 8's pages (synthetic, web-2010 calibration).
-        #[arg(long, default_value_t = 10, value_name = "N")]
-        pages: usize,
-        /// Fig 8's flavours, comma-separated: http1.0-serial, http1.0-parallel,
-        /// http1.1-persistent, http1.1-pipelined, spdy/3.1, h2, h3 (default all).
-        #[arg(long, value_delimiter = ',', value_name = "LIST")]
-        flavours: Vec<String>,
-    },
+    Sst(SstArgs),
+}
+
+/// Arguments of `speedy lab sst`.
+#[derive(Args, Debug)]
+struct SstArgs {
+    /// Output directory (default: lab-out/sst).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Figures to run, comma-separated: 7, 8 and 9.
+    #[arg(
+        long,
+        default_value = "7,8,9",
+        value_delimiter = ',',
+        value_name = "LIST"
+    )]
+    figures: Vec<u32>,
+    /// Fig 9's protocols, comma-separated: spdy/3.1, h2 and h3.
+    #[arg(
+        long,
+        default_value = "spdy/3.1,h2,h3",
+        value_delimiter = ',',
+        value_name = "LIST"
+    )]
+    protocols: Vec<String>,
+    /// Fig 9's bytes per download (the paper: 1.5 MB).
+    #[arg(long, default_value_t = 1_500_000, value_name = "BYTES")]
+    size: usize,
+    /// Fig 7's response sizes in bytes, comma-separated (default 32 B to 2 MiB).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    sizes: Vec<usize>,
+    /// Fig 7's transactions per size and variant (the median is reported).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    reps: usize,
+    /// Fig 8's pages (synthetic, web-2010 calibration).
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pages: usize,
+    /// Fig 8's flavours, comma-separated: http1.0-serial, http1.0-parallel,
+    /// http1.1-persistent, http1.1-pipelined, spdy/3.1, h2, h3 (default all).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    flavours: Vec<String>,
 }
 
 /// Runs `speedy lab`.
@@ -151,29 +154,13 @@ pub fn run_cmd(a: LabArgs) -> ExitCode {
     }
 }
 
-fn lab(a: LabArgs) -> Result<()> {
-    match a.cmd {
+fn lab(mut a: LabArgs) -> Result<()> {
+    match a.cmd.take() {
         Some(LabCmd::List) => {
-            println!(
-                "{:<12} {:>7} {:>12}  description",
-                "name", "loads", "expected"
+            print!(
+                "{}",
+                speedy_lab::experiment::built_ins_table().map_err(anyhow::Error::msg)?
             );
-            for b in BUILT_INS {
-                let e = parse(b.toml, b.name, Path::new(".")).map_err(anyhow::Error::msg)?;
-                let pages = match e.pages {
-                    speedy_lab::experiment::Pages::Synth(n, _) => n,
-                    _ => 0,
-                };
-                let loads = e.loads(pages);
-                let secs = e.estimate(pages, 1).as_secs_f64();
-                println!(
-                    "{:<12} {:>7} {:>12}  {}",
-                    b.name,
-                    loads,
-                    fmt_duration(secs),
-                    b.about
-                );
-            }
             Ok(())
         }
         Some(LabCmd::Merge { inputs, out }) => {
@@ -190,197 +177,158 @@ fn lab(a: LabArgs) -> Result<()> {
             runs,
             out,
             chromium,
-        }) => {
-            let exp = experiment_named(experiment.as_deref().unwrap_or("quick"))?;
-            if runs == Some(0) {
-                bail!("--runs must be at least 1");
-            }
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } != 0 {
-                bail!("validate needs root (network namespaces and TUN devices); run it with sudo");
-            }
-            let opts = speedy_lab::validate::ValidateOptions {
-                out: out.unwrap_or_else(|| {
-                    PathBuf::from("lab-out").join(format!("{}-validate", exp.name))
-                }),
-                runs: runs.unwrap_or(exp.runs),
-                speedy: std::env::current_exe().context("finding the speedy program")?,
-                chromium,
-            };
-            let report = speedy_lab::validate::validate(&exp, &opts).map_err(anyhow::Error::msg)?;
-            print!("{}", report.table());
-            println!("validate: {}", opts.out.join("validate.json").display());
-            Ok(())
-        }
-        Some(LabCmd::Sst {
-            out,
-            figures,
-            protocols,
-            size,
-            sizes,
-            reps,
-            pages,
-            flavours,
-        }) => {
-            if let Some(f) = figures.iter().find(|f| ![7, 8, 9].contains(*f)) {
-                bail!("--figures {f}: SST's figures 7, 8 and 9");
-            }
-            if !(1..=200).contains(&pages) {
-                bail!("--pages {pages}: 1 to 200");
-            }
-            for f in &flavours {
-                if !speedy_lab::sst::FLAVOURS.iter().any(|k| k.0 == f) {
-                    let names: Vec<&str> = speedy_lab::sst::FLAVOURS.iter().map(|k| k.0).collect();
-                    bail!("--flavours {f}: one of {}", names.join(", "));
-                }
-            }
-            if let Some(n) = sizes.iter().find(|n| !(1..=100_000_000).contains(*n)) {
-                bail!("--sizes {n}: between 1 and 100000000 bytes");
-            }
-            if !(1..=100).contains(&reps) {
-                bail!("--reps {reps}: 1 to 100");
-            }
-            for p in &protocols {
-                if !["spdy/3.1", "spdy", "h2", "h3"].contains(&p.as_str()) {
-                    bail!("--protocols {p}: only spdy/3.1, h2 and h3 can reprioritize a request in flight");
-                }
-            }
-            if !(10_000..=100_000_000).contains(&size) {
-                bail!("--size {size}: between 10000 and 100000000 bytes");
-            }
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } != 0 {
-                bail!("sst needs root (network namespaces and TUN devices); run it with sudo");
-            }
-            let speedy = std::env::current_exe().context("finding the speedy program")?;
-            let out = out.unwrap_or_else(|| PathBuf::from("lab-out").join("sst"));
-            if figures.contains(&7) {
-                let mut o = speedy_lab::sst::Fig7Options::paper(speedy.clone(), out.clone());
-                if !sizes.is_empty() {
-                    o.sizes = sizes;
-                }
-                o.reps = reps;
-                let r = speedy_lab::sst::fig7(&o).map_err(anyhow::Error::msg)?;
-                println!("Fig 7:");
-                print!("{}", speedy_lab::sst::fig7_table(&r));
-                let html = o.out.join("fig7.html");
-                println!("report: {}", speedy_lab::report::file_url(&html));
-            }
-            if figures.contains(&8) {
-                let mut o = speedy_lab::sst::Fig8Options::paper(speedy.clone(), out.clone());
-                o.pages = pages;
-                if !flavours.is_empty() {
-                    o.flavours = flavours;
-                }
-                let r = speedy_lab::sst::fig8(&o).map_err(anyhow::Error::msg)?;
-                println!("Fig 8:");
-                print!("{}", speedy_lab::sst::fig8_table(&r));
-                let html = o.out.join("fig8.html");
-                println!("report: {}", speedy_lab::report::file_url(&html));
-            }
-            if figures.contains(&9) {
-                let mut o = speedy_lab::sst::Fig9Options::paper(speedy, out);
-                o.protocols = protocols;
-                o.size = size;
-                let runs = speedy_lab::sst::fig9(&o).map_err(anyhow::Error::msg)?;
-                println!("Fig 9:");
-                print!("{}", speedy_lab::sst::table(&runs));
-                let html = o.out.join("sst.html");
-                println!("report: {}", speedy_lab::report::file_url(&html));
-            }
-            Ok(())
-        }
-        None => {
-            let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
-            let exp = experiment_named(&name)?;
-            let default_out = PathBuf::from("lab-out").join(&exp.name);
-            let mut exp = exp;
-            if let Some(r) = a.runs {
-                if r == 0 {
-                    bail!("--runs must be at least 1");
-                }
-                exp.runs = r;
-            }
-            if let Some(p) = a.pages {
-                match &mut exp.pages {
-                    speedy_lab::experiment::Pages::Synth(n, _) if p > 0 => *n = p,
-                    speedy_lab::experiment::Pages::Synth(..) => bail!("--pages must be at least 1"),
-                    _ => bail!("--pages applies to synthesized pages only"),
-                }
-            }
-            let shard = match &a.shard {
-                None => {
-                    match shard_from_env(|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)? {
-                        Some((i, n, from)) => {
-                            eprintln!("speedy lab: shard {i}/{n} (0-based) from {from}");
-                            (i, n)
-                        }
-                        None => (0, 1),
-                    }
-                }
-                Some(s) => {
-                    let (i, n) = s
-                        .split_once('/')
-                        .with_context(|| format!("--shard {s}: expected I/N"))?;
-                    let (i, n): (usize, usize) = (
-                        i.parse().context("--shard I")?,
-                        n.parse().context("--shard N")?,
-                    );
-                    if n == 0 || i >= n {
-                        bail!("--shard {s}: need 0 <= I < N");
-                    }
-                    (i, n)
-                }
-            };
-            let lanes = match a.lanes.as_str() {
-                "auto" => {
-                    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                    let n = speedy_lab::runner::auto_lanes(cores);
-                    eprintln!(
-                        "speedy lab: {n} lanes ({} per core × {cores} cores; --lanes N to choose)",
-                        speedy_lab::runner::LANES_PER_CORE
-                    );
-                    n
-                }
-                n => match n.parse::<usize>() {
-                    Ok(n) if n > 0 => n,
-                    _ => bail!("--lanes {n}: a number of at least 1, or auto"),
-                },
-            };
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } != 0 {
-                bail!("the lab needs root (network namespaces and TUN devices); run it with sudo");
-            }
-            let out = a.out.clone().unwrap_or(default_out);
-            let speedy = std::env::current_exe().context("finding the speedy program")?;
-            let opts = RunOptions {
-                out: out.clone(),
-                lanes,
-                shard,
-                speedy,
-            };
-            let results = run(&exp, &opts).map_err(anyhow::Error::msg)?;
-            println!("results: {}", results.display());
-            if !a.no_report && shard.1 == 1 {
-                write_report(&out)?;
-            }
-            Ok(())
-        }
+        }) => validate(experiment, runs, out, chromium),
+        Some(LabCmd::Sst(s)) => sst(s),
+        None => run_experiment(&a),
     }
 }
 
-/// A built-in experiment by name, or an experiment file.
-fn experiment_named(name: &str) -> Result<speedy_lab::experiment::Experiment> {
-    if let Some(b) = built_in(name) {
-        return parse(b.toml, b.name, Path::new(".")).map_err(anyhow::Error::msg);
+/// `speedy lab validate`.
+fn validate(
+    experiment: Option<String>,
+    runs: Option<u32>,
+    out: Option<PathBuf>,
+    chromium: PathBuf,
+) -> Result<()> {
+    let exp = speedy_lab::experiment::named(experiment.as_deref().unwrap_or("quick"))
+        .map_err(anyhow::Error::msg)?;
+    if runs == Some(0) {
+        bail!("--runs must be at least 1");
     }
-    let p = PathBuf::from(name);
-    if !p.exists() {
-        bail!("{name}: no such built-in experiment or file (see `speedy lab list`)");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("validate needs root (network namespaces and TUN devices); run it with sudo");
     }
-    let text = std::fs::read_to_string(&p).with_context(|| p.display().to_string())?;
-    let base = p.parent().unwrap_or(Path::new(".")).to_path_buf();
-    parse(&text, name, &base).map_err(anyhow::Error::msg)
+    let opts = speedy_lab::validate::ValidateOptions {
+        out: out.unwrap_or_else(|| PathBuf::from("lab-out").join(format!("{}-validate", exp.name))),
+        runs: runs.unwrap_or(exp.runs),
+        speedy: std::env::current_exe().context("finding the speedy program")?,
+        chromium,
+    };
+    let report = speedy_lab::validate::validate(&exp, &opts).map_err(anyhow::Error::msg)?;
+    print!("{}", report.table());
+    println!("validate: {}", opts.out.join("validate.json").display());
+    Ok(())
+}
+
+/// `speedy lab sst`.
+fn sst(a: SstArgs) -> Result<()> {
+    let SstArgs {
+        out,
+        figures,
+        protocols,
+        size,
+        sizes,
+        reps,
+        pages,
+        flavours,
+    } = a;
+    speedy_lab::sst::Choice {
+        figures: &figures,
+        protocols: &protocols,
+        size,
+        sizes: &sizes,
+        reps,
+        pages,
+        flavours: &flavours,
+    }
+    .check()
+    .map_err(anyhow::Error::msg)?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("sst needs root (network namespaces and TUN devices); run it with sudo");
+    }
+    let speedy = std::env::current_exe().context("finding the speedy program")?;
+    let out = out.unwrap_or_else(|| PathBuf::from("lab-out").join("sst"));
+    if figures.contains(&7) {
+        let mut o = speedy_lab::sst::Fig7Options::paper(speedy.clone(), out.clone());
+        if !sizes.is_empty() {
+            o.sizes = sizes;
+        }
+        o.reps = reps;
+        let r = speedy_lab::sst::fig7(&o).map_err(anyhow::Error::msg)?;
+        println!("Fig 7:");
+        print!("{}", speedy_lab::sst::fig7_table(&r));
+        let html = o.out.join("fig7.html");
+        println!("report: {}", speedy_lab::report::file_url(&html));
+    }
+    if figures.contains(&8) {
+        let mut o = speedy_lab::sst::Fig8Options::paper(speedy.clone(), out.clone());
+        o.pages = pages;
+        if !flavours.is_empty() {
+            o.flavours = flavours;
+        }
+        let r = speedy_lab::sst::fig8(&o).map_err(anyhow::Error::msg)?;
+        println!("Fig 8:");
+        print!("{}", speedy_lab::sst::fig8_table(&r));
+        let html = o.out.join("fig8.html");
+        println!("report: {}", speedy_lab::report::file_url(&html));
+    }
+    if figures.contains(&9) {
+        let mut o = speedy_lab::sst::Fig9Options::paper(speedy, out);
+        o.protocols = protocols;
+        o.size = size;
+        let runs = speedy_lab::sst::fig9(&o).map_err(anyhow::Error::msg)?;
+        println!("Fig 9:");
+        print!("{}", speedy_lab::sst::table(&runs));
+        let html = o.out.join("sst.html");
+        println!("report: {}", speedy_lab::report::file_url(&html));
+    }
+    Ok(())
+}
+
+/// `speedy lab [EXPERIMENT]`: runs (or resumes) an experiment and writes its report.
+fn run_experiment(a: &LabArgs) -> Result<()> {
+    let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
+    let exp = speedy_lab::experiment::named(&name).map_err(anyhow::Error::msg)?;
+    let default_out = PathBuf::from("lab-out").join(&exp.name);
+    let mut exp = exp;
+    if let Some(r) = a.runs {
+        if r == 0 {
+            bail!("--runs must be at least 1");
+        }
+        exp.runs = r;
+    }
+    if let Some(p) = a.pages {
+        match &mut exp.pages {
+            speedy_lab::experiment::Pages::Synth(n, _) if p > 0 => *n = p,
+            speedy_lab::experiment::Pages::Synth(..) => bail!("--pages must be at least 1"),
+            _ => bail!("--pages applies to synthesized pages only"),
+        }
+    }
+    let shard = match &a.shard {
+        None => {
+            match speedy_lab::shard::from_env(|k| std::env::var(k).ok())
+                .map_err(anyhow::Error::msg)?
+            {
+                Some((i, n, from)) => {
+                    eprintln!("speedy lab: shard {i}/{n} (0-based) from {from}");
+                    (i, n)
+                }
+                None => (0, 1),
+            }
+        }
+        Some(s) => speedy_lab::shard::parse(s).map_err(anyhow::Error::msg)?,
+    };
+    let lanes = speedy_lab::runner::lanes(&a.lanes).map_err(anyhow::Error::msg)?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("the lab needs root (network namespaces and TUN devices); run it with sudo");
+    }
+    let out = a.out.clone().unwrap_or(default_out);
+    let speedy = std::env::current_exe().context("finding the speedy program")?;
+    let opts = RunOptions {
+        out: out.clone(),
+        lanes,
+        shard,
+        speedy,
+    };
+    let results = run(&exp, &opts).map_err(anyhow::Error::msg)?;
+    println!("results: {}", results.display());
+    if !a.no_report && shard.1 == 1 {
+        write_report(&out)?;
+    }
+    Ok(())
 }
 
 /// Writes DIR/report.html, then prints the summary table (the report's own numbers) and
@@ -394,107 +342,4 @@ fn write_report(dir: &Path) -> Result<()> {
     let abs = html.canonicalize().unwrap_or(html);
     println!("report: {}", speedy_lab::report::file_url(&abs));
     Ok(())
-}
-
-fn fmt_duration(s: f64) -> String {
-    let s = s as u64;
-    if s >= 3600 {
-        format!("~{}h{:02}m", s / 3600, s % 3600 / 60)
-    } else {
-        format!("~{}m", s.div_ceil(60))
-    }
-}
-
-/// The shard a batch scheduler gives this task when `--shard` is not set: Slurm job
-/// arrays (`SLURM_ARRAY_TASK_ID` counted from `SLURM_ARRAY_TASK_MIN`, of
-/// `SLURM_ARRAY_TASK_COUNT`) or Kubernetes Indexed Jobs (`JOB_COMPLETION_INDEX`, 0-based,
-/// of `SPEEDY_SHARDS`, which the Job sets to its `completions`). Returns (index 0-based,
-/// count, where it came from).
-fn shard_from_env(
-    var: impl Fn(&str) -> Option<String>,
-) -> Result<Option<(usize, usize, String)>, String> {
-    let num = |k: &str| -> Result<Option<usize>, String> {
-        match var(k) {
-            None => Ok(None),
-            Some(v) => v
-                .trim()
-                .parse()
-                .map(Some)
-                .map_err(|_| format!("{k}={v:?}: not a number")),
-        }
-    };
-    if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
-        let (Some(count), min) = (num("SLURM_ARRAY_TASK_COUNT")?, num("SLURM_ARRAY_TASK_MIN")?)
-        else {
-            return Err("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not".into());
-        };
-        let min = min.unwrap_or(0);
-        let i = id.checked_sub(min).filter(|i| *i < count).ok_or_else(|| {
-            format!("SLURM_ARRAY_TASK_ID {id} is outside {min}..{min}+{count}; use a contiguous --array")
-        })?;
-        return Ok(Some((
-            i,
-            count,
-            format!("SLURM_ARRAY_TASK_ID {id} − SLURM_ARRAY_TASK_MIN {min}, of SLURM_ARRAY_TASK_COUNT {count}"),
-        )));
-    }
-    if let Some(i) = num("JOB_COMPLETION_INDEX")? {
-        let Some(n) = num("SPEEDY_SHARDS")? else {
-            return Err("JOB_COMPLETION_INDEX is set: give the shard count in SPEEDY_SHARDS (the Job's completions) or use --shard I/N".into());
-        };
-        if i >= n {
-            return Err(format!(
-                "JOB_COMPLETION_INDEX {i} is not below SPEEDY_SHARDS {n}"
-            ));
-        }
-        return Ok(Some((
-            i,
-            n,
-            format!("JOB_COMPLETION_INDEX {i} of SPEEDY_SHARDS {n}"),
-        )));
-    }
-    Ok(None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shard_from_env;
-
-    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
-    }
-
-    #[test]
-    fn reads_the_shard_from_slurm_and_kubernetes() {
-        assert_eq!(shard_from_env(env(&[])).unwrap(), None);
-        let s = shard_from_env(env(&[
-            ("SLURM_ARRAY_TASK_ID", "5"),
-            ("SLURM_ARRAY_TASK_MIN", "1"),
-            ("SLURM_ARRAY_TASK_COUNT", "8"),
-        ]))
-        .unwrap()
-        .unwrap();
-        assert_eq!((s.0, s.1), (4, 8), "Slurm ids count from the array's first");
-        let k = shard_from_env(env(&[
-            ("JOB_COMPLETION_INDEX", "2"),
-            ("SPEEDY_SHARDS", "3"),
-        ]))
-        .unwrap()
-        .unwrap();
-        assert_eq!((k.0, k.1), (2, 3));
-        assert!(shard_from_env(env(&[("JOB_COMPLETION_INDEX", "2")]))
-            .unwrap_err()
-            .contains("SPEEDY_SHARDS"));
-        assert!(shard_from_env(env(&[
-            ("SLURM_ARRAY_TASK_ID", "9"),
-            ("SLURM_ARRAY_TASK_COUNT", "4")
-        ]))
-        .unwrap_err()
-        .contains("outside"));
-    }
 }
