@@ -375,20 +375,14 @@ fn shell_prompt(cmd: &mut std::process::Command) {
     );
 }
 
+/// `speedy link` itself: builds the link and the namespaces, then runs the bench, or
+/// `--server-cmd` and COMMAND; returns the exit code, or why it could not run.
 fn run_inner(a: LinkArgs) -> Result<i32, String> {
     if a.profiles {
         print!("{}", config::profiles_table());
         return Ok(0);
     }
-    let cfg = link_config(&a)?;
-    let desc = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut link = Link::new(&cfg);
-    if let Some(l) = open_log(&a.log_up, "uplink", &desc)? {
-        link.set_log(Direction::Up, l);
-    }
-    if let Some(l) = open_log(&a.log_down, "downlink", &desc)? {
-        link.set_log(Direction::Down, l);
-    }
+    let link = build_link(&a)?;
     record_signals();
     let topo_cfg = TopologyConfig {
         server_addrs: a.server_addrs,
@@ -408,8 +402,42 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
         return Ok(0);
     }
 
+    let env = command_env(&topo);
+    let server = start_server(&topo, &a, &env)?;
+    let sig = SIGNAL.load(Ordering::SeqCst);
+    if sig != 0 {
+        // Stopped while the server was starting: end it (the guard does) and go.
+        drop(server);
+        drop(topo);
+        return Ok(128 + sig);
+    }
+    let code = run_command(&topo, &a, &env)?;
+    drop(server);
+    report_drops(&mut topo, a.stats);
+    drop(topo);
+    Ok(code)
+}
+
+/// The link the arguments describe, with the per-packet logs they ask for (each log
+/// names the command line that made it).
+fn build_link(a: &LinkArgs) -> Result<Link, String> {
+    let cfg = link_config(a)?;
+    let desc = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut link = Link::new(&cfg);
+    if let Some(l) = open_log(&a.log_up, "uplink", &desc)? {
+        link.set_log(Direction::Up, l);
+    }
+    if let Some(l) = open_log(&a.log_down, "downlink", &desc)? {
+        link.set_log(Direction::Down, l);
+    }
+    Ok(link)
+}
+
+/// The environment `--server-cmd` and COMMAND get: the server and client addresses and
+/// the two namespaces' names.
+fn command_env(topo: &Topology) -> [(&'static str, String); 5] {
     let addrs: Vec<String> = topo.server_addrs().iter().map(|a| a.to_string()).collect();
-    let env = [
+    [
         ("SPEEDY_SERVER_ADDR", addrs[0].clone()),
         ("SPEEDY_SERVER_ADDRS", addrs.join(" ")),
         ("SPEEDY_CLIENT_ADDR", topo.client_addr().to_string()),
@@ -421,34 +449,44 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
             "SPEEDY_LINK_SERVER_NETNS",
             topo.netns_name(Side::Server).to_string(),
         ),
-    ];
-    let server = match &a.server_cmd {
-        Some(cmd) => {
-            use std::os::unix::process::CommandExt;
-            let leader = topo
-                .command(Side::Server, "sh")
-                .arg("-c")
-                .arg(cmd)
-                .envs(env.iter().cloned())
-                .process_group(0)
-                .spawn()
-                .map_err(|e| format!("cannot start --server-cmd: {e}"))?;
-            let group = ServerGroup { leader };
-            let until = Instant::now() + Duration::from_millis(a.server_wait);
-            while Instant::now() < until && SIGNAL.load(Ordering::SeqCst) == 0 {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Some(group)
-        }
-        None => None,
+    ]
+}
+
+/// Starts `--server-cmd` (if given) in the server namespace, in its own process group,
+/// and gives it `--server-wait` ms to start (less if a signal comes).
+fn start_server(
+    topo: &Topology,
+    a: &LinkArgs,
+    env: &[(&'static str, String)],
+) -> Result<Option<ServerGroup>, String> {
+    let Some(cmd) = &a.server_cmd else {
+        return Ok(None);
     };
-    let sig = SIGNAL.load(Ordering::SeqCst);
-    if sig != 0 {
-        // Stopped while the server was starting: end it (the guard does) and go.
-        drop(server);
-        drop(topo);
-        return Ok(128 + sig);
+    use std::os::unix::process::CommandExt;
+    let leader = topo
+        .command(Side::Server, "sh")
+        .arg("-c")
+        .arg(cmd)
+        .envs(env.iter().cloned())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start --server-cmd: {e}"))?;
+    let group = ServerGroup { leader };
+    let until = Instant::now() + Duration::from_millis(a.server_wait);
+    while Instant::now() < until && SIGNAL.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(10));
     }
+    Ok(Some(group))
+}
+
+/// Runs COMMAND (default: the user's shell, its prompt marked) in the client namespace
+/// until it exits or a signal comes; returns its exit code (128 + the signal when
+/// stopped, 127 when it cannot start).
+fn run_command(
+    topo: &Topology,
+    a: &LinkArgs,
+    env: &[(&'static str, String)],
+) -> Result<i32, String> {
     let (prog, args) = match a.command.split_first() {
         Some((p, rest)) => (p.clone(), rest.to_vec()),
         None => (
@@ -463,33 +501,34 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
     if a.command.is_empty() {
         shell_prompt(&mut cmd);
     }
-    let code;
     match cmd.spawn() {
         Ok(mut child) => loop {
             if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-                code = exit_code(st);
-                break;
+                return Ok(exit_code(st));
             }
             let sig = SIGNAL.load(Ordering::SeqCst);
             if sig != 0 {
                 stop_child(&mut child);
-                code = 128 + sig;
-                break;
+                return Ok(128 + sig);
             }
             std::thread::sleep(Duration::from_millis(10));
         },
         Err(e) => {
             eprintln!("speedy link: cannot run {prog}: {e}");
-            code = 127;
+            Ok(127)
         }
     }
-    drop(server);
+}
+
+/// Stops the link, prints its counters when `stats` asks, and warns when packets were
+/// lost at the TUN devices (by the link's writes or by the kernel).
+fn report_drops(topo: &mut Topology, stats: bool) {
     let kernel: Vec<_> = [Side::Client, Side::Server]
         .iter()
         .map(|s| topo.tun_stats(*s).unwrap_or_default())
         .collect();
     let counters = topo.stop_link();
-    if a.stats {
+    if stats {
         eprint!("speedy link: {counters}");
     }
     let tun_drops =
@@ -504,8 +543,6 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
              {kernel_drops} dropped by the kernel at the TUN devices"
         );
     }
-    drop(topo);
-    Ok(code)
 }
 
 #[cfg(test)]

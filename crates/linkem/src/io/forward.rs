@@ -85,7 +85,7 @@ pub fn make_realtime(prio: i32) -> io::Result<()> {
 /// Runs the loop until `shared.stop` is set. `client` carries the uplink's arrivals and
 /// the downlink's departures; `server` the reverse.
 pub fn run(
-    mut link: Link,
+    link: Link,
     client: &Tun,
     server: &Tun,
     mtu: usize,
@@ -95,103 +95,127 @@ pub fn run(
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let start = Instant::now();
     let cpu0 = thread_cpu_time();
-    let now = || Time::from_nanos(start.elapsed().as_nanos() as u64);
-    let mut pool = BufferPool::new(mtu.max(1500) + 64, 4096);
-    let mut stats = ForwardStats::default();
-    let mut fds = [
-        libc::pollfd {
-            fd: client.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: server.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+    let mut f = Forwarder {
+        link,
+        client,
+        server,
+        start,
+        pool: BufferPool::new(mtu.max(1500) + 64, 4096),
+        stats: ForwardStats::default(),
+    };
+    let mut fds = [readable(client), readable(server)];
     let mut last_published = Counters::default();
-    let mut early = Duration::ZERO;
-    let mut window_start = Time::ZERO;
-    let mut spun = Duration::ZERO;
+    let mut pacer = Pacer::default();
     while !shared.stop.load(Ordering::Relaxed) {
-        stats.turns += 1;
-        let t = now();
-        for (dir, out) in [(Direction::Up, server), (Direction::Down, client)] {
-            while let Some((due, p)) = link.dequeue(dir, t) {
-                let late = now().since(due);
-                stats.written += 1;
-                stats.late_sum += late;
-                stats.late_max = stats.late_max.max(late);
-                match out.write(&p.data) {
-                    Ok(_) => pool.put(p.data),
-                    Err(_) => link.tun_write_failed(dir, t, p),
-                }
-            }
-        }
-        for p in link.take_dropped() {
-            pool.put(p.data);
-        }
-        if *link.counters() != last_published {
-            last_published = *link.counters();
+        f.stats.turns += 1;
+        let t = f.now();
+        f.deliver_due(t);
+        if *f.link.counters() != last_published {
+            last_published = *f.link.counters();
             *shared.counters.lock().unwrap_or_else(|e| e.into_inner()) = last_published;
         }
 
-        let t = now();
-        if t.since(window_start) >= SPIN_WINDOW {
-            window_start = t;
-            spun = Duration::ZERO;
-        }
-        // Spinning is rationed so a busy link does not keep a CPU busy polling.
-        let margin = if spun < SPIN_WINDOW / 5 {
-            early
-        } else {
-            Duration::ZERO
-        };
-        let deadline = link.next_wakeup();
-        let wait = match deadline {
-            // Wake early by the usual oversleep and spin the rest of the way.
-            Some(w) => w.since(t + margin).min(MAX_SLEEP),
-            None => MAX_SLEEP,
-        };
-        let ts = if wait < SPIN_BELOW {
-            libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            }
-        } else {
-            libc::timespec {
-                tv_sec: wait.as_secs() as _,
-                tv_nsec: wait.subsec_nanos() as _,
-            }
-        };
+        let t = f.now();
+        let wait = pacer.wait(t, f.link.next_wakeup());
+        let ts = poll_timeout(wait);
         // SAFETY: ppoll on two valid pollfds with a valid timeout and no signal mask.
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-        if n == 0 && wait < SPIN_BELOW {
-            spun += now().since(t);
-        }
-        if n == 0 && wait >= SPIN_BELOW && wait < MAX_SLEEP {
-            // Timed out: learn how late the kernel woke us (EWMA, 1/8 gain), capped.
-            let target = t + wait;
-            let over = now().since(target).min(MAX_EARLY);
-            early = (early * 7 + over) / 8;
-        }
+        pacer.polled(n, t, wait, || f.now());
         if n <= 0 {
             continue;
         }
+        f.read_arrivals(&fds);
+    }
+    *shared.counters.lock().unwrap_or_else(|e| e.into_inner()) = *f.link.counters();
+    let _ = f.link.flush_logs();
+    f.stats.cpu = thread_cpu_time() - cpu0;
+    f.stats.wall = start.elapsed();
+    (f.link, f.stats)
+}
+
+/// A `pollfd` that waits for `tun` to be readable.
+fn readable(tun: &Tun) -> libc::pollfd {
+    libc::pollfd {
+        fd: tun.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// `ppoll`'s timeout for a wait: zero (poll without sleeping) below [`SPIN_BELOW`].
+fn poll_timeout(wait: Duration) -> libc::timespec {
+    if wait < SPIN_BELOW {
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        }
+    } else {
+        libc::timespec {
+            tv_sec: wait.as_secs() as _,
+            tv_nsec: wait.subsec_nanos() as _,
+        }
+    }
+}
+
+/// What the loop moves packets with: the link, the two devices, the buffers, and what it
+/// measures about itself.
+struct Forwarder<'a> {
+    link: Link,
+    /// The uplink's arrivals, the downlink's departures.
+    client: &'a Tun,
+    /// The downlink's arrivals, the uplink's departures.
+    server: &'a Tun,
+    /// The link's clock starts here.
+    start: Instant,
+    pool: BufferPool,
+    stats: ForwardStats,
+}
+
+impl Forwarder<'_> {
+    /// The link's time now.
+    fn now(&self) -> Time {
+        Time::from_nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    /// Writes every packet due by `t` to its device (noting how late it is; a failed write
+    /// goes back to the link as a drop) and takes back the buffers of dropped packets.
+    fn deliver_due(&mut self, t: Time) {
+        for (dir, out) in [(Direction::Up, self.server), (Direction::Down, self.client)] {
+            while let Some((due, p)) = self.link.dequeue(dir, t) {
+                let late = self.now().since(due);
+                self.stats.written += 1;
+                self.stats.late_sum += late;
+                self.stats.late_max = self.stats.late_max.max(late);
+                match out.write(&p.data) {
+                    Ok(_) => self.pool.put(p.data),
+                    Err(_) => self.link.tun_write_failed(dir, t, p),
+                }
+            }
+        }
+        for p in self.link.take_dropped() {
+            self.pool.put(p.data);
+        }
+    }
+
+    /// Reads up to [`READ_BURST`] packets from each device `fds` found readable (the
+    /// client's first) into the link, counting failed reads other than "would block".
+    fn read_arrivals(&mut self, fds: &[libc::pollfd; 2]) {
         for (i, dir) in [(0, Direction::Up), (1, Direction::Down)] {
             if fds[i].revents & libc::POLLIN == 0 {
                 continue;
             }
-            let tun = if i == 0 { client } else { server };
+            let tun = if i == 0 { self.client } else { self.server };
             for _ in 0..READ_BURST {
-                let mut buf = pool.get();
+                let mut buf = self.pool.get();
                 match tun.read_into(&mut buf) {
-                    Ok(_) => link.enqueue(dir, now(), Packet::new(buf)),
+                    Ok(_) => {
+                        let now = self.now();
+                        self.link.enqueue(dir, now, Packet::new(buf));
+                    }
                     Err(e) => {
-                        pool.put(buf);
+                        self.pool.put(buf);
                         if e.kind() != io::ErrorKind::WouldBlock {
-                            stats.read_errors += 1;
+                            self.stats.read_errors += 1;
                         }
                         break;
                     }
@@ -199,11 +223,57 @@ pub fn run(
             }
         }
     }
-    *shared.counters.lock().unwrap_or_else(|e| e.into_inner()) = *link.counters();
-    let _ = link.flush_logs();
-    stats.cpu = thread_cpu_time() - cpu0;
-    stats.wall = start.elapsed();
-    (link, stats)
+}
+
+/// How long the loop sleeps: it learns how late the kernel wakes it and wakes that much
+/// early to spin the rest, with spinning rationed per [`SPIN_WINDOW`].
+#[derive(Default)]
+struct Pacer {
+    /// The learned early wake-up (a moving average of oversleep, at most [`MAX_EARLY`]).
+    early: Duration,
+    /// Start of the current spin window.
+    window_start: Time,
+    /// Time spent spinning in the current window.
+    spun: Duration,
+}
+
+impl Pacer {
+    /// How long to wait at `t` for the link's next wake-up `deadline`: until the usual
+    /// oversleep before it (just until it once a fifth of the window was spun), at most
+    /// [`MAX_SLEEP`].
+    fn wait(&mut self, t: Time, deadline: Option<Time>) -> Duration {
+        if t.since(self.window_start) >= SPIN_WINDOW {
+            self.window_start = t;
+            self.spun = Duration::ZERO;
+        }
+        // Spinning is rationed so a busy link does not keep a CPU busy polling.
+        let margin = if self.spun < SPIN_WINDOW / 5 {
+            self.early
+        } else {
+            Duration::ZERO
+        };
+        match deadline {
+            // Wake early by the usual oversleep and spin the rest of the way.
+            Some(w) => w.since(t + margin).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        }
+    }
+
+    /// After `ppoll` (started at `t` for `wait`) returned `n`: when it timed out, counts a
+    /// spin, or learns how late a sleep woke; `now` reads the clock.
+    fn polled(&mut self, n: i32, t: Time, wait: Duration, now: impl FnOnce() -> Time) {
+        if n != 0 {
+            return;
+        }
+        if wait < SPIN_BELOW {
+            self.spun += now().since(t);
+        } else if wait < MAX_SLEEP {
+            // Timed out: learn how late the kernel woke us (EWMA, 1/8 gain), capped.
+            let target = t + wait;
+            let over = now().since(target).min(MAX_EARLY);
+            self.early = (self.early * 7 + over) / 8;
+        }
+    }
 }
 
 /// Keeps `Arc<Shared>` nameable for owners.

@@ -356,6 +356,7 @@ fn parse_page(i: usize, v: &Value) -> R<Page> {
     })
 }
 
+/// Reads `log.entries[i]` into a [`HarEntry`]; errors name the entry and field.
 fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
     let path = format!("entries[{i}]");
     let o = obj(v, &path)?;
@@ -369,17 +370,7 @@ fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
             format!("not an ISO 8601 date: {started:?}"),
         )
     })?;
-    let pageref = match o.get("pageref") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(v) => {
-            return Err(HarError::new(
-                format!("{path}.pageref"),
-                format!("expected a string, found {}", kind_of(v)),
-            ))
-        }
-    };
+    let pageref = parse_pageref(o, &path)?;
 
     let rp = format!("{path}.request");
     let rq = obj(req(o, "request", &path)?, &rp)?;
@@ -397,18 +388,81 @@ fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
         ));
     }
     let response_headers = headers(rs.get("headers"), &format!("{sp}.headers"))?;
+    let content = parse_content(rs, &sp)?;
+    let redirect_url = opt_string(rs, "redirectURL", &sp)?.unwrap_or_default();
+
+    let timings = parse_timings(o, &path)?;
+    let time = opt_number(o, "time", &path)?
+        .filter(|x| *x >= 0.0)
+        .unwrap_or_else(|| timings.total());
+
+    Ok(HarEntry {
+        index: i,
+        pageref,
+        started_ms,
+        time,
+        method,
+        url,
+        request_headers,
+        status: status as u16,
+        response_headers,
+        mime: content.mime,
+        body: content.body,
+        content_size: content.size,
+        body_size: opt_size(rs, "bodySize", &sp)?,
+        headers_size: opt_size(rs, "headersSize", &sp)?,
+        transfer_size: opt_size(rs, "_transferSize", &sp)?,
+        redirect_url,
+        timings,
+        initiator: parse_initiator(o, &path)?,
+        resource_type: opt_string(o, "_resourceType", &path)?.map(|s| s.to_ascii_lowercase()),
+        priority: parse_priority(o, &path)?,
+        speedy: match o.get("_speedy") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(parse_speedy(v, &format!("{path}._speedy"))?),
+        },
+    })
+}
+
+/// An entry's `pageref`: a string, or a number taken as its decimal text.
+fn parse_pageref(o: &Map<String, Value>, path: &str) -> R<Option<String>> {
+    match o.get("pageref") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(v) => Err(HarError::new(
+            format!("{path}.pageref"),
+            format!("expected a string, found {}", kind_of(v)),
+        )),
+    }
+}
+
+/// What an entry's `response.content` says: empty when it is absent.
+#[derive(Default)]
+struct Content {
+    /// `mimeType`.
+    mime: String,
+    /// `text`, decoded from base64 when so encoded.
+    body: Option<Vec<u8>>,
+    /// `size`, when known.
+    size: Option<u64>,
+}
+
+/// Reads `response.content` (`sp` is the response's path): its MIME type, size and text,
+/// decoding base64; any other encoding is an error.
+fn parse_content(rs: &Map<String, Value>, sp: &str) -> R<Content> {
     let cp = format!("{sp}.content");
-    let (mut mime, mut body, mut content_size) = (String::new(), None, None);
+    let mut out = Content::default();
     let mut encoding_note = None;
     match rs.get("content") {
         None | Some(Value::Null) => {}
         Some(c) => {
             let c = obj(c, &cp)?;
-            mime = opt_string(c, "mimeType", &cp)?.unwrap_or_default();
-            content_size = opt_size(c, "size", &cp)?;
+            out.mime = opt_string(c, "mimeType", &cp)?.unwrap_or_default();
+            out.size = opt_size(c, "size", &cp)?;
             let encoding = opt_string(c, "encoding", &cp)?;
             if let Some(text) = opt_string(c, "text", &cp)? {
-                body = Some(match encoding.as_deref() {
+                out.body = Some(match encoding.as_deref() {
                     Some(e) if e.eq_ignore_ascii_case("base64") => {
                         decode_base64(&text).map_err(|err| {
                             HarError::new(format!("{cp}.text"), format!("invalid base64 ({err})"))
@@ -429,72 +483,48 @@ fn parse_entry(i: usize, v: &Value) -> R<HarEntry> {
             format!("unknown encoding {e:?} (HAR allows base64 or none)"),
         ));
     }
-    let redirect_url = opt_string(rs, "redirectURL", &sp)?.unwrap_or_default();
+    Ok(out)
+}
 
-    let mut timings = Timings {
-        blocked: -1.0,
-        dns: -1.0,
-        connect: -1.0,
-        send: -1.0,
-        wait: -1.0,
-        receive: -1.0,
-        ssl: -1.0,
+/// An entry's `timings` in the model's type: absent or negative phases are -1.
+fn parse_timings(o: &Map<String, Value>, path: &str) -> R<Timings> {
+    let Some(t) = o.get("timings").filter(|t| !t.is_null()) else {
+        return Ok(Timings {
+            blocked: -1.0,
+            dns: -1.0,
+            connect: -1.0,
+            send: -1.0,
+            wait: -1.0,
+            receive: -1.0,
+            ssl: -1.0,
+        });
     };
-    if let Some(t) = o.get("timings").filter(|t| !t.is_null()) {
-        let tp = format!("{path}.timings");
-        let t = obj(t, &tp)?;
-        let g = |k: &str| -> R<f64> { Ok(known(opt_number(t, k, &tp)?)) };
-        timings = Timings {
-            blocked: g("blocked")?,
-            dns: g("dns")?,
-            connect: g("connect")?,
-            ssl: g("ssl")?,
-            send: g("send")?,
-            wait: g("wait")?,
-            receive: g("receive")?,
-        };
-    }
-    let time = opt_number(o, "time", &path)?
-        .filter(|x| *x >= 0.0)
-        .unwrap_or_else(|| timings.total());
-
-    Ok(HarEntry {
-        index: i,
-        pageref,
-        started_ms,
-        time,
-        method,
-        url,
-        request_headers,
-        status: status as u16,
-        response_headers,
-        mime,
-        body,
-        content_size,
-        body_size: opt_size(rs, "bodySize", &sp)?,
-        headers_size: opt_size(rs, "headersSize", &sp)?,
-        transfer_size: opt_size(rs, "_transferSize", &sp)?,
-        redirect_url,
-        timings,
-        initiator: parse_initiator(o, &path)?,
-        resource_type: opt_string(o, "_resourceType", &path)?.map(|s| s.to_ascii_lowercase()),
-        priority: match opt_string(o, "_priority", &path)? {
-            Some(p) if !crate::model::PRIORITY_NAMES.contains(&p.as_str()) => {
-                return Err(HarError::new(
-                    format!("{path}._priority"),
-                    format!(
-                        "{p:?} is not a Chrome priority ({})",
-                        crate::model::PRIORITY_NAMES.join(", ")
-                    ),
-                ))
-            }
-            p => p,
-        },
-        speedy: match o.get("_speedy") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(parse_speedy(v, &format!("{path}._speedy"))?),
-        },
+    let tp = format!("{path}.timings");
+    let t = obj(t, &tp)?;
+    let g = |k: &str| -> R<f64> { Ok(known(opt_number(t, k, &tp)?)) };
+    Ok(Timings {
+        blocked: g("blocked")?,
+        dns: g("dns")?,
+        connect: g("connect")?,
+        ssl: g("ssl")?,
+        send: g("send")?,
+        wait: g("wait")?,
+        receive: g("receive")?,
     })
+}
+
+/// An entry's `_priority`, which must be one of Chrome's priority names.
+fn parse_priority(o: &Map<String, Value>, path: &str) -> R<Option<String>> {
+    match opt_string(o, "_priority", path)? {
+        Some(p) if !crate::model::PRIORITY_NAMES.contains(&p.as_str()) => Err(HarError::new(
+            format!("{path}._priority"),
+            format!(
+                "{p:?} is not a Chrome priority ({})",
+                crate::model::PRIORITY_NAMES.join(", ")
+            ),
+        )),
+        p => Ok(p),
+    }
 }
 
 fn decode_base64(text: &str) -> Result<Vec<u8>, base64::DecodeError> {

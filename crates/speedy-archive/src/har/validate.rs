@@ -4,6 +4,7 @@
 
 use crate::date::is_rfc3339;
 use serde_json::Value;
+use std::collections::HashSet;
 
 struct Check<'a> {
     errors: &'a mut Vec<String>,
@@ -117,6 +118,175 @@ impl Check<'_> {
             }
         }
     }
+    /// Checks `log.version` and the `creator` (and, when present, `browser`) records.
+    fn log_header(&mut self, log: &serde_json::Map<String, Value>) {
+        if let Some(v) = self.string(log, "log", "version") {
+            if v != "1.2" && v != "1.1" {
+                self.errors.push(format!("log.version: {v:?} (want 1.2)"));
+            }
+        }
+        for who in ["creator", "browser"] {
+            if who == "browser" && !log.contains_key("browser") {
+                continue;
+            }
+            if let Some(cr) = self.field(log, "log", who).and_then(|x| self.obj(x, who)) {
+                self.string(cr, &format!("log.{who}"), "name");
+                self.string(cr, &format!("log.{who}"), "version");
+            }
+        }
+    }
+
+    /// Checks `log.pages`, when present; returns the page ids (each must be unique).
+    fn pages(&mut self, log: &serde_json::Map<String, Value>) -> HashSet<String> {
+        let mut page_ids = HashSet::new();
+        if !log.contains_key("pages") {
+            return page_ids;
+        }
+        for (i, p) in self.array(log, "log", "pages").iter().enumerate() {
+            let path = format!("log.pages[{i}]");
+            let Some(p) = self.obj(p, &path) else {
+                continue;
+            };
+            self.date(p, &path, "startedDateTime");
+            if let Some(id) = self.string(p, &path, "id") {
+                if !page_ids.insert(id.clone()) {
+                    self.errors.push(format!("{path}.id: {id:?} is not unique"));
+                }
+            }
+            self.string(p, &path, "title");
+            if let Some(pt) = self
+                .field(p, &path, "pageTimings")
+                .and_then(|x| self.obj(x, &path))
+            {
+                let tp = format!("{path}.pageTimings");
+                for n in ["onContentLoad", "onLoad"] {
+                    if let Some(v) = self.opt_number(pt, &tp, n) {
+                        if v < 0.0 && v != -1.0 {
+                            self.errors
+                                .push(format!("{tp}.{n}: {v} (must be -1 or ≥ 0)"));
+                        }
+                    }
+                }
+            }
+        }
+        page_ids
+    }
+
+    /// Checks entry `path`: its `pageref` names one of `page_ids`, its request, response,
+    /// cache and timings, and `time` against the timings.
+    fn entry(
+        &mut self,
+        e: &serde_json::Map<String, Value>,
+        path: &str,
+        page_ids: &HashSet<String>,
+        tolerance_ms: f64,
+    ) {
+        if let Some(pr) = e.get("pageref") {
+            match pr.as_str() {
+                Some(s) if page_ids.contains(s) => {}
+                _ => self
+                    .errors
+                    .push(format!("{path}.pageref: {pr} names no page")),
+            }
+        }
+        self.date(e, path, "startedDateTime");
+        let time = self.number(e, path, "time");
+        if let Some(rq) = self
+            .field(e, path, "request")
+            .and_then(|x| self.obj(x, path))
+        {
+            self.request(rq, &format!("{path}.request"));
+        }
+        if let Some(rs) = self
+            .field(e, path, "response")
+            .and_then(|x| self.obj(x, path))
+        {
+            self.response(rs, &format!("{path}.response"));
+        }
+        if let Some(ca) = self.field(e, path, "cache") {
+            self.obj(ca, &format!("{path}.cache"));
+        }
+        if let Some(t) = self
+            .field(e, path, "timings")
+            .and_then(|x| self.obj(x, path))
+        {
+            let sum = self.timings(t, &format!("{path}.timings"), tolerance_ms);
+            if let Some(time) = time {
+                if (time - sum).abs() > tolerance_ms {
+                    self.errors
+                        .push(format!("{path}.time: {time} ≠ sum of timings {sum}"));
+                }
+            }
+        }
+    }
+
+    /// Checks an entry's `request` (at `p`).
+    fn request(&mut self, rq: &serde_json::Map<String, Value>, p: &str) {
+        self.string(rq, p, "method");
+        self.string(rq, p, "url");
+        self.string(rq, p, "httpVersion");
+        self.name_values(rq, p, "cookies");
+        self.name_values(rq, p, "headers");
+        self.name_values(rq, p, "queryString");
+        self.number(rq, p, "headersSize");
+        self.number(rq, p, "bodySize");
+    }
+
+    /// Checks an entry's `response` (at `p`), its `content` included.
+    fn response(&mut self, rs: &serde_json::Map<String, Value>, p: &str) {
+        self.number(rs, p, "status");
+        self.string(rs, p, "statusText");
+        self.string(rs, p, "httpVersion");
+        self.name_values(rs, p, "cookies");
+        self.name_values(rs, p, "headers");
+        if let Some(ct) = self.field(rs, p, "content").and_then(|x| self.obj(x, p)) {
+            let cp = format!("{p}.content");
+            self.number(ct, &cp, "size");
+            self.string(ct, &cp, "mimeType");
+        }
+        self.string(rs, p, "redirectURL");
+        self.number(rs, p, "headersSize");
+        self.number(rs, p, "bodySize");
+    }
+
+    /// Checks an entry's `timings` (at `p`): each phase -1 or non-negative (`send`,
+    /// `wait`, `receive` required and never -1), `ssl` within `connect`. Returns the sum
+    /// of the positive phases other than `ssl`, which `time` must equal.
+    fn timings(&mut self, t: &serde_json::Map<String, Value>, p: &str, tolerance_ms: f64) -> f64 {
+        let mut sum = 0.0;
+        for n in [
+            "blocked", "dns", "connect", "send", "wait", "receive", "ssl",
+        ] {
+            let required = matches!(n, "send" | "wait" | "receive");
+            let v = if required {
+                self.number(t, p, n)
+            } else {
+                self.opt_number(t, p, n)
+            };
+            if let Some(v) = v {
+                if required && v < 0.0 {
+                    self.errors.push(format!("{p}.{n}: {v} (must be ≥ 0)"));
+                } else if v < 0.0 && v != -1.0 {
+                    self.errors
+                        .push(format!("{p}.{n}: {v} (must be -1 or ≥ 0)"));
+                }
+                if n != "ssl" && v > 0.0 {
+                    sum += v;
+                }
+            }
+        }
+        if let (Some(ssl), Some(conn)) = (
+            self.opt_number(t, p, "ssl"),
+            self.opt_number(t, p, "connect"),
+        ) {
+            if ssl > 0.0 && ssl > conn + tolerance_ms {
+                self.errors.push(format!(
+                    "{p}: ssl {ssl} > connect {conn} (ssl is part of connect)"
+                ));
+            }
+        }
+        sum
+    }
 }
 
 /// Checks a HAR document against the HAR 1.2 schema: every required field with its type,
@@ -134,127 +304,12 @@ pub fn validate(har: &Value, tolerance_ms: f64) -> Result<(), Vec<String>> {
     let Some(log) = c.field(root, "$", "log").and_then(|l| c.obj(l, "log")) else {
         return Err(errors);
     };
-    if let Some(v) = c.string(log, "log", "version") {
-        if v != "1.2" && v != "1.1" {
-            c.errors.push(format!("log.version: {v:?} (want 1.2)"));
-        }
-    }
-    for who in ["creator", "browser"] {
-        if who == "browser" && !log.contains_key("browser") {
-            continue;
-        }
-        if let Some(cr) = c.field(log, "log", who).and_then(|x| c.obj(x, who)) {
-            c.string(cr, &format!("log.{who}"), "name");
-            c.string(cr, &format!("log.{who}"), "version");
-        }
-    }
-    let mut page_ids = std::collections::HashSet::new();
-    if log.contains_key("pages") {
-        for (i, p) in c.array(log, "log", "pages").iter().enumerate() {
-            let path = format!("log.pages[{i}]");
-            let Some(p) = c.obj(p, &path) else { continue };
-            c.date(p, &path, "startedDateTime");
-            if let Some(id) = c.string(p, &path, "id") {
-                if !page_ids.insert(id.clone()) {
-                    c.errors.push(format!("{path}.id: {id:?} is not unique"));
-                }
-            }
-            c.string(p, &path, "title");
-            if let Some(pt) = c
-                .field(p, &path, "pageTimings")
-                .and_then(|x| c.obj(x, &path))
-            {
-                let tp = format!("{path}.pageTimings");
-                for n in ["onContentLoad", "onLoad"] {
-                    if let Some(v) = c.opt_number(pt, &tp, n) {
-                        if v < 0.0 && v != -1.0 {
-                            c.errors.push(format!("{tp}.{n}: {v} (must be -1 or ≥ 0)"));
-                        }
-                    }
-                }
-            }
-        }
-    }
+    c.log_header(log);
+    let page_ids = c.pages(log);
     for (i, e) in c.array(log, "log", "entries").iter().enumerate() {
         let path = format!("log.entries[{i}]");
         let Some(e) = c.obj(e, &path) else { continue };
-        if let Some(pr) = e.get("pageref") {
-            match pr.as_str() {
-                Some(s) if page_ids.contains(s) => {}
-                _ => c.errors.push(format!("{path}.pageref: {pr} names no page")),
-            }
-        }
-        c.date(e, &path, "startedDateTime");
-        let time = c.number(e, &path, "time");
-        if let Some(rq) = c.field(e, &path, "request").and_then(|x| c.obj(x, &path)) {
-            let p = format!("{path}.request");
-            c.string(rq, &p, "method");
-            c.string(rq, &p, "url");
-            c.string(rq, &p, "httpVersion");
-            c.name_values(rq, &p, "cookies");
-            c.name_values(rq, &p, "headers");
-            c.name_values(rq, &p, "queryString");
-            c.number(rq, &p, "headersSize");
-            c.number(rq, &p, "bodySize");
-        }
-        if let Some(rs) = c.field(e, &path, "response").and_then(|x| c.obj(x, &path)) {
-            let p = format!("{path}.response");
-            c.number(rs, &p, "status");
-            c.string(rs, &p, "statusText");
-            c.string(rs, &p, "httpVersion");
-            c.name_values(rs, &p, "cookies");
-            c.name_values(rs, &p, "headers");
-            if let Some(ct) = c.field(rs, &p, "content").and_then(|x| c.obj(x, &p)) {
-                let cp = format!("{p}.content");
-                c.number(ct, &cp, "size");
-                c.string(ct, &cp, "mimeType");
-            }
-            c.string(rs, &p, "redirectURL");
-            c.number(rs, &p, "headersSize");
-            c.number(rs, &p, "bodySize");
-        }
-        if let Some(ca) = c.field(e, &path, "cache") {
-            c.obj(ca, &format!("{path}.cache"));
-        }
-        if let Some(t) = c.field(e, &path, "timings").and_then(|x| c.obj(x, &path)) {
-            let p = format!("{path}.timings");
-            let mut sum = 0.0;
-            for n in [
-                "blocked", "dns", "connect", "send", "wait", "receive", "ssl",
-            ] {
-                let required = matches!(n, "send" | "wait" | "receive");
-                let v = if required {
-                    c.number(t, &p, n)
-                } else {
-                    c.opt_number(t, &p, n)
-                };
-                if let Some(v) = v {
-                    if required && v < 0.0 {
-                        c.errors.push(format!("{p}.{n}: {v} (must be ≥ 0)"));
-                    } else if v < 0.0 && v != -1.0 {
-                        c.errors.push(format!("{p}.{n}: {v} (must be -1 or ≥ 0)"));
-                    }
-                    if n != "ssl" && v > 0.0 {
-                        sum += v;
-                    }
-                }
-            }
-            if let (Some(ssl), Some(conn)) =
-                (c.opt_number(t, &p, "ssl"), c.opt_number(t, &p, "connect"))
-            {
-                if ssl > 0.0 && ssl > conn + tolerance_ms {
-                    c.errors.push(format!(
-                        "{p}: ssl {ssl} > connect {conn} (ssl is part of connect)"
-                    ));
-                }
-            }
-            if let Some(time) = time {
-                if (time - sum).abs() > tolerance_ms {
-                    c.errors
-                        .push(format!("{path}.time: {time} ≠ sum of timings {sum}"));
-                }
-            }
-        }
+        c.entry(e, &path, &page_ids, tolerance_ms);
     }
     if errors.is_empty() {
         Ok(())

@@ -122,25 +122,7 @@ pub fn import_warc(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
         .enumerate()
         .filter_map(|(i, r)| r.record_id().map(|id| (id, i)))
         .collect();
-    let is_response =
-        |r: &WarcRecord| r.kind() == "response" && r.target_uri().is_some_and(is_http);
-    let http_of = |r: &WarcRecord| -> Result<HttpMessage, ImportError> {
-        warc::parse_http(&r.block).map_err(|e| invalid(path, r.describe(), e))
-    };
-    let original = |r: &WarcRecord| original(path, &records, &by_id, r);
-    // Request records, for methods and request headers.
-    let mut requests: HashMap<String, usize> = HashMap::new();
-    let mut last_request_for: HashMap<String, usize> = HashMap::new();
-    for r in &records {
-        if r.kind() == "request" {
-            if let Some(id) = r.record_id() {
-                requests.insert(id.to_string(), r.index);
-            }
-            if let Some(u) = r.target_uri() {
-                last_request_for.insert(u.to_string(), r.index);
-            }
-        }
-    }
+    let requests = Requests::of(&records);
     let mut recs = Vec::new();
     let mut revisits = 0;
     for r in &records {
@@ -148,70 +130,19 @@ pub fn import_warc(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
         let Some(url) = r.target_uri().filter(|u| is_http(u)) else {
             continue;
         };
-        let mut rec = match kind.as_str() {
-            "response" => rec_from_http(r.describe(), url, &http_of(r)?, &mut warnings),
+        let msg = match kind.as_str() {
+            "response" => http_of(path, r)?,
             "revisit" => {
-                let o = &records[original(r)?];
-                if !is_response(o) {
-                    return Err(invalid(
-                        path,
-                        r.describe(),
-                        format!("refers to {}, which is not an http response", o.describe()),
-                    ));
-                }
-                let orig = http_of(o)?;
-                let own = (!r.block.is_empty())
-                    .then(|| warc::parse_http(&r.block))
-                    .transpose()
-                    .map_err(|e| invalid(path, r.describe(), e))?;
-                let profile = r.field("WARC-Profile").unwrap_or("").to_ascii_lowercase();
-                let msg = match own {
-                    Some(m) if !profile.contains("server-not-modified") && m.status != 304 => {
-                        HttpMessage {
-                            status: m.status,
-                            method: String::new(),
-                            headers: m.headers,
-                            body: orig.body.clone(),
-                            truncated: orig.truncated,
-                        }
-                    }
-                    _ => orig,
-                };
+                let msg = revisit_message(path, &records, &by_id, r)?;
                 revisits += 1;
-                rec_from_http(r.describe(), url, &msg, &mut warnings)
+                msg
             }
-            "resource" => {
-                let ct = r
-                    .field("Content-Type")
-                    .unwrap_or("application/octet-stream")
-                    .to_string();
-                let msg = HttpMessage {
-                    status: 200,
-                    method: String::new(),
-                    headers: vec![("Content-Type".into(), ct)],
-                    body: r.block.clone(),
-                    truncated: false,
-                };
-                rec_from_http(r.describe(), url, &msg, &mut warnings)
-            }
+            "resource" => resource_message(r),
             _ => continue,
         };
-        let req = r
-            .field("WARC-Concurrent-To")
-            .and_then(|id| {
-                requests
-                    .get(warc::strip_brackets(id))
-                    .or_else(|| requests.get(id.trim()))
-            })
-            .or_else(|| last_request_for.get(url))
-            .map(|&i| &records[i]);
-        if let Some(q) = req {
-            if let Ok(m) = warc::parse_http(&q.block) {
-                if !m.method.is_empty() {
-                    rec.method = m.method.to_ascii_uppercase();
-                }
-                rec.request_headers = m.headers;
-            }
+        let mut rec = rec_from_http(r.describe(), url, &msg, &mut warnings);
+        if let Some(q) = requests.of_response(r, url) {
+            apply_request(&mut rec, &records[q]);
         }
         recs.push(rec);
     }
@@ -238,4 +169,108 @@ pub fn import_warc(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
         warnings,
         sources,
     })
+}
+
+/// The HTTP message in record `r`'s block; an error names the record.
+fn http_of(path: &Path, r: &WarcRecord) -> Result<HttpMessage, ImportError> {
+    warc::parse_http(&r.block).map_err(|e| invalid(path, r.describe(), e))
+}
+
+/// The response a revisit record `r` stands for: the original's, with the revisit's own
+/// status and headers when it records a changed (not 304, not server-not-modified)
+/// response. An error when the original is missing or not an http response.
+fn revisit_message(
+    path: &Path,
+    records: &[WarcRecord],
+    by_id: &HashMap<&str, usize>,
+    r: &WarcRecord,
+) -> Result<HttpMessage, ImportError> {
+    let o = &records[original(path, records, by_id, r)?];
+    if !(o.kind() == "response" && o.target_uri().is_some_and(is_http)) {
+        return Err(invalid(
+            path,
+            r.describe(),
+            format!("refers to {}, which is not an http response", o.describe()),
+        ));
+    }
+    let orig = http_of(path, o)?;
+    let own = (!r.block.is_empty())
+        .then(|| warc::parse_http(&r.block))
+        .transpose()
+        .map_err(|e| invalid(path, r.describe(), e))?;
+    let profile = r.field("WARC-Profile").unwrap_or("").to_ascii_lowercase();
+    Ok(match own {
+        Some(m) if !profile.contains("server-not-modified") && m.status != 304 => HttpMessage {
+            status: m.status,
+            method: String::new(),
+            headers: m.headers,
+            body: orig.body.clone(),
+            truncated: orig.truncated,
+        },
+        _ => orig,
+    })
+}
+
+/// A `resource` record as a 200 response of its block, typed by its `Content-Type`.
+fn resource_message(r: &WarcRecord) -> HttpMessage {
+    let ct = r
+        .field("Content-Type")
+        .unwrap_or("application/octet-stream")
+        .to_string();
+    HttpMessage {
+        status: 200,
+        method: String::new(),
+        headers: vec![("Content-Type".into(), ct)],
+        body: r.block.clone(),
+        truncated: false,
+    }
+}
+
+/// The request records of a WARC (for methods and request headers), by record id and
+/// by target URI (the last one for each).
+struct Requests {
+    by_id: HashMap<String, usize>,
+    last_for: HashMap<String, usize>,
+}
+
+impl Requests {
+    /// Indexes the request records of `records`.
+    fn of(records: &[WarcRecord]) -> Requests {
+        let mut by_id: HashMap<String, usize> = HashMap::new();
+        let mut last_for: HashMap<String, usize> = HashMap::new();
+        for r in records {
+            if r.kind() == "request" {
+                if let Some(id) = r.record_id() {
+                    by_id.insert(id.to_string(), r.index);
+                }
+                if let Some(u) = r.target_uri() {
+                    last_for.insert(u.to_string(), r.index);
+                }
+            }
+        }
+        Requests { by_id, last_for }
+    }
+
+    /// The request of response `r` for `url`: the one it is `WARC-Concurrent-To`, else
+    /// the last request for the URL.
+    fn of_response(&self, r: &WarcRecord, url: &str) -> Option<usize> {
+        r.field("WARC-Concurrent-To")
+            .and_then(|id| {
+                self.by_id
+                    .get(warc::strip_brackets(id))
+                    .or_else(|| self.by_id.get(id.trim()))
+            })
+            .or_else(|| self.last_for.get(url))
+            .copied()
+    }
+}
+
+/// Takes the method and headers of request record `q` into `rec`, when it parses.
+fn apply_request(rec: &mut Rec, q: &WarcRecord) {
+    if let Ok(m) = warc::parse_http(&q.block) {
+        if !m.method.is_empty() {
+            rec.method = m.method.to_ascii_uppercase();
+        }
+        rec.request_headers = m.headers;
+    }
 }

@@ -118,84 +118,159 @@ pub(super) fn infer(
     by_url: &HashMap<String, usize>,
     i: usize,
 ) -> (Discovery, &'static str) {
-    let r = &recs[i];
-    let earlier = |u: &str| by_url.get(&normalize(u)).copied().filter(|&j| j < i);
-    let parsed = |j: usize, line: Option<u64>| Discovery::Parsed {
-        parent: j,
-        offset: parsed_offset(&recs[j], &refs[j], r, line),
-    };
-    let computed = |j: usize| Discovery::Computed {
-        parent: j,
-        after_ms: gap(&recs[j], r),
+    let x = Inference {
+        recs,
+        refs,
+        by_url,
+        i,
     };
     // 1. speedy's own record of the discovery.
-    if let Some(d) = r.speedy.as_ref().and_then(|ext| ext.discovery.as_ref()) {
-        if let Some(j) = d.parent.as_deref().and_then(earlier) {
-            match d.kind.as_str() {
-                "parsed" => {
-                    let offset = d.offset.unwrap_or_else(|| recs[j].body_len());
-                    return (Discovery::Parsed { parent: j, offset }, "_speedy");
-                }
-                "computed" => {
-                    let after_ms = d.after_ms.unwrap_or_else(|| gap(&recs[j], r));
-                    return (
-                        Discovery::Computed {
-                            parent: j,
-                            after_ms,
-                        },
-                        "_speedy",
-                    );
-                }
-                _ => {}
-            }
-        }
+    if let Some(d) = x.by_speedy() {
+        return (d, "_speedy");
     }
+    let me = normalize(&recs[i].url);
     // 2. The target of an earlier redirect.
-    let me = normalize(&r.url);
-    if let Some(j) = (0..i)
-        .rev()
-        .find(|&j| recs[j].redirect.as_deref().map(normalize).as_deref() == Some(me.as_str()))
-    {
-        return (computed(j), "redirect");
+    if let Some(d) = x.by_redirect(&me) {
+        return (d, "redirect");
     }
     // 3. The recorded initiator.
-    if let Some(init) = &r.initiator {
-        let usable = !matches!(&init.kind, InitiatorKind::Other(k) if k != "unknown");
-        if usable {
-            for (k, u) in init.urls.iter().enumerate() {
-                let Some(j) = earlier(u) else { continue };
-                let line = if k == 0 { init.line } else { None };
-                let by_parser = match init.kind {
-                    InitiatorKind::Parser => recs[j].parsed(),
-                    InitiatorKind::Script => false,
-                    InitiatorKind::Other(_) => recs[j].parsed(),
-                };
-                return if by_parser {
-                    (parsed(j, line), "initiator")
-                } else {
-                    (computed(j), "initiator")
-                };
-            }
-        }
+    if let Some(d) = x.by_initiator() {
+        return (d, "initiator");
     }
     // 4. A reference in an earlier body: a parser's first, else a script's.
-    let mut script_ref = None;
-    for (j, found) in refs.iter().enumerate().take(i) {
-        for x in found {
-            if x.url == me {
-                match x.offset {
-                    Some(offset) => return (Discovery::Parsed { parent: j, offset }, "body"),
-                    None if script_ref.is_none() => script_ref = Some(j),
-                    None => {}
+    if let Some(d) = x.by_body(&me) {
+        return (d, "body");
+    }
+    // 5. The recorded timings.
+    if let Some(d) = x.by_timings() {
+        return (d, "timings");
+    }
+    // 6. Nothing known: after the root completes.
+    (
+        Discovery::Computed {
+            parent: 0,
+            after_ms: 0,
+        },
+        "none",
+    )
+}
+
+/// Record `i` of a page whose discovery [`infer`] is looking for, with the page's records,
+/// the references found in their bodies, and their indices by normalized URL.
+struct Inference<'a> {
+    recs: &'a [Rec],
+    refs: &'a [Vec<Ref>],
+    by_url: &'a HashMap<String, usize>,
+    i: usize,
+}
+
+impl Inference<'_> {
+    /// The record whose discovery is inferred.
+    fn rec(&self) -> &Rec {
+        &self.recs[self.i]
+    }
+
+    /// The index of the record of URL `u`, if it comes before this one.
+    fn earlier(&self, u: &str) -> Option<usize> {
+        self.by_url
+            .get(&normalize(u))
+            .copied()
+            .filter(|&j| j < self.i)
+    }
+
+    /// Found by the parser of record `j`, where [`parsed_offset`] places it.
+    fn parsed(&self, j: usize, line: Option<u64>) -> Discovery {
+        Discovery::Parsed {
+            parent: j,
+            offset: parsed_offset(&self.recs[j], &self.refs[j], self.rec(), line),
+        }
+    }
+
+    /// Requested by record `j`'s compute, after the recorded gap.
+    fn computed(&self, j: usize) -> Discovery {
+        Discovery::Computed {
+            parent: j,
+            after_ms: gap(&self.recs[j], self.rec()),
+        }
+    }
+
+    /// Step 1: the discovery `_speedy` recorded, when its parent is an earlier record.
+    fn by_speedy(&self) -> Option<Discovery> {
+        let r = self.rec();
+        let d = r.speedy.as_ref().and_then(|ext| ext.discovery.as_ref())?;
+        let j = d.parent.as_deref().and_then(|u| self.earlier(u))?;
+        match d.kind.as_str() {
+            "parsed" => {
+                let offset = d.offset.unwrap_or_else(|| self.recs[j].body_len());
+                Some(Discovery::Parsed { parent: j, offset })
+            }
+            "computed" => {
+                let after_ms = d.after_ms.unwrap_or_else(|| gap(&self.recs[j], r));
+                Some(Discovery::Computed {
+                    parent: j,
+                    after_ms,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Step 2: computed by the latest earlier record that redirects to `me`.
+    fn by_redirect(&self, me: &str) -> Option<Discovery> {
+        (0..self.i)
+            .rev()
+            .find(|&j| self.recs[j].redirect.as_deref().map(normalize).as_deref() == Some(me))
+            .map(|j| self.computed(j))
+    }
+
+    /// Step 3: the first recorded initiator URL that is an earlier record: its parser's
+    /// (at the initiator's line) or its script's, by the initiator's kind.
+    fn by_initiator(&self) -> Option<Discovery> {
+        let init = self.rec().initiator.as_ref()?;
+        if matches!(&init.kind, InitiatorKind::Other(k) if k != "unknown") {
+            return None;
+        }
+        for (k, u) in init.urls.iter().enumerate() {
+            let Some(j) = self.earlier(u) else { continue };
+            let line = if k == 0 { init.line } else { None };
+            let by_parser = match init.kind {
+                InitiatorKind::Parser => self.recs[j].parsed(),
+                InitiatorKind::Script => false,
+                InitiatorKind::Other(_) => self.recs[j].parsed(),
+            };
+            return Some(if by_parser {
+                self.parsed(j, line)
+            } else {
+                self.computed(j)
+            });
+        }
+        None
+    }
+
+    /// Step 4: the first earlier body a parser finds `me` in, else the first script that
+    /// names it.
+    fn by_body(&self, me: &str) -> Option<Discovery> {
+        let mut script_ref = None;
+        for (j, found) in self.refs.iter().enumerate().take(self.i) {
+            for x in found {
+                if x.url == me {
+                    match x.offset {
+                        Some(offset) => return Some(Discovery::Parsed { parent: j, offset }),
+                        None if script_ref.is_none() => script_ref = Some(j),
+                        None => {}
+                    }
                 }
             }
         }
+        script_ref.map(|j| self.computed(j))
     }
-    if let Some(j) = script_ref {
-        return (computed(j), "body");
-    }
-    // 5. The recorded timings.
-    if let Some(d) = r.start {
+
+    /// Step 5: from the recorded timings, the document streaming in when the request was
+    /// made, else what completed just before it (or the latest script, when late), else
+    /// the root's parser at its start.
+    fn by_timings(&self) -> Option<Discovery> {
+        let (recs, i, r) = (self.recs, self.i, self.rec());
+        let d = r.start?;
         // Requested while a document streamed in: its parser (the earliest such document).
         let streaming = (0..i).find(|&j| {
             let p = &recs[j];
@@ -204,7 +279,7 @@ pub(super) fn infer(
                 && matches!((p.first_byte, p.end), (Some(fb), Some(e)) if fb <= d && d < e)
         });
         if let Some(j) = streaming {
-            return (parsed(j, None), "timings");
+            return Some(self.parsed(j, None));
         }
         let done: Vec<usize> = (0..i)
             .filter(|&j| can_reference(&recs[j], r) && recs[j].end.is_some_and(|e| e <= d + 1.0))
@@ -225,35 +300,22 @@ pub(super) fn infer(
                 parent: p,
                 offset: recs[p].body_len(),
             };
-            return match (recs[p].is_js(), g <= QUICK_MS, script) {
+            return Some(match (recs[p].is_js(), g <= QUICK_MS, script) {
                 // Right after a script: that script.
-                (true, true, _) => (computed(p), "timings"),
+                (true, true, _) => self.computed(p),
                 // Right after a document or style sheet, or late with no script to blame
                 // (the parser was slow): found by the parser at the end of it.
-                (false, true, _) | (false, false, None) => (at_end, "timings"),
+                (false, true, _) | (false, false, None) => at_end,
                 // Late: the latest script's compute.
-                (_, false, Some(s)) => (computed(s), "timings"),
-                (true, false, None) => (computed(p), "timings"),
-            };
+                (_, false, Some(s)) => self.computed(s),
+                (true, false, None) => self.computed(p),
+            });
         }
-        if recs[0].parsed() {
-            return (
-                Discovery::Parsed {
-                    parent: 0,
-                    offset: 0,
-                },
-                "timings",
-            );
-        }
-    }
-    // 6. Nothing known: after the root completes.
-    (
-        Discovery::Computed {
+        recs[0].parsed().then_some(Discovery::Parsed {
             parent: 0,
-            after_ms: 0,
-        },
-        "none",
-    )
+            offset: 0,
+        })
+    }
 }
 
 /// Can an object like `parent` reference one like `child` (timing inference only)?
@@ -295,7 +357,26 @@ pub(super) fn build_page(
     warnings: &mut Vec<String>,
     sources: &mut std::collections::BTreeMap<&'static str, usize>,
 ) -> Option<Page> {
-    // Only http(s), one object per method and URL.
+    keep_http_once(&mut recs, warnings);
+    root_first(&mut recs)?;
+    let disc = discover(&recs, sources);
+    let rtt = host_rtts(&recs);
+    let base = a.objects.len();
+    let mut ids = Vec::with_capacity(recs.len());
+    for (r, d) in recs.into_iter().zip(disc) {
+        let o = to_object(&r, d, base, &rtt);
+        ids.push(a.add_object(o, r.stored.clone()));
+    }
+    Some(Page {
+        name: name.map_or_else(|| page_name(index, &a.objects[base].url), str::to_string),
+        root: base,
+        objects: ids,
+    })
+}
+
+/// Keeps only http(s) records, one per method and URL (the first), warning about each
+/// one dropped.
+fn keep_http_once(recs: &mut Vec<Rec>, warnings: &mut Vec<String>) {
     let mut seen = HashSet::new();
     recs.retain(|r| {
         if !is_http(&r.url) {
@@ -315,6 +396,11 @@ pub(super) fn build_page(
         }
         true
     });
+}
+
+/// Orders the records by start time (when all have one) and moves the root (the first
+/// document or redirect) to the front; `None` if there is no root.
+fn root_first(recs: &mut Vec<Rec>) -> Option<()> {
     if recs.iter().all(|r| r.start.is_some()) {
         recs.sort_by(|x, y| {
             x.start
@@ -327,13 +413,20 @@ pub(super) fn build_page(
     })?;
     let root_rec = recs.remove(root);
     recs.insert(0, root_rec);
+    Some(())
+}
 
+/// Every record's discovery (local indices), in order, counting each non-root one's
+/// source in `sources`; a script's strings resolve against its document.
+fn discover(
+    recs: &[Rec],
+    sources: &mut std::collections::BTreeMap<&'static str, usize>,
+) -> Vec<Discovery> {
     let by_url: HashMap<String, usize> = recs
         .iter()
         .enumerate()
         .map(|(i, r)| (normalize(&r.url), i))
         .collect();
-    // Discovery, in order; a script's strings resolve against its document.
     let n = recs.len();
     let mut disc = Vec::with_capacity(n);
     let mut docs: Vec<String> = Vec::with_capacity(n);
@@ -342,7 +435,7 @@ pub(super) fn build_page(
         let d = if i == 0 {
             Discovery::Root
         } else {
-            let (d, how) = infer(&recs, &refs, &by_url, i);
+            let (d, how) = infer(recs, &refs, &by_url, i);
             *sources.entry(how).or_default() += 1;
             d
         };
@@ -355,63 +448,63 @@ pub(super) fn build_page(
         docs.push(doc);
         disc.push(d);
     }
-    // Server think time: the wait beyond the host's round trip.
+    disc
+}
+
+/// Each host's round trip: the least connect time (else wait) among its records.
+fn host_rtts(recs: &[Rec]) -> HashMap<String, f64> {
     let mut rtt: HashMap<String, f64> = HashMap::new();
-    for r in &recs {
+    for r in recs {
         let est = r.rtt.filter(|x| *x > 0.0).or(r.wait);
         if let Some(e) = est {
             let h = rtt.entry(host_of(&r.url)).or_insert(f64::MAX);
             *h = h.min(e);
         }
     }
-    let base = a.objects.len();
-    let mut ids = Vec::with_capacity(n);
-    for (i, r) in recs.into_iter().enumerate() {
-        let think_ms = match r.speedy.as_ref().and_then(|s| s.think_ms) {
-            Some(t) => t,
-            None => match (r.wait, rtt.get(&host_of(&r.url))) {
-                (Some(w), Some(&m)) if m < f64::MAX => (w - m).max(0.0).round() as u32,
-                _ => 0,
-            },
-        };
-        let discovery = match disc[i] {
-            Discovery::Root => Discovery::Root,
-            Discovery::Parsed { parent, offset } => Discovery::Parsed {
-                parent: base + parent,
-                offset,
-            },
-            Discovery::Computed { parent, after_ms } => Discovery::Computed {
-                parent: base + parent,
-                after_ms,
-            },
-        };
-        let o = Object {
-            id: 0,
-            url: r.url.clone(),
-            method: r.method.clone(),
-            status: r.status,
-            request_headers: lower_headers(&r.request_headers)
-                .into_iter()
-                .filter(|(n, _)| keep_request_header(n))
-                .collect(),
-            response_headers: lower_headers(&r.response_headers)
-                .into_iter()
-                .filter(|(n, _)| keep_response_header(n))
-                .collect(),
-            body: BodySource::Synthetic { size: r.size },
-            content_type: r.content_type.clone(),
-            content_encoding: r.encoding.clone(),
-            think_ms,
-            kind: r.kind,
-            discovery,
-            exec_ms: None,
-            priority: r.priority.clone(),
-        };
-        ids.push(a.add_object(o, r.stored.clone()));
+    rtt
+}
+
+/// The archive object of record `r` with discovery `d` (local indices, shifted by `base`)
+/// and server think time: the `_speedy` one, else the wait beyond the host's round trip.
+fn to_object(r: &Rec, d: Discovery, base: usize, rtt: &HashMap<String, f64>) -> Object {
+    let think_ms = match r.speedy.as_ref().and_then(|s| s.think_ms) {
+        Some(t) => t,
+        None => match (r.wait, rtt.get(&host_of(&r.url))) {
+            (Some(w), Some(&m)) if m < f64::MAX => (w - m).max(0.0).round() as u32,
+            _ => 0,
+        },
+    };
+    let discovery = match d {
+        Discovery::Root => Discovery::Root,
+        Discovery::Parsed { parent, offset } => Discovery::Parsed {
+            parent: base + parent,
+            offset,
+        },
+        Discovery::Computed { parent, after_ms } => Discovery::Computed {
+            parent: base + parent,
+            after_ms,
+        },
+    };
+    Object {
+        id: 0,
+        url: r.url.clone(),
+        method: r.method.clone(),
+        status: r.status,
+        request_headers: lower_headers(&r.request_headers)
+            .into_iter()
+            .filter(|(n, _)| keep_request_header(n))
+            .collect(),
+        response_headers: lower_headers(&r.response_headers)
+            .into_iter()
+            .filter(|(n, _)| keep_response_header(n))
+            .collect(),
+        body: BodySource::Synthetic { size: r.size },
+        content_type: r.content_type.clone(),
+        content_encoding: r.encoding.clone(),
+        think_ms,
+        kind: r.kind,
+        discovery,
+        exec_ms: None,
+        priority: r.priority.clone(),
     }
-    Some(Page {
-        name: name.map_or_else(|| page_name(index, &a.objects[base].url), str::to_string),
-        root: base,
-        objects: ids,
-    })
 }

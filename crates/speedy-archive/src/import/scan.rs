@@ -279,49 +279,87 @@ fn read_tag(html: &[u8], lt: usize) -> (String, Vec<(String, String)>, usize) {
 /// References of an HTML document: attributes that load something (at the end of their
 /// tag), CSS in `style` attributes and elements (parsed), strings in inline scripts.
 pub(super) fn scan_html(html: &[u8], url: &str, out: &mut Vec<Ref>) {
-    let n = html.len();
     let mut base = url.to_string();
     let mut i = 0;
     while let Some(lt) = html[i..].iter().position(|&c| c == b'<').map(|p| p + i) {
-        if html[lt..].starts_with(b"<!--") {
-            i = find_b(html, b"-->", lt + 4).map_or(n, |e| e + 3);
+        if let Some(next) = past_markup(html, lt) {
+            i = next;
             continue;
         }
-        let next = html.get(lt + 1).copied().unwrap_or(0);
-        if next == b'!' || next == b'?' || next == b'/' {
-            i = html[lt..]
+        let (name, attrs, end) = read_tag(html, lt);
+        let tag = Tag { name, attrs, end };
+        tag.refs(&mut base, out);
+        i = tag.raw_text(html, &base, out).unwrap_or(tag.end);
+        if i <= lt {
+            i = lt + 1;
+        }
+    }
+}
+
+/// Where scanning resumes when the `<` at `lt` opens no start tag: past a comment, a
+/// declaration, a processing instruction or an end tag, or just past a stray `<`;
+/// `None` when a start tag opens there.
+fn past_markup(html: &[u8], lt: usize) -> Option<usize> {
+    let n = html.len();
+    if html[lt..].starts_with(b"<!--") {
+        return Some(find_b(html, b"-->", lt + 4).map_or(n, |e| e + 3));
+    }
+    let next = html.get(lt + 1).copied().unwrap_or(0);
+    if next == b'!' || next == b'?' || next == b'/' {
+        return Some(
+            html[lt..]
                 .iter()
                 .position(|&c| c == b'>')
-                .map_or(n, |p| lt + p + 1);
-            continue;
+                .map_or(n, |p| lt + p + 1),
+        );
+    }
+    if !next.is_ascii_alphabetic() {
+        return Some(lt + 1);
+    }
+    None
+}
+
+/// A start tag as [`read_tag`] reads it.
+struct Tag {
+    /// Lower-case name.
+    name: String,
+    /// Attributes (lower-case names, entities decoded).
+    attrs: Vec<(String, String)>,
+    /// The offset just past its `>`.
+    end: usize,
+}
+
+impl Tag {
+    /// The value of attribute `name`, if the tag has it.
+    fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(a, _)| a == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Records a reference to `v` (resolved against `base`) at the end of the tag.
+    fn push(&self, base: &str, v: &str, out: &mut Vec<Ref>) {
+        if let Some(u) = resolve(base, v) {
+            out.push(Ref {
+                url: normalize(&u),
+                offset: Some(self.end),
+            });
         }
-        if !next.is_ascii_alphabetic() {
-            i = lt + 1;
-            continue;
-        }
-        let (tag, attrs, tag_end) = read_tag(html, lt);
-        let attr = |name: &str| {
-            attrs
-                .iter()
-                .find(|(a, _)| a == name)
-                .map(|(_, v)| v.as_str())
-        };
-        let push = |v: &str, out: &mut Vec<Ref>| {
-            if let Some(u) = resolve(&base, v) {
-                out.push(Ref {
-                    url: normalize(&u),
-                    offset: Some(tag_end),
-                });
-            }
-        };
-        match tag.as_str() {
+    }
+
+    /// The tag's own references, all at its end: a `<link>` whose `rel` loads something,
+    /// the loading attributes of other elements, `url()`s in its `style` attribute. A
+    /// `<base href>` changes `base` instead.
+    fn refs(&self, base: &mut String, out: &mut Vec<Ref>) {
+        match self.name.as_str() {
             "base" => {
-                if let Some(u) = attr("href").and_then(|h| resolve(&base, h)) {
-                    base = u;
+                if let Some(u) = self.attr("href").and_then(|h| resolve(base, h)) {
+                    *base = u;
                 }
             }
             "link" => {
-                let rel = attr("rel").unwrap_or("").to_ascii_lowercase();
+                let rel = self.attr("rel").unwrap_or("").to_ascii_lowercase();
                 let loads = rel.split_ascii_whitespace().any(|r| {
                     matches!(
                         r,
@@ -334,39 +372,45 @@ pub(super) fn scan_html(html: &[u8], url: &str, out: &mut Vec<Ref>) {
                     ) || r.starts_with("apple-touch-icon")
                 });
                 if loads {
-                    if let Some(h) = attr("href") {
-                        push(h, out);
+                    if let Some(h) = self.attr("href") {
+                        self.push(base, h, out);
                     }
                 }
             }
             t => {
                 for (a, list) in loading_attrs(t) {
-                    let Some(v) = attr(a) else { continue };
+                    let Some(v) = self.attr(a) else { continue };
                     if *list {
                         for cand in v.split(',') {
                             if let Some(u) = cand.split_ascii_whitespace().next() {
-                                push(u, out);
+                                self.push(base, u, out);
                             }
                         }
                     } else {
-                        push(v, out);
+                        self.push(base, v, out);
                     }
                 }
             }
         }
-        if let Some(style) = attr("style") {
+        if let Some(style) = self.attr("style") {
             let mut found = Vec::new();
-            scan_css(style.as_bytes(), &base, 0, &mut found);
+            scan_css(style.as_bytes(), base, 0, &mut found);
             for mut r in found {
-                r.offset = Some(tag_end);
+                r.offset = Some(self.end);
                 out.push(r);
             }
         }
-        // Raw-text elements.
+    }
+
+    /// For a raw-text element (`script`, `style`, `textarea`, …), the offset past its end
+    /// tag, after scanning an inline script's strings or a style sheet; `None` for other
+    /// elements, whose content is markup.
+    fn raw_text(&self, html: &[u8], base: &str, out: &mut Vec<Ref>) -> Option<usize> {
+        let n = html.len();
         let raw_end = |name: &[u8]| -> (usize, usize) {
             let mut close = Vec::from(&b"</"[..]);
             close.extend_from_slice(name);
-            match find_ci(html, &close, tag_end) {
+            match find_ci(html, &close, self.end) {
                 Some(c) => (
                     c,
                     html[c..]
@@ -377,27 +421,23 @@ pub(super) fn scan_html(html: &[u8], url: &str, out: &mut Vec<Ref>) {
                 None => (n, n),
             }
         };
-        i = tag_end;
-        match tag.as_str() {
+        match self.name.as_str() {
             "script" => {
                 let (c, after) = raw_end(b"script");
-                if attr("src").is_none() {
-                    scan_js(&html[tag_end..c], &[base.as_str()], out);
+                if self.attr("src").is_none() {
+                    scan_js(&html[self.end..c], &[base], out);
                 }
-                i = after;
+                Some(after)
             }
             "style" => {
                 let (c, after) = raw_end(b"style");
-                scan_css(&html[tag_end..c], &base, tag_end, out);
-                i = after;
+                scan_css(&html[self.end..c], base, self.end, out);
+                Some(after)
             }
             "textarea" | "title" | "xmp" | "noscript" | "template" => {
-                i = raw_end(tag.as_bytes()).1;
+                Some(raw_end(self.name.as_bytes()).1)
             }
-            _ => {}
-        }
-        if i <= lt {
-            i = lt + 1;
+            _ => None,
         }
     }
 }

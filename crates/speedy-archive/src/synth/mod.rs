@@ -272,11 +272,47 @@ fn sizes(plan: &Plan, rng: &mut Rng) -> Vec<usize> {
         .collect()
 }
 
+/// Generates page `p` from `row`: plans it, places its objects on hosts, links the
+/// discovery graph, sets cookies and adds the objects with their bodies to `a`.
 fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
     let plan = plan(row, rng);
-    let n_dom = plan.hosts;
+    let domains = host_names(p, plan.hosts);
+    let sizes = sizes(&plan, rng);
+    let placed = place(&plan, rng);
+    let mut nodes: Vec<Node> = Vec::new();
+    for ((s, size), domain) in plan.subs.iter().zip(sizes).zip(placed) {
+        let name = rng.hex(10);
+        let url = format!("https://{}{}", domains[domain], s.path(&name));
+        nodes.push(Node {
+            sub: *s,
+            url,
+            domain,
+            size,
+            parent: None,
+            after_ms: None,
+        });
+    }
+    link_discovery(&mut nodes, rng);
+    // Drawn even when the row sizes the cookies, so later draws stay where they were.
+    let cookies = random_cookies(plan.hosts, rng);
+    let cookies = match row.request_header_bytes {
+        Some(mean) => sized_cookies(mean, &nodes, &domains, rng),
+        None => cookies,
+    };
+    let base = a.objects.len();
+    let page_objects = add_objects(a, &nodes, &cookies, &domains, rng);
+    Page {
+        name: format!("{p:02}-{}", row.kind),
+        root: base,
+        objects: page_objects,
+    }
+}
+
+/// The host names of page `p`'s `n` hosts: the site's own `www`, `static` and CDN hosts
+/// first, then analytics, ad networks and more CDNs in turn.
+fn host_names(p: usize, n: usize) -> Vec<String> {
     let site = format!("site{p}");
-    let domains: Vec<String> = (0..n_dom)
+    (0..n)
         .map(|d| match d {
             0 => format!("www.{site}.example"),
             1 => format!("static.{site}.example"),
@@ -285,9 +321,15 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
             d if d % 3 == 1 => format!("ads{d}.adnet{}.example", d % 4),
             d => format!("cdn{d}.{site}-cdn.example"),
         })
-        .collect();
-    let sizes = sizes(&plan, rng);
-    // First-party domains carry the root, CSS and most scripts; the rest spread out.
+        .collect()
+}
+
+/// The host of each planned object: first-party hosts carry the root, CSS and most
+/// scripts; the rest spread out. Every planned host serves something (the source counts
+/// hosts that served): a host left empty takes an object from the most crowded host other
+/// than the root's.
+fn place(plan: &Plan, rng: &mut Rng) -> Vec<usize> {
+    let n_dom = plan.hosts;
     let mut placed: Vec<usize> = plan
         .subs
         .iter()
@@ -299,8 +341,6 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
             _ => rng.range(1, n_dom),
         })
         .collect();
-    // Every planned host serves something (the source counts hosts that served): a host
-    // left empty takes an object from the most crowded host other than the root's.
     for d in 0..n_dom {
         if placed.contains(&d) {
             continue;
@@ -317,24 +357,16 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
             placed[i] = d;
         }
     }
-    let mut nodes: Vec<Node> = Vec::new();
-    for ((s, size), domain) in plan.subs.iter().zip(sizes).zip(placed) {
-        let name = rng.hex(10);
-        let url = format!("https://{}{}", domains[domain], s.path(&name));
-        nodes.push(Node {
-            sub: *s,
-            url,
-            domain,
-            size,
-            parent: None,
-            after_ms: None,
-        });
-    }
-    // The discovery graph.
-    let of = |nodes: &Vec<Node>, s: Sub| -> Vec<usize> {
+    placed
+}
+
+/// The discovery graph: sets every non-root node's parent, and its compute delay when a
+/// script (rather than a parser) finds it.
+fn link_discovery(nodes: &mut [Node], rng: &mut Rng) {
+    let of = |nodes: &[Node], s: Sub| -> Vec<usize> {
         (0..nodes.len()).filter(|&i| nodes[i].sub == s).collect()
     };
-    let (css, js) = (of(&nodes, Sub::Css), of(&nodes, Sub::Js));
+    let (css, js) = (of(nodes, Sub::Css), of(nodes, Sub::Js));
     #[allow(clippy::needless_range_loop)] // the match reads other nodes too
     for i in 1..nodes.len() {
         let (parent, after) = match nodes[i].sub {
@@ -356,8 +388,12 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
         nodes[i].parent = Some(parent);
         nodes[i].after_ms = after;
     }
-    // Cookies per domain (first-party domains and ad networks set them).
-    let cookies: Vec<Option<String>> = (0..n_dom)
+}
+
+/// Cookies per host when the source gives no request sizes: the first-party hosts and
+/// half of the others (ad networks) set one to four random crumbs.
+fn random_cookies(n_dom: usize, rng: &mut Rng) -> Vec<Option<String>> {
+    (0..n_dom)
         .map(|d| {
             (d < 3 || rng.chance(0.5)).then(|| {
                 let crumbs = rng.range(1, 5);
@@ -370,14 +406,21 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
                     .join("; ")
             })
         })
-        .collect();
-    let cookies = match row.request_header_bytes {
-        Some(mean) => sized_cookies(mean, &nodes, &domains, rng),
-        None => cookies,
-    };
+        .collect()
+}
+
+/// Renders the nodes' bodies and adds one archive object per node (discovery, headers,
+/// think time); returns the objects' ids in node order.
+fn add_objects(
+    a: &mut Archive,
+    nodes: &[Node],
+    cookies: &[Option<String>],
+    domains: &[String],
+    rng: &mut Rng,
+) -> Vec<usize> {
     let base = a.objects.len();
     let mut page_objects = Vec::with_capacity(nodes.len());
-    let bodies = render_bodies(&nodes, rng);
+    let bodies = render_bodies(nodes, rng);
     for (i, node) in nodes.iter().enumerate() {
         let (body, offset_in_parent) = (&bodies.0[i], bodies.1[i]);
         let discovery = match (node.parent, node.after_ms) {
@@ -391,7 +434,7 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
                 offset: offset_in_parent,
             },
         };
-        let (req, resp, dynamic) = headers_of(node, &nodes, &cookies, &domains, rng);
+        let (req, resp, dynamic) = headers_of(node, nodes, cookies, domains, rng);
         let o = Object {
             id: 0,
             url: node.url.clone(),
@@ -414,11 +457,7 @@ fn synth_page(a: &mut Archive, p: usize, row: &Row, rng: &mut Rng) -> Page {
         };
         page_objects.push(a.add_object(o, Some(body.clone())));
     }
-    Page {
-        name: format!("{p:02}-{}", row.kind),
-        root: base,
-        objects: page_objects,
-    }
+    page_objects
 }
 
 /// Cookies per host sized so that the host's requests average a size drawn log-normal
