@@ -9,8 +9,8 @@
 
 mod variant;
 
-pub use variant::Variant;
 use variant::VariantSpec;
+pub use variant::{CcName, ProxyKind, Transport, Variant};
 
 use linkem::{LinkConfig, LossModel, Server};
 use serde::Deserialize;

@@ -23,7 +23,7 @@ fn built_ins_parse() {
     for v in &w.variants {
         assert_eq!(v.initcwnd, Some(3), "{}", v.name);
         if v.protocol != Protocol::H3 {
-            assert_eq!(v.cc_preference, ["cubic", "reno"], "{}", v.name);
+            assert_eq!(v.cc_preference, [CcName::Cubic, CcName::Reno], "{}", v.name);
             assert_eq!(v.header_compression, HeaderCompression::Zlib, "{}", v.name);
             assert!(
                 !v.rack_tlp,
@@ -91,7 +91,7 @@ fn checks_proxy_variants_and_the_revisit() {
     ))
     .unwrap();
     assert_eq!(e.revisit_after, Some(Duration::from_secs(2)));
-    assert_eq!(e.variants[1].proxy.as_deref(), Some("spdy"));
+    assert_eq!(e.variants[1].proxy, Some(ProxyKind::Spdy));
     for (variant, want) in [
         ("protocol=\"http1\"\nproxy=\"spdy\"", "needs protocol"),
         ("protocol=\"spdy\"\nproxy=\"socks\"", "spdy or http"),

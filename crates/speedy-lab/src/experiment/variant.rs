@@ -15,6 +15,68 @@ use toml::Spanned;
 /// SPDY/3.1, the SPDY the loader speaks.
 const SPDY: Protocol = Protocol::Spdy(spdy::Version::V3_1);
 
+/// What carries a variant's sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// TCP, with TLS over it when the variant says `tls` (h3: QUIC).
+    Tcp,
+    /// SPDY over SCTP over UDP (`transport = "sctp"`).
+    Sctp {
+        /// The first DATA in the COOKIE ECHO's packet (`cookie_bundling`, default true).
+        cookie_bundling: bool,
+        /// RTO.Initial at both ends, ms (`sctp_rto_initial_ms`; the stack's 3 s when
+        /// `None`).
+        rto_initial_ms: Option<u32>,
+    },
+}
+
+/// The kind of `speedy proxy` a variant loads through (`proxy = "spdy"` or `"http"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyKind {
+    /// One SPDY session to the proxy for every origin (Chrome's SPDY proxy).
+    Spdy,
+    /// HTTP/1.1 with absolute-form requests.
+    Http,
+}
+
+impl std::fmt::Display for ProxyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProxyKind::Spdy => "spdy",
+            ProxyKind::Http => "http",
+        })
+    }
+}
+
+/// A TCP congestion control a variant may ask for (`cc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcName {
+    /// NewReno, Linux's `reno`.
+    Reno,
+    /// CUBIC.
+    Cubic,
+    /// BBR.
+    Bbr,
+}
+
+impl CcName {
+    /// Linux's name of it (`net.ipv4.tcp_congestion_control`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CcName::Reno => "reno",
+            CcName::Cubic => "cubic",
+            CcName::Bbr => "bbr",
+        }
+    }
+
+    /// By Linux's name.
+    fn parse(s: &str) -> Option<CcName> {
+        [CcName::Reno, CcName::Cubic, CcName::Bbr]
+            .into_iter()
+            .find(|c| c.name() == s)
+    }
+}
+
 /// One protocol variant.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
@@ -45,7 +107,7 @@ pub struct Variant {
     /// net.ipv4.tcp_no_metrics_save (default true: runs do not learn from each other).
     pub no_metrics_save: bool,
     /// TCP congestion control in order of preference: the first the host allows is used.
-    pub cc_preference: Vec<String>,
+    pub cc_preference: Vec<CcName>,
     /// The client's initial receive window (segments) on its routes, if set.
     pub initrwnd: Option<u32>,
     /// SPDY header compression of requests and responses.
@@ -58,9 +120,9 @@ pub struct Variant {
     pub calibration: Option<&'static Calibration>,
     /// The variant this one's speedup is computed against (the baseline when `None`).
     pub against: Option<String>,
-    /// Through `speedy proxy` in the server namespace: `spdy` or `http` (the protocol
-    /// the loader speaks to it).
-    pub proxy: Option<String>,
+    /// Through `speedy proxy` in the server namespace, and the protocol the loader
+    /// speaks to it.
+    pub proxy: Option<ProxyKind>,
     /// A minimum retransmission timeout on the server namespace's routes, ms (`ip route
     /// ... rto_min`): the cellular study's recommendation of an RTO that outlasts the
     /// radio's promotion delay. Linux applies it to every RTO of those routes, not only
@@ -79,14 +141,8 @@ pub struct Variant {
     pub known_servers: Option<bool>,
     /// Cross-site frames get connections of their own (`false`: `--no-partition`).
     pub partition: Option<bool>,
-    /// SPDY over SCTP instead of TCP (`transport = "sctp"`).
-    pub sctp: bool,
-    /// With `sctp`: the first DATA in the COOKIE ECHO's packet (`cookie_bundling`,
-    /// default true).
-    pub cookie_bundling: bool,
-    /// With `sctp`: RTO.Initial at both ends, ms (`sctp_rto_initial_ms`; the stack's 3 s
-    /// when `None`).
-    pub sctp_rto_initial_ms: Option<u32>,
+    /// What carries the sessions: TCP, or SCTP with its options.
+    pub transport: Transport,
     /// TCP_NOTSENT_LOWAT on the replay server's connections, bytes (`notsent_lowat`;
     /// the kernel's, no limit, when `None`): at most about this much unsent data waits in
     /// the socket, so the server's priorities act within a round trip.
@@ -94,6 +150,11 @@ pub struct Variant {
 }
 
 impl Variant {
+    /// The sessions run over SCTP.
+    pub fn is_sctp(&self) -> bool {
+        matches!(self.transport, Transport::Sctp { .. })
+    }
+
     /// Sets what this variant asks of the loader on `spec` (its protocol is set where the
     /// spec is made; the pages, addresses, proxy and TLS by the runner).
     pub fn configure_load(&self, spec: &mut LoadSpec) {
@@ -116,10 +177,14 @@ impl Variant {
         }
         spec.known_servers = self.known_servers == Some(true);
         spec.partition = self.partition != Some(false);
-        if self.sctp {
+        if let Transport::Sctp {
+            cookie_bundling,
+            rto_initial_ms,
+        } = self.transport
+        {
             spec.transport = speedy_net::Carrier::Sctp;
-            spec.cookie_bundling = self.cookie_bundling;
-            spec.sctp_rto_initial_ms = self.sctp_rto_initial_ms;
+            spec.cookie_bundling = cookie_bundling;
+            spec.sctp_rto_initial_ms = rto_initial_ms;
         }
     }
 
@@ -130,7 +195,9 @@ impl Variant {
         spec.push = self.push;
         spec.hint = self.hint;
         spec.header_compression = self.header_compression;
-        spec.sctp_rto_initial_ms = self.sctp_rto_initial_ms.filter(|_| self.sctp);
+        if let Transport::Sctp { rto_initial_ms, .. } = self.transport {
+            spec.sctp_rto_initial_ms = rto_initial_ms;
+        }
         // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
         spec.quic_initial_window = self
             .initcwnd
@@ -217,8 +284,7 @@ pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
         None => None,
         Some(c) => Some(calibration(c).map_err(|e| format!("calibration: {e}"))?),
     };
-    check_proxy(v, protocol, single_domain, push)?;
-    let sctp = transport_of(v, protocol)?;
+    let transport = transport_of(v, protocol)?;
     if v.name.is_empty() || v.name.contains(['/', ' ']) {
         return Err(format!(
             "variant name {:?}: non-empty, no '/' or spaces",
@@ -245,7 +311,7 @@ pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
         max_connections: v.max_connections,
         calibration,
         against: v.against.clone(),
-        proxy: v.proxy.clone(),
+        proxy: proxy_of(v, protocol, single_domain, push)?,
         rto_min_ms: v.rto_min_ms,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,
@@ -257,9 +323,7 @@ pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
             .map_err(|e| format!("tls_hello = {e}"))?,
         known_servers: v.known_servers,
         partition: v.partition,
-        sctp,
-        cookie_bundling: v.cookie_bundling.unwrap_or(true),
-        sctp_rto_initial_ms: v.sctp_rto_initial_ms,
+        transport,
         notsent_lowat: v.notsent_lowat,
     })
 }
@@ -278,7 +342,7 @@ fn protocol_of(v: &VariantSpec) -> Result<Protocol, String> {
 }
 
 /// `cc`: the congestion controls in order of preference (none: the namespaces' default).
-fn cc_preference(v: &VariantSpec) -> Result<Vec<String>, String> {
+fn cc_preference(v: &VariantSpec) -> Result<Vec<CcName>, String> {
     let cc_preference = match &v.cc {
         None => vec![],
         Some(OneOrManyStr::One(c)) => vec![c.clone()],
@@ -287,16 +351,19 @@ fn cc_preference(v: &VariantSpec) -> Result<Vec<String>, String> {
         }
         Some(OneOrManyStr::Many(cs)) => cs.clone(),
     };
-    for cc in &cc_preference {
-        if !matches!(cc.as_str(), "reno" | "cubic" | "bbr") {
-            return Err(format!("cc = {cc:?}: reno, cubic or bbr"));
-        }
-    }
-    Ok(cc_preference)
+    cc_preference
+        .iter()
+        .map(|cc| CcName::parse(cc).ok_or_else(|| format!("cc = {cc:?}: reno, cubic or bbr")))
+        .collect()
 }
 
 /// The windows, counts and timeouts in range.
 fn check_numbers(v: &VariantSpec) -> Result<(), String> {
+    if let Some(ms) = v.rto_min_ms {
+        if !(1..=120_000).contains(&ms) {
+            return Err(format!("rto_min_ms = {ms}: between 1 and 120000"));
+        }
+    }
     if v.notsent_lowat == Some(0) {
         return Err("notsent_lowat = 0: at least 1 byte (leave it out for no limit)".into());
     }
@@ -310,16 +377,18 @@ fn check_numbers(v: &VariantSpec) -> Result<(), String> {
     Ok(())
 }
 
-/// `proxy`: which protocol each proxy speaks, and what a proxy decides instead of the
-/// variant.
-fn check_proxy(
+/// `proxy`: the kind, the protocol each kind needs, and what a proxy decides instead of
+/// the variant.
+fn proxy_of(
     v: &VariantSpec,
     protocol: Protocol,
     single_domain: bool,
     push: PushPolicy,
-) -> Result<(), String> {
-    match (v.proxy.as_deref(), protocol) {
-        (None, _) | (Some("spdy"), SPDY) | (Some("http"), Protocol::Http1) => {}
+) -> Result<Option<ProxyKind>, String> {
+    let kind = match (v.proxy.as_deref(), protocol) {
+        (None, _) => None,
+        (Some("spdy"), SPDY) => Some(ProxyKind::Spdy),
+        (Some("http"), Protocol::Http1) => Some(ProxyKind::Http),
         (Some(p @ ("spdy" | "http")), _) => {
             return Err(format!(
                 "proxy = {p:?} needs protocol = {:?}",
@@ -327,7 +396,7 @@ fn check_proxy(
             ))
         }
         (Some(p), _) => return Err(format!("proxy = {p:?}: spdy or http")),
-    }
+    };
     if v.proxy.is_some() && (single_domain || push != PushPolicy::None) {
         return Err("proxy: without spdy_domains or push (the proxy decides those)".into());
     }
@@ -338,17 +407,12 @@ fn check_proxy(
                 .into(),
         );
     }
-    if let Some(ms) = v.rto_min_ms {
-        if !(1..=120_000).contains(&ms) {
-            return Err(format!("rto_min_ms = {ms}: between 1 and 120000"));
-        }
-    }
-    Ok(())
+    Ok(kind)
 }
 
 /// `transport`: whether the variant runs SPDY over SCTP (and its options), and what h3
 /// and SCTP rule out.
-fn transport_of(v: &VariantSpec, protocol: Protocol) -> Result<bool, String> {
+fn transport_of(v: &VariantSpec, protocol: Protocol) -> Result<Transport, String> {
     let sctp = match v.transport.as_deref() {
         None | Some("tcp") => false,
         Some("sctp") => true,
@@ -379,7 +443,14 @@ fn transport_of(v: &VariantSpec, protocol: Protocol) -> Result<bool, String> {
             return Err(format!("sctp_rto_initial_ms = {ms}: between 1 and 60000"));
         }
     }
-    Ok(sctp)
+    Ok(if sctp {
+        Transport::Sctp {
+            cookie_bundling: v.cookie_bundling.unwrap_or(true),
+            rto_initial_ms: v.sctp_rto_initial_ms,
+        }
+    } else {
+        Transport::Tcp
+    })
 }
 
 /// Every `[[variant]]`, checked one by one and together (unique names, `against` and
@@ -404,7 +475,7 @@ pub(super) fn variants_of(
     if variants.is_empty() {
         return Err(format!("{origin}: no [[variant]]"));
     }
-    if variants.iter().any(|v| v.sctp) && variants.iter().any(|v| v.protocol == Protocol::H3) {
+    if variants.iter().any(|v| v.is_sctp()) && variants.iter().any(|v| v.protocol == Protocol::H3) {
         return Err(format!(
             "{origin}: SCTP and h3 variants both need the replay server's UDP port: run them \
              in separate experiments"

@@ -40,21 +40,21 @@ pub(super) fn resolve_cc(
         None => notes.push((what, vec![variant.to_string()])),
     };
     for v in &exp.variants {
-        if v.cc_preference.is_empty() {
+        let prefs: Vec<&str> = v.cc_preference.iter().map(|c| c.name()).collect();
+        if prefs.is_empty() {
             out.push(None);
             continue;
         }
-        let first = &v.cc_preference[0];
-        let Some(pick) = v
-            .cc_preference
+        let first = prefs[0];
+        let Some(&pick) = prefs
             .iter()
-            .find(|c| allowed_list.contains(&c.as_str()) || available_list.contains(&c.as_str()))
+            .find(|c| allowed_list.contains(c) || available_list.contains(c))
         else {
             return Err(format!(
                 "variant {}: this kernel has none of cc = {:?} \
                  (net.ipv4.tcp_available_congestion_control = {available:?}); load the \
                  module (modprobe tcp_{first}) on the host",
-                v.name, v.cc_preference
+                v.name, prefs
             ));
         };
         if pick != first {
@@ -63,7 +63,7 @@ pub(super) fn resolve_cc(
                 &v.name,
             );
         }
-        let per_route = !allowed_list.contains(&pick.as_str());
+        let per_route = !allowed_list.contains(&pick);
         if per_route {
             note(
                 format!(
@@ -74,7 +74,7 @@ pub(super) fn resolve_cc(
             );
         }
         out.push(Some(Cc {
-            name: pick.clone(),
+            name: pick.to_string(),
             per_route,
         }));
     }

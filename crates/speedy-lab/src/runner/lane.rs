@@ -28,7 +28,7 @@ fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> S
         ca_dir: Some(ca_dir.to_path_buf()),
         // Every server of an experiment with SCTP (or h3) variants listens for them,
         // so one server serves its TCP and UDP variants alike.
-        sctp: exp.variants.iter().any(|v| v.sctp),
+        sctp: exp.variants.iter().any(|v| v.is_sctp()),
         h3: exp
             .variants
             .iter()

@@ -291,6 +291,7 @@ pub fn build_id(path: &Path) -> &'static str {
 mod tests {
     use super::knobs::{resolve_cc, Cc};
     use super::*;
+    use crate::experiment::CcName;
 
     #[test]
     fn sets_the_cc_by_sysctl_or_per_route_and_falls_back_where_the_kernel_lacks_it() {
@@ -302,7 +303,7 @@ mod tests {
         .unwrap();
         exp.variants.truncate(2); // quick's HTTP/1.1 and SPDY
         exp.variants[0].cc_preference = vec![];
-        exp.variants[1].cc_preference = vec!["cubic".into(), "reno".into()];
+        exp.variants[1].cc_preference = vec![CcName::Cubic, CcName::Reno];
         let cc = |name: &str, per_route| {
             Some(Cc {
                 name: name.into(),

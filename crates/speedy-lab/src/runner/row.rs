@@ -114,7 +114,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         server_rto_timeouts: after.server.timeouts - before.server.timeouts,
         loader_retransmissions: Some(after.loader.retrans_segs - before.loader.retrans_segs),
         loader_rto_timeouts: Some(after.loader.timeouts - before.loader.timeouts),
-        server_sctp: v.sctp.then(|| after.sctp.since(&before.sctp)),
+        server_sctp: v.is_sctp().then(|| after.sctp.since(&before.sctp)),
         loader_sctp: loader_sctp(m)?,
         server_segments_out: after.server.out_segs - before.server.out_segs,
         server_connections: m.conns.to_vec(),
@@ -122,10 +122,10 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         link_late_max_us: m.link_late_max_us,
         loader_lag_max_us: t.event_loop_lag_max_us,
         headroom: None,
-        proxy: v.proxy.clone(),
-        transport: v.sctp.then(|| "sctp".to_string()),
-        cookie_bundling: v.sctp.then_some(v.cookie_bundling),
-        sctp_rto_initial_ms: v.sctp.then(|| sctp_rto_initial_ms(m.spec)),
+        proxy: v.proxy.map(|p| p.to_string()),
+        transport: v.is_sctp().then(|| "sctp".to_string()),
+        cookie_bundling: v.is_sctp().then_some(m.spec.cookie_bundling),
+        sctp_rto_initial_ms: v.is_sctp().then(|| sctp_rto_initial_ms(m.spec)),
         rto_min_ms: v.rto_min_ms,
         notsent_lowat: v.notsent_lowat,
         keepalive_ms: v.keepalive_ms,
@@ -155,7 +155,7 @@ fn calibration(m: &Measured) -> String {
 /// The loader's SCTP counters, for a one-page load over SCTP (they cover the loader's
 /// whole run). A load over SCTP without them, or with others, is an error: never "none".
 fn loader_sctp(m: &Measured) -> Result<Option<speedy_net::sctp::counters::Counters>, String> {
-    if !m.variant.sctp || m.har.log.pages.len() != 1 {
+    if !m.variant.is_sctp() || m.har.log.pages.len() != 1 {
         return Ok(None);
     }
     let v = m.har.log.sctp.clone().ok_or_else(|| {
