@@ -236,9 +236,9 @@ pub struct LoadConfig {
     /// and GREASE ECH make it ~1.7 KB larger than rustls's own, which on a slow uplink
     /// delays every new connection; `speedy lab validate` measured it).
     pub tls_hello: speedy_net::tls::Hello,
-    /// HTTP/1.1 connections per host (6).
+    /// HTTP/1.1 connections per host.
     pub per_host: usize,
-    /// HTTP/1.1 connections in all (32).
+    /// HTTP/1.1 connections in all.
     pub max_connections: usize,
     /// HTTP/1.1 pipelining depth (1 = none).
     pub pipeline: usize,
@@ -296,33 +296,35 @@ pub struct LoadConfig {
 pub const SCRIPT_MS_PER_KB: f64 = 0.1;
 
 impl LoadConfig {
-    /// Browser defaults for `url` over `proto`.
+    /// Browser defaults for `url` over `proto`: the defaults of `speedy load`'s options
+    /// ([`crate::LoadSpec::default`], the one place they are set).
     pub fn new(url: &str, proto: Proto) -> LoadConfig {
+        let d = crate::LoadSpec::default();
         LoadConfig {
             url: url.to_string(),
             proto,
-            domains: Domains::PerOrigin,
+            domains: d.spdy_domains,
             transport: Transport::Auto,
             resolve: HashMap::new(),
-            dns_cost: DnsCost::Ms(0.0),
+            dns_cost: DnsCost::parse(&d.dns_cost).expect("the default DNS cost parses"),
             rtt: None,
             verify: Verify::System,
-            per_host: 6,
-            max_connections: 32,
-            sessions_per_pool: 1,
-            race_connections: true,
-            partition_frames: true,
-            tls_hello: speedy_net::tls::Hello::Chromium,
-            pipeline: 1,
+            per_host: d.connections_per_host,
+            max_connections: d.max_connections,
+            sessions_per_pool: d.sessions,
+            race_connections: !d.known_servers,
+            partition_frames: d.partition,
+            tls_hello: d.tls_hello,
+            pipeline: d.pipeline,
             priorities: None,
-            hint: false,
+            hint: d.hint,
             prefetch: Vec::new(),
-            archive_fallback: true,
-            keep_bodies: false,
-            timeout: Duration::from_secs(60),
-            header_compression: spdy::HeaderCompression::CrimeSafe,
-            browser_model: true,
-            script_ms_per_kb: SCRIPT_MS_PER_KB,
+            archive_fallback: d.archive_fallback,
+            keep_bodies: d.har_bodies,
+            timeout: Duration::from_secs_f64(d.timeout),
+            header_compression: d.header_compression,
+            browser_model: d.browser_model,
+            script_ms_per_kb: d.script_ms_per_kb,
             proxy: None,
             keepalive: None,
             sctp: None,
