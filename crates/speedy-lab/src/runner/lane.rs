@@ -3,7 +3,7 @@
 
 use super::knobs::{self, Cc};
 use super::plan::{key, Corpora, Job, PageInfo};
-use super::probes::{self, visit_window, Watch};
+use super::probes::{self, visit_window, ServerKey, Servers, Watch};
 use super::{build_id, fmt_eta, load, load_seed, row, sanitize, RunOptions};
 use crate::experiment::{Experiment, Network};
 use crate::results::{append_row, Row};
@@ -16,8 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// What tells replay servers apart: their spec (without the port), as JSON.
-pub(super) type ServerKey = String;
 
 /// The replay server a variant loads from, but for its port: the corpus, the lab CA,
 /// and the variant's server options.
@@ -46,8 +44,6 @@ pub(super) fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> Serve
     serde_json::to_string(&spec).expect("a ServeSpec serializes")
 }
 
-/// The lane's replay servers, one per [`ServerKey`] the variants use.
-pub(super) type Servers = HashMap<ServerKey, ReplayServer>;
 
 fn start_servers(
     exp: &Experiment,

@@ -3,13 +3,19 @@
 //! (`ss -ti`), and the proxy's TCP series file.
 
 use super::knobs::sh;
-use super::lane::Servers;
 use crate::tcpinfo::{parse_ss, parse_tcp_mib, ConnSample, TcpMib};
+use crate::testbed::ReplayServer;
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
+
+/// What tells a lane's replay servers apart: their spec (without the port), as JSON.
+pub(super) type ServerKey = String;
+
+/// A lane's replay servers, one per [`ServerKey`] its variants use.
+pub(super) type Servers = HashMap<ServerKey, ReplayServer>;
 
 /// A file's length, 0 when it does not exist yet.
 pub(super) fn file_len(p: &Path) -> u64 {
