@@ -237,25 +237,27 @@ fn pct(http: f64, spdy: f64) -> String {
     format!("{:.1}%", 100.0 * (1.0 - spdy / http))
 }
 
+/// The sweep points of `param` (`loss` or `rtt_ms`): (value, network), by value.
+fn sweep_points(cx: &Ctx, param: &str) -> Vec<(f64, String)> {
+    let mut v: Vec<(f64, String)> = cx
+        .stats
+        .networks
+        .iter()
+        .filter_map(|n| {
+            n.sweep
+                .as_ref()
+                .filter(|s| s.param == param)
+                .map(|s| (s.value, n.name.clone()))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
 /// Tables 1-3 in the whitepaper's layout, measured beside published.
 pub fn whitepaper_section(cx: &mut Ctx) -> String {
     let has = |n: &str| cx.stats.networks.iter().any(|x| x.name == n);
-    let sweep_of = |param: &str| -> Vec<(f64, String)> {
-        let mut v: Vec<(f64, String)> = cx
-            .stats
-            .networks
-            .iter()
-            .filter_map(|n| {
-                n.sweep
-                    .as_ref()
-                    .filter(|s| s.param == param)
-                    .map(|s| (s.value, n.name.clone()))
-            })
-            .collect();
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
-        v
-    };
-    let (losses, rtts) = (sweep_of("loss"), sweep_of("rtt_ms"));
+    let (losses, rtts) = (sweep_points(cx, "loss"), sweep_points(cx, "rtt_ms"));
     // The tables compare the whitepaper's HTTP with SPDY basic: without those two
     // variants (by the names `speedy lab whitepaper` gives them) there is nothing to print.
     let has_var = |v: &str| cx.stats.variants.iter().any(|x| x.name == v);
@@ -271,7 +273,27 @@ pub fn whitepaper_section(cx: &mut Ctx) -> String {
          lab's own (geometric mean of per-page ratios, see Summary). Published figures are shown \
          for comparison only; nothing is tuned to them."
     ));
-    out.push_str(&html::h3("Table 1: average page load times (1% loss)"));
+    out.push_str(&table1(cx));
+    out.push_str(&sweep_table(
+        cx,
+        "Table 2: by packet loss (cable)",
+        &losses,
+        &TABLE2,
+        |v| format!("{}%", v * 100.0),
+    ));
+    out.push_str(&sweep_table(
+        cx,
+        "Table 3: by RTT (cable)",
+        &rtts,
+        &TABLE3,
+        |v| format!("{v} ms"),
+    ));
+    out
+}
+
+/// Table 1 (DSL and cable, 1% loss): each of its rows measured on the whitepaper's two
+/// networks beside the published average and reduction.
+fn table1(cx: &Ctx) -> String {
     let mut rows = Vec::new();
     for (label, var, dsl, dsl_pct, cable, cable_pct) in TABLE1 {
         let mut cells = vec![Cell::text(label), Cell::text(var)];
@@ -296,6 +318,7 @@ pub fn whitepaper_section(cx: &mut Ctx) -> String {
         }
         rows.push((cells, false));
     }
+    let mut out = html::h3("Table 1: average page load times (1% loss)");
     out.push_str(&table(
         &[
             ("Whitepaper row", true),
@@ -313,59 +336,57 @@ pub fn whitepaper_section(cx: &mut Ctx) -> String {
         ],
         &rows,
     ));
-    for (title, points, published, fmt) in [
-        (
-            "Table 2: by packet loss (cable)",
-            &losses,
-            &TABLE2[..],
-            (|v: f64| format!("{}%", v * 100.0)) as fn(f64) -> String,
-        ),
-        (
-            "Table 3: by RTT (cable)",
-            &rtts,
-            &TABLE3[..],
-            (|v: f64| format!("{v} ms")) as fn(f64) -> String,
-        ),
-    ] {
-        if points.is_empty() {
-            continue;
-        }
-        out.push_str(&html::h3(title));
-        let mut rows = Vec::new();
-        for (value, net) in points.iter() {
-            let (h, s) = (mean_ms(cx, net, "http1"), mean_ms(cx, net, "spdy"));
-            let pubd = published.iter().find(|p| (p.0 - value).abs() < 1e-9);
-            rows.push((
-                vec![
-                    Cell::text(fmt(*value)),
-                    Cell::num(h.map_or("–".into(), svg::ms)),
-                    Cell::num(s.map_or("–".into(), svg::ms)),
-                    Cell::num(match (h, s) {
-                        (Some(h), Some(s)) => pct(h, s),
-                        _ => "–".into(),
-                    }),
-                    network_speedup_cell(&cx.stats, net, "spdy"),
-                    Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.1))),
-                    Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.2))),
-                    Cell::num(pubd.map_or("–".into(), |p| format!("{:.1}%", p.3))),
-                ],
-                false,
-            ));
-        }
-        out.push_str(&table(
-            &[
-                ("", true),
-                ("HTTP ms", false),
-                ("SPDY ms", false),
-                ("Reduction", false),
-                ("Speedup [CI]", false),
-                ("HTTP ms (published)", false),
-                ("SPDY ms (published)", false),
-                ("Reduction (published)", false),
+    out
+}
+
+/// Table 2 or 3 (`title`): HTTP and SPDY basic at each sweep point (value, network),
+/// the value written by `fmt`, beside the `published` row of the same value (value,
+/// HTTP ms, SPDY ms, reduction %). Empty without points.
+fn sweep_table(
+    cx: &Ctx,
+    title: &str,
+    points: &[(f64, String)],
+    published: &[(f64, f64, f64, f64)],
+    fmt: fn(f64) -> String,
+) -> String {
+    if points.is_empty() {
+        return String::new();
+    }
+    let mut out = html::h3(title);
+    let mut rows = Vec::new();
+    for (value, net) in points.iter() {
+        let (h, s) = (mean_ms(cx, net, "http1"), mean_ms(cx, net, "spdy"));
+        let pubd = published.iter().find(|p| (p.0 - value).abs() < 1e-9);
+        rows.push((
+            vec![
+                Cell::text(fmt(*value)),
+                Cell::num(h.map_or("–".into(), svg::ms)),
+                Cell::num(s.map_or("–".into(), svg::ms)),
+                Cell::num(match (h, s) {
+                    (Some(h), Some(s)) => pct(h, s),
+                    _ => "–".into(),
+                }),
+                network_speedup_cell(&cx.stats, net, "spdy"),
+                Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.1))),
+                Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.2))),
+                Cell::num(pubd.map_or("–".into(), |p| format!("{:.1}%", p.3))),
             ],
-            &rows,
+            false,
         ));
     }
+    out.push_str(&table(
+        &[
+            ("", true),
+            ("HTTP ms", false),
+            ("SPDY ms", false),
+            ("Reduction", false),
+            ("Speedup [CI]", false),
+            ("HTTP ms (published)", false),
+            ("SPDY ms (published)", false),
+            ("Reduction (published)", false),
+        ],
+        &rows,
+    ));
     out
 }
 
@@ -382,103 +403,12 @@ pub fn factors_section(cx: &mut Ctx) -> String {
     }
     let mut out = String::new();
     for net in cx.main_networks.clone() {
-        let mut rows = Vec::new();
-        let mut points = Vec::new();
-        let mut labels = Vec::new();
-        let mut previous: Option<Vec<(&'static str, String)>> = None;
-        for (i, (v, against)) in steps.iter().enumerate() {
-            let Some(cell) = cx.stats.network_cell(&net, v) else {
-                continue;
-            };
-            let conds = variant_conditions(cx, v);
-            let changed = match &previous {
-                None => "(start)".to_string(),
-                Some(p) => {
-                    let d: Vec<String> = conds
-                        .iter()
-                        .zip(p)
-                        .filter(|(a, b)| a.1 != b.1)
-                        .map(|(a, b)| format!("{} {} → {}", a.0, b.1, a.1))
-                        .collect();
-                    if d.is_empty() {
-                        "nothing".into()
-                    } else {
-                        d.join("; ")
-                    }
-                }
-            };
-            previous = Some(conds);
-            let base = mean_ms(cx, &net, against);
-            let sp = cell.speedup.as_ref();
-            if let Some(s) = sp {
-                points.push(Point {
-                    x: i as f64,
-                    y: s.speedup,
-                    ci: Some((s.ci.low, s.ci.high)),
-                    title: format!("{v}: {:.2}× [{:.2}, {:.2}]", s.speedup, s.ci.low, s.ci.high),
-                });
-                labels.push(v.clone());
-            }
-            rows.push((
-                vec![
-                    Cell::text(format!("{}", i + 1)),
-                    Cell::text(v),
-                    Cell::text(changed),
-                    Cell::num(base.map_or("–".into(), svg::ms)),
-                    Cell::raw(
-                        with_ci(
-                            &svg::ms(cell.summary.mean),
-                            &svg::ms(cell.summary.ci.low),
-                            &svg::ms(cell.summary.ci.high),
-                        ),
-                        "",
-                    ),
-                    network_speedup_cell(&cx.stats, &net, v),
-                    reduction_cell(sp),
-                ],
-                false,
-            ));
-        }
-        if rows.is_empty() {
+        let chain = factor_chain(cx, &net, &steps);
+        if chain.rows.is_empty() {
             continue;
         }
         out.push_str(&html::h3(&net));
-        let label_of = |x: f64| -> String {
-            labels
-                .get(x.round().max(0.0) as usize)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let series = charts::Series {
-            name: "SPDY speedup over its step's HTTP/1.1".into(),
-            style: svg::style(1),
-        };
-        out.push_str(&html::figure(
-            &charts::lines(
-                "factor chain",
-                &[(
-                    series,
-                    points
-                        .iter()
-                        .enumerate()
-                        .map(|(k, p)| Point {
-                            x: k as f64,
-                            ..p.clone()
-                        })
-                        .collect(),
-                )],
-                "step (one factor changed from the step before)",
-                "speedup (> 1: SPDY faster)",
-                &label_of,
-            ),
-            &cx.caption(
-                std::slice::from_ref(&net),
-                None,
-                "Where SPDY's advantage went: each step changes one condition from the step \
-                 before (the table says which) and compares SPDY with HTTP/1.1 under the same \
-                 conditions, pages and link; error bars are 95% bootstrap CIs over pages and runs.",
-            ),
-        ));
+        out.push_str(&factor_chart(cx, &net, &chain));
         out.push_str(&table(
             &[
                 ("Step", false),
@@ -489,8 +419,134 @@ pub fn factors_section(cx: &mut Ctx) -> String {
                 ("Speedup [95% CI]", false),
                 ("Load time change", false),
             ],
-            &rows,
+            &chain.rows,
         ));
     }
     out
+}
+
+/// The factor chain on one network: its table's rows and its chart's points.
+struct FactorChain {
+    /// One row per step with loads on the network.
+    rows: Vec<(Vec<Cell>, bool)>,
+    /// One point per step with a speedup, at the step's index.
+    points: Vec<Point>,
+    /// The variant of each point.
+    labels: Vec<String>,
+}
+
+/// The factor chain on `net` from `steps` (variant, the variant it is against): each
+/// step with loads there, what changed from the step before, its baseline's mean, its
+/// mean and its speedup.
+fn factor_chain(cx: &Ctx, net: &str, steps: &[(String, String)]) -> FactorChain {
+    let mut chain = FactorChain {
+        rows: Vec::new(),
+        points: Vec::new(),
+        labels: Vec::new(),
+    };
+    let mut previous: Option<Vec<(&'static str, String)>> = None;
+    for (i, (v, against)) in steps.iter().enumerate() {
+        let Some(cell) = cx.stats.network_cell(net, v) else {
+            continue;
+        };
+        let conds = variant_conditions(cx, v);
+        let changed = changed_from(&conds, previous.as_deref());
+        previous = Some(conds);
+        let base = mean_ms(cx, net, against);
+        let sp = cell.speedup.as_ref();
+        if let Some(s) = sp {
+            chain.points.push(Point {
+                x: i as f64,
+                y: s.speedup,
+                ci: Some((s.ci.low, s.ci.high)),
+                title: format!("{v}: {:.2}× [{:.2}, {:.2}]", s.speedup, s.ci.low, s.ci.high),
+            });
+            chain.labels.push(v.clone());
+        }
+        chain.rows.push((
+            vec![
+                Cell::text(format!("{}", i + 1)),
+                Cell::text(v),
+                Cell::text(changed),
+                Cell::num(base.map_or("–".into(), svg::ms)),
+                Cell::raw(
+                    with_ci(
+                        &svg::ms(cell.summary.mean),
+                        &svg::ms(cell.summary.ci.low),
+                        &svg::ms(cell.summary.ci.high),
+                    ),
+                    "",
+                ),
+                network_speedup_cell(&cx.stats, net, v),
+                reduction_cell(sp),
+            ],
+            false,
+        ));
+    }
+    chain
+}
+
+/// What a step changed from the step before (`previous`'s conditions): `(start)` for the
+/// first step, `nothing`, or each changed condition with its old and new value.
+fn changed_from(
+    conds: &[(&'static str, String)],
+    previous: Option<&[(&'static str, String)]>,
+) -> String {
+    let Some(p) = previous else {
+        return "(start)".to_string();
+    };
+    let d: Vec<String> = conds
+        .iter()
+        .zip(p)
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, b)| format!("{} {} → {}", a.0, b.1, a.1))
+        .collect();
+    if d.is_empty() {
+        "nothing".into()
+    } else {
+        d.join("; ")
+    }
+}
+
+/// The factor chain's chart on `net`: SPDY's speedup at each step with a speedup (one
+/// after another on the x axis, labelled by variant), with its CI.
+fn factor_chart(cx: &Ctx, net: &str, chain: &FactorChain) -> String {
+    let label_of = |x: f64| -> String {
+        chain
+            .labels
+            .get(x.round().max(0.0) as usize)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let series = charts::Series {
+        name: "SPDY speedup over its step's HTTP/1.1".into(),
+        style: svg::style(1),
+    };
+    html::figure(
+        &charts::lines(
+            "factor chain",
+            &[(
+                series,
+                chain
+                    .points
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| Point {
+                        x: k as f64,
+                        ..p.clone()
+                    })
+                    .collect(),
+            )],
+            "step (one factor changed from the step before)",
+            "speedup (> 1: SPDY faster)",
+            &label_of,
+        ),
+        &cx.caption(
+            &[net.to_string()],
+            None,
+            "Where SPDY's advantage went: each step changes one condition from the step \
+             before (the table says which) and compares SPDY with HTTP/1.1 under the same \
+             conditions, pages and link; error bars are 95% bootstrap CIs over pages and runs.",
+        ),
+    )
 }

@@ -188,12 +188,6 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
         let mut pages: Vec<&str> = on_net().map(|r| r.page.as_str()).collect();
         pages.sort();
         pages.dedup();
-        // Mean onLoad of a page over its runs, as the report's statistics have it.
-        let mean = |page: &str, variant: &str| {
-            cx.stats
-                .page_cell(page, net, variant)
-                .map(|c| c.summary.mean)
-        };
         // In the experiment's order (rows come in the order their loads finished).
         let sctp_variants: Vec<&str> = cx
             .stats
@@ -206,63 +200,93 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
             .collect();
         let desc = on_net().next().map_or("", |r| r.network_desc.as_str());
         for v in sctp_variants {
-            let pairs: Vec<(&str, f64, f64)> = pages
-                .iter()
-                .filter_map(|p| Some((*p, mean(p, &tcp)?, mean(p, v)?)))
-                .collect();
-            if pairs.is_empty() {
-                continue;
+            if let Some(t) = comparison(cx, (net, desc), &tcp, v, &pages) {
+                out.push_str(&t);
+                any = true;
             }
-            let tp: Vec<(f64, f64)> = pairs.iter().map(|(_, t, s)| (*t, *s)).collect();
-            let (faster, slower, within) = counts(&tp);
-            let mean = tp.iter().map(|(t, s)| t - s).sum::<f64>() / tp.len() as f64;
-            let mut table_rows: Vec<(Vec<Cell>, bool)> = pairs
-                .iter()
-                .map(|(p, t, s)| {
-                    (
-                        vec![
-                            Cell::text(*p),
-                            Cell::num(format!("{t:.0}")),
-                            Cell::num(format!("{s:.0}")),
-                            Cell::num(format!("{:+.0}", t - s)),
-                            Cell::num(format!("{:+.1}%", (t - s) / t * 100.0)),
-                        ],
-                        false,
-                    )
-                })
-                .collect();
-            table_rows.push((
-                vec![
-                    Cell::text("mean"),
-                    Cell::num(""),
-                    Cell::num(""),
-                    Cell::num(format!("{mean:+.0}")),
-                    Cell::num(""),
-                ],
-                true,
-            ));
-            out.push_str(&html::h3(&format!(
-                "{net} ({desc}): {tcp} (TCP) against {v} (SCTP)"
-            )));
-            out.push_str(&html::p(&format!(
-                "{} pages: {faster} more than 5% faster over SCTP, {slower} more than 5% \
-                 slower, {within} within 5%; mean TCP − SCTP onLoad {mean:+.0} ms.",
-                tp.len()
-            )));
-            out.push_str(&html::table(
-                &[
-                    ("page", true),
-                    ("TCP onLoad (ms)", false),
-                    ("SCTP onLoad (ms)", false),
-                    ("TCP − SCTP (ms)", false),
-                    ("of TCP's", false),
-                ],
-                &table_rows,
-            ));
-            any = true;
         }
         out.push_str(&recovery(rows, net, &cx.stats.variants));
     }
+    out.push_str(&published_note());
+    if !any {
+        return String::new();
+    }
+    out
+}
+
+/// The note's table for SCTP variant `v` against the TCP variant `tcp` on the network
+/// (name, description): per page the mean onLoad of each, their difference, then the
+/// mean difference and the counts of pages by [`BAND`]. `None` when no page has loads of
+/// both.
+fn comparison(
+    cx: &Ctx,
+    (net, desc): (&str, &str),
+    tcp: &str,
+    v: &str,
+    pages: &[&str],
+) -> Option<String> {
+    // Mean onLoad of a page over its runs, as the report's statistics have it.
+    let mean = |page: &str, variant: &str| {
+        cx.stats
+            .page_cell(page, net, variant)
+            .map(|c| c.summary.mean)
+    };
+    let pairs: Vec<(&str, f64, f64)> = pages
+        .iter()
+        .filter_map(|p| Some((*p, mean(p, tcp)?, mean(p, v)?)))
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let tp: Vec<(f64, f64)> = pairs.iter().map(|(_, t, s)| (*t, *s)).collect();
+    let (faster, slower, within) = counts(&tp);
+    let mean = tp.iter().map(|(t, s)| t - s).sum::<f64>() / tp.len() as f64;
+    let mut table_rows: Vec<(Vec<Cell>, bool)> = pairs
+        .iter()
+        .map(|(p, t, s)| {
+            (
+                vec![
+                    Cell::text(*p),
+                    Cell::num(format!("{t:.0}")),
+                    Cell::num(format!("{s:.0}")),
+                    Cell::num(format!("{:+.0}", t - s)),
+                    Cell::num(format!("{:+.1}%", (t - s) / t * 100.0)),
+                ],
+                false,
+            )
+        })
+        .collect();
+    table_rows.push((
+        vec![
+            Cell::text("mean"),
+            Cell::num(""),
+            Cell::num(""),
+            Cell::num(format!("{mean:+.0}")),
+            Cell::num(""),
+        ],
+        true,
+    ));
+    let mut out = html::h3(&format!("{net} ({desc}): {tcp} (TCP) against {v} (SCTP)"));
+    out.push_str(&html::p(&format!(
+        "{} pages: {faster} more than 5% faster over SCTP, {slower} more than 5% \
+         slower, {within} within 5%; mean TCP − SCTP onLoad {mean:+.0} ms.",
+        tp.len()
+    )));
+    out.push_str(&html::table(
+        &[
+            ("page", true),
+            ("TCP onLoad (ms)", false),
+            ("SCTP onLoad (ms)", false),
+            ("TCP − SCTP (ms)", false),
+            ("of TCP's", false),
+        ],
+        &table_rows,
+    ));
+    Some(out)
+}
+
+/// The note's own figures ([`PUBLISHED`]), for comparison.
+fn published_note() -> String {
     let published: Vec<String> = PUBLISHED
         .iter()
         .map(|(loss, mean, f, s)| {
@@ -273,16 +297,12 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
             )
         })
         .collect();
-    out.push_str(&html::p(&format!(
+    html::p(&format!(
         "For comparison only (nothing here is tuned to it): the note, on its own 23 pages \
          with Linux's kernel SCTP, reported {}. Its SCTP could not put data in the COOKIE \
          ECHO's packet (the -nobundle variant here).",
         published.join("; ")
-    )));
-    if !any {
-        return String::new();
-    }
-    out
+    ))
 }
 
 #[cfg(test)]

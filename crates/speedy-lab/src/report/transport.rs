@@ -108,6 +108,26 @@ fn mean_of(rows: &[&Row], f: impl Fn(&Row) -> f64) -> f64 {
     rows.iter().map(|r| f(r)).sum::<f64>() / rows.len() as f64
 }
 
+/// The columns of the packets and bytes table: (title, left-aligned).
+const TRAFFIC_COLUMNS: [(&str, bool); 16] = [
+    ("Network", true),
+    ("Variant", true),
+    ("Loads", false),
+    ("Packets down", false),
+    ("Packets up", false),
+    ("kB down", false),
+    ("kB up", false),
+    ("Connections", false),
+    ("Client retrans.", false),
+    ("Server retrans.", false),
+    ("Server RTOs", false),
+    ("Server final cwnd", false),
+    ("Server RTT (ms)", false),
+    ("Link drops", false),
+    ("Objects", false),
+    ("Failed objects", false),
+];
+
 /// Packets and bytes per load per network × variant: table and two stacked bar charts.
 pub fn traffic(cx: &mut Ctx) -> String {
     let nets = cx.main_networks.clone();
@@ -133,101 +153,17 @@ pub fn traffic(cx: &mut Ctx) -> String {
                 by_g.push(None);
                 continue;
             }
-            let pd = mean_of(&rs, |r| r.packets_down as f64);
-            let pu = mean_of(&rs, |r| r.packets_up as f64);
-            let bd = mean_of(&rs, |r| r.bytes_down as f64 / 1000.0);
-            let bu = mean_of(&rs, |r| r.bytes_up as f64 / 1000.0);
-            // Totals per load grouped by page: the CI resamples loads within each page.
-            let mut pages: Vec<&String> = cx.stats.pages.iter().collect();
-            pages.sort();
-            let by_page = |f: &dyn Fn(&Row) -> f64| -> Vec<Vec<f64>> {
-                pages
-                    .iter()
-                    .map(|p| rs.iter().filter(|r| &&r.page == p).map(|r| f(r)).collect())
-                    .collect()
-            };
-            let tot_p = by_page(&|r| (r.packets_down + r.packets_up) as f64);
-            let tot_b = by_page(&|r| (r.bytes_down + r.bytes_up) as f64 / 1000.0);
-            let ci = |g: &[Vec<f64>], what: &str| {
-                summarize_pooled(g, seed_for(&[what, net, v])).map(|s| (s.ci.low, s.ci.high))
-            };
-            let (cp, cb) = (ci(&tot_p, "packets"), ci(&tot_b, "bytes"));
-            pk_g.push(Some(Bar {
-                value: pd,
-                ci: cp,
-                upper: Some(pu),
-                title: format!(
-                    "{net} · {v}: {} packets down, {} up per load",
-                    svg::num(pd),
-                    svg::num(pu)
-                ),
-            }));
-            by_g.push(Some(Bar {
-                value: bd,
-                ci: cb,
-                upper: Some(bu),
-                title: format!(
-                    "{net} · {v}: {} kB down, {} kB up per load",
-                    svg::num(bd),
-                    svg::num(bu)
-                ),
-            }));
-            rows.push((
-                vec![
-                    Cell::text(if first { net.as_str() } else { "" }),
-                    Cell::raw(html::swatch(cx.style(v).colour, &cx.variant_label(v)), "l"),
-                    Cell::num(rs.len().to_string()),
-                    Cell::num(svg::num(pd)),
-                    Cell::num(svg::num(pu)),
-                    Cell::num(svg::num(bd)),
-                    Cell::num(svg::num(bu)),
-                    Cell::num(format!("{:.1}", mean_of(&rs, |r| r.connections as f64))),
-                    Cell::num(format!(
-                        "{:.1}",
-                        mean_of(&rs, |r| r.tcp_retransmissions as f64)
-                    )),
-                    Cell::num(format!(
-                        "{:.1}",
-                        mean_of(&rs, |r| r.server_retransmissions as f64)
-                    )),
-                    Cell::num(format!(
-                        "{:.2}",
-                        mean_of(&rs, |r| r.server_rto_timeouts as f64)
-                    )),
-                    Cell::num(server_conn_mean(&rs, |c| c.cwnd as f64)),
-                    Cell::num(server_conn_mean(&rs, |c| c.rtt_ms)),
-                    Cell::num(format!("{:.1}", mean_of(&rs, |r| r.link_drops as f64))),
-                    Cell::num(format!("{:.1}", mean_of(&rs, |r| r.objects as f64))),
-                    Cell::num(format!("{:.2}", mean_of(&rs, |r| r.failed_objects as f64))),
-                ],
-                first,
-            ));
+            let (packets, bytes) = traffic_bars(cx, net, v, &rs);
+            pk_g.push(Some(packets));
+            by_g.push(Some(bytes));
+            let shown_net = if first { net.as_str() } else { "" };
+            rows.push((traffic_cells(cx, shown_net, v, &rs), first));
             first = false;
         }
         pk.push(pk_g);
         by.push(by_g);
     }
-    let mut out = table(
-        &[
-            ("Network", true),
-            ("Variant", true),
-            ("Loads", false),
-            ("Packets down", false),
-            ("Packets up", false),
-            ("kB down", false),
-            ("kB up", false),
-            ("Connections", false),
-            ("Client retrans.", false),
-            ("Server retrans.", false),
-            ("Server RTOs", false),
-            ("Server final cwnd", false),
-            ("Server RTT (ms)", false),
-            ("Link drops", false),
-            ("Objects", false),
-            ("Failed objects", false),
-        ],
-        &rows,
-    );
+    let mut out = table(&TRAFFIC_COLUMNS, &rows);
     out.push_str(&html::p(
         "Means per load. Packets and bytes are IP packets through the emulated link (emulator counters); \
          kB = 1000 bytes. Client retransmissions: TCP_INFO of the loader's connections (they carry the \
@@ -236,20 +172,114 @@ pub fn traffic(cx: &mut Ctx) -> String {
          Final cwnd (segments) and smoothed RTT: the last `ss -ti` sample of each server connection \
          that carried data, averaged over connections, then over loads.",
     ));
+    out.push_str(&traffic_charts(cx, &nets, &vars, [pk, by]));
+    out
+}
+
+/// Mean packets down, packets up, kB down and kB up per load of `rows`.
+fn traffic_means(rows: &[&Row]) -> [f64; 4] {
+    [
+        mean_of(rows, |r| r.packets_down as f64),
+        mean_of(rows, |r| r.packets_up as f64),
+        mean_of(rows, |r| r.bytes_down as f64 / 1000.0),
+        mean_of(rows, |r| r.bytes_up as f64 / 1000.0),
+    ]
+}
+
+/// The packets bar and the bytes bar of `net` × `v` (loads `rs`): down, up stacked on it,
+/// and the CI of the mean total per load.
+fn traffic_bars(cx: &Ctx, net: &str, v: &str, rs: &[&Row]) -> (Bar, Bar) {
+    let [pd, pu, bd, bu] = traffic_means(rs);
+    // Totals per load grouped by page: the CI resamples loads within each page.
+    let mut pages: Vec<&String> = cx.stats.pages.iter().collect();
+    pages.sort();
+    let by_page = |f: &dyn Fn(&Row) -> f64| -> Vec<Vec<f64>> {
+        pages
+            .iter()
+            .map(|p| rs.iter().filter(|r| &&r.page == p).map(|r| f(r)).collect())
+            .collect()
+    };
+    let tot_p = by_page(&|r| (r.packets_down + r.packets_up) as f64);
+    let tot_b = by_page(&|r| (r.bytes_down + r.bytes_up) as f64 / 1000.0);
+    let ci = |g: &[Vec<f64>], what: &str| {
+        summarize_pooled(g, seed_for(&[what, net, v])).map(|s| (s.ci.low, s.ci.high))
+    };
+    let (cp, cb) = (ci(&tot_p, "packets"), ci(&tot_b, "bytes"));
+    (
+        Bar {
+            value: pd,
+            ci: cp,
+            upper: Some(pu),
+            title: format!(
+                "{net} · {v}: {} packets down, {} up per load",
+                svg::num(pd),
+                svg::num(pu)
+            ),
+        },
+        Bar {
+            value: bd,
+            ci: cb,
+            upper: Some(bu),
+            title: format!(
+                "{net} · {v}: {} kB down, {} kB up per load",
+                svg::num(bd),
+                svg::num(bu)
+            ),
+        },
+    )
+}
+
+/// The table row of variant `v` (loads `rs`) under the network cell `net` (empty for
+/// every row of a network but its first): the means per load of [`TRAFFIC_COLUMNS`].
+fn traffic_cells(cx: &Ctx, net: &str, v: &str, rs: &[&Row]) -> Vec<Cell> {
+    let [pd, pu, bd, bu] = traffic_means(rs);
+    let one = |f: fn(&Row) -> f64| format!("{:.1}", mean_of(rs, f));
+    vec![
+        Cell::text(net),
+        Cell::raw(html::swatch(cx.style(v).colour, &cx.variant_label(v)), "l"),
+        Cell::num(rs.len().to_string()),
+        Cell::num(svg::num(pd)),
+        Cell::num(svg::num(pu)),
+        Cell::num(svg::num(bd)),
+        Cell::num(svg::num(bu)),
+        Cell::num(one(|r| r.connections as f64)),
+        Cell::num(one(|r| r.tcp_retransmissions as f64)),
+        Cell::num(one(|r| r.server_retransmissions as f64)),
+        Cell::num(format!(
+            "{:.2}",
+            mean_of(rs, |r| r.server_rto_timeouts as f64)
+        )),
+        Cell::num(server_conn_mean(rs, |c| c.cwnd as f64)),
+        Cell::num(server_conn_mean(rs, |c| c.rtt_ms)),
+        Cell::num(one(|r| r.link_drops as f64)),
+        Cell::num(one(|r| r.objects as f64)),
+        Cell::num(format!("{:.2}", mean_of(rs, |r| r.failed_objects as f64))),
+    ]
+}
+
+/// The packets chart and the bytes chart: per network (group) one bar per variant,
+/// from `[packets, bytes]` as `values[network][variant]`.
+fn traffic_charts(
+    cx: &Ctx,
+    nets: &[String],
+    vars: &[String],
+    [pk, by]: [Vec<Vec<Option<Bar>>>; 2],
+) -> String {
     let series: Vec<charts::Series> = vars.iter().map(|v| cx.series(v)).collect();
     let stack = Some((
         "down (server → client)".to_string(),
         "up (client → server)".to_string(),
     ));
     let extra = "Solid: server → client; light: client → server. Error bars: 95% bootstrap CI of the mean total per load (loads resampled within each page).";
-    let cap = cx.caption(&nets, None, extra);
+    let cap = cx.caption(nets, None, extra);
+    let mut out = String::new();
     for (what, values, unit) in [
         ("Packets", pk, "packets per load"),
         ("Bytes", by, "kB per load"),
     ] {
         let chart = charts::bars(&Bars {
             label: format!("{what} per load per network and variant"),
-            groups: nets.clone(),
+            groups: nets.to_vec(),
             series: series.clone(),
             values,
             y_title: unit.into(),

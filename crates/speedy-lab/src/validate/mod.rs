@@ -13,8 +13,9 @@
 //! other name fails at once, so nothing else crosses the link), skips certificate checks
 //! (the lab CA is not in its store), and gets `--disable-http2` for HTTP/1.1.
 //!
-//! Chromium is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
-//! JSON messages separated by NUL bytes, commands on fd 3, replies and events on fd 4).
+//! Chromium is driven over the DevTools protocol (`cdp.rs`) on a pipe
+//! (`--remote-debugging-pipe`: JSON messages separated by NUL bytes, commands on fd 3,
+//! replies and events on fd 4).
 //! Its onLoad and DOMContentLoaded are Navigation Timing's `loadEventStart` and
 //! `domContentLoadedEventStart` (ms since navigation start); the loader's are its
 //! `onLoad_ms` and `onContentLoad_ms`. The loaders differ in one definition: Chromium's
@@ -27,19 +28,20 @@
 //! random loss sequence, so a tail loss that one client draws and the other does not
 //! decides fewer ratios (the sequence is by packet index, so the pairing is partial).
 
+mod cdp;
+
 use crate::experiment::{Experiment, Network};
 use crate::runner::{prepare_pages, PageInfo};
 use crate::testbed::{ReplayServer, ReplaySpec};
+use cdp::Cdp;
 use linkem::{Side, Topology};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsRawFd;
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How to run the fidelity check.
@@ -237,6 +239,54 @@ impl ValidateReport {
     }
 }
 
+/// One protocol compared: (name, `speedy load --protocol`, Chromium flags), as in
+/// [`PROTOCOLS`].
+type Compared = (&'static str, &'static str, &'static [&'static str]);
+
+/// What every load of the check shares: the experiment, the options, the prepared pages.
+struct Check<'a> {
+    /// The experiment checked.
+    exp: &'a Experiment,
+    /// How to run the check.
+    opts: &'a ValidateOptions,
+    /// The archive the pages are served from.
+    archive: PathBuf,
+    /// The experiment's pages.
+    pages: Vec<PageInfo>,
+    /// The lab CA's directory.
+    ca_dir: PathBuf,
+    /// Loads per page × network × protocol × client.
+    runs: u32,
+}
+
+/// The count of loads done of all, for the line each load writes on stderr.
+struct Progress {
+    /// Loads done.
+    done: usize,
+    /// Loads in all.
+    total: usize,
+    /// When the first load started.
+    started: Instant,
+}
+
+impl Progress {
+    /// Counts a load that took `took` and writes `what` with the count and the
+    /// estimated time left.
+    fn log(&mut self, what: &str, took: Duration) {
+        self.done += 1;
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let eta = elapsed / self.done as f64 * (self.total - self.done) as f64;
+        eprintln!(
+            "[{}/{}] {what} ({:.1} s) ETA {}m{:02}s",
+            self.done,
+            self.total,
+            took.as_secs_f64(),
+            eta as u64 / 60,
+            eta as u64 % 60
+        );
+    }
+}
+
 /// Runs the check over every page and network of `exp`; writes `validate.json` in the
 /// output directory and returns the report.
 pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateReport, String> {
@@ -244,8 +294,15 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
     crate::interrupt::tear_down_on_signals("speedy lab validate");
     let version = chromium_version(&opts.chromium)?;
     let (archive, pages) = prepare_pages(exp, &opts.out)?;
-    let ca_dir = opts.out.join("lab-ca");
-    let runs = opts.runs.max(1);
+    let check = Check {
+        exp,
+        opts,
+        archive,
+        pages,
+        ca_dir: opts.out.join("lab-ca"),
+        runs: opts.runs.max(1),
+    };
+    let (pages, runs) = (&check.pages, check.runs);
     let total = exp.networks.len() * pages.len() * PROTOCOLS.len() * runs as usize * 2;
     eprintln!(
         "speedy lab validate {}: {} pages × {} networks × {} protocols × {runs} runs × 2 clients \
@@ -256,112 +313,13 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
         PROTOCOLS.len()
     );
     let mut rows: Vec<ValidateRow> = Vec::new();
-    let mut done = 0usize;
-    let started = Instant::now();
+    let mut progress = Progress {
+        done: 0,
+        total,
+        started: Instant::now(),
+    };
     for (ni, net) in exp.networks.iter().enumerate() {
-        let mut cells: Vec<ValidateRow> = Vec::new();
-        for p in &pages {
-            for (proto, _, _) in PROTOCOLS {
-                cells.push(ValidateRow {
-                    page: p.name.clone(),
-                    network: net.name.clone(),
-                    network_desc: net.desc.clone(),
-                    protocol: proto.into(),
-                    chromium_on_load_ms: None,
-                    loader_on_load_ms: None,
-                    ratio: None,
-                    runs: Vec::new(),
-                });
-            }
-        }
-        let mut lab = NetLab::start(exp, opts, net, ni, &pages, &archive, &ca_dir)?;
-        for run in 0..runs {
-            for (pi, page) in pages.iter().enumerate() {
-                for (k, (proto, loader_proto, flags)) in PROTOCOLS.iter().enumerate() {
-                    let link_seed = crate::runner::load_seed(exp.seed, &page.name, run);
-                    let mut r = ValidateRun {
-                        run,
-                        link_seed,
-                        har: format!(
-                            "hars/validate/{}/{}/{}-run{run}.har",
-                            crate::runner::sanitize(&net.name),
-                            loader_proto,
-                            page.name
-                        ),
-                        ..Default::default()
-                    };
-                    for step in 0..2 {
-                        let chromium_turn = (step + run as usize).is_multiple_of(2);
-                        // Common random numbers, as the lab runner does: every load of
-                        // a page in one run (both clients, every protocol) meets the same
-                        // loss sequence, so a ratio compares the clients, not their luck.
-                        lab.restart_link(&net.link, link_seed)?;
-                        let t0 = Instant::now();
-                        let before = lab.topo.counters();
-                        let (what, res) = if chromium_turn {
-                            let res = lab.chromium_load(opts, exp, page, flags, proto);
-                            if let Ok(t) = &res {
-                                r.chromium_on_load_ms = Some(t.on_load_ms);
-                                r.chromium_dom_content_loaded_ms = Some(t.dcl_ms);
-                                r.chromium_objects = Some(t.objects);
-                                r.chromium_resources = t.resources.clone();
-                            }
-                            ("chromium", res.map(|t| t.on_load_ms))
-                        } else {
-                            let har = opts.out.join(&r.har);
-                            let res = lab.loader_load(opts, exp, page, loader_proto, &har);
-                            if let Ok(t) = &res {
-                                r.loader_on_load_ms = Some(t.on_load_ms);
-                                r.loader_on_content_load_ms = Some(t.dcl_ms);
-                                r.loader_objects = Some(t.objects);
-                            }
-                            ("loader", res.map(|t| t.on_load_ms))
-                        };
-                        let after = lab.topo.counters();
-                        let up = after.up.bytes_out - before.up.bytes_out;
-                        let down = after.down.bytes_out - before.down.bytes_out;
-                        if chromium_turn {
-                            (r.chromium_bytes_up, r.chromium_bytes_down) = (Some(up), Some(down));
-                        } else {
-                            (r.loader_bytes_up, r.loader_bytes_down) = (Some(up), Some(down));
-                        }
-                        done += 1;
-                        let elapsed = started.elapsed().as_secs_f64();
-                        let eta = elapsed / done as f64 * (total - done) as f64;
-                        let outcome = match &res {
-                            Ok(ms) => format!("onLoad {ms:.0} ms"),
-                            Err(e) => {
-                                r.errors.push(format!("{what}: {e}"));
-                                format!("FAILED: {e}")
-                            }
-                        };
-                        eprintln!(
-                            "[{done}/{total}] {} | {} | {proto} | {what} | run {run}: {outcome} \
-                             ({:.1} s) ETA {}m{:02}s",
-                            net.name,
-                            page.name,
-                            t0.elapsed().as_secs_f64(),
-                            eta as u64 / 60,
-                            eta as u64 % 60
-                        );
-                    }
-                    cells[pi * PROTOCOLS.len() + k].runs.push(r);
-                }
-            }
-        }
-        drop(lab);
-        for c in &mut cells {
-            let med = |f: fn(&ValidateRun) -> Option<f64>| {
-                crate::stats::median(&c.runs.iter().filter_map(f).collect::<Vec<_>>())
-            };
-            c.chromium_on_load_ms = med(|r| r.chromium_on_load_ms);
-            c.loader_on_load_ms = med(|r| r.loader_on_load_ms);
-            c.ratio = match (c.loader_on_load_ms, c.chromium_on_load_ms) {
-                (Some(l), Some(b)) if b > 0.0 => Some(l / b),
-                _ => None,
-            };
-        }
-        rows.extend(cells);
+        rows.extend(network_rows(&check, ni, net, &mut progress)?);
     }
     let report = ValidateReport {
         experiment: exp.name.clone(),
@@ -373,6 +331,119 @@ pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateRepo
     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(report)
+}
+
+/// The rows of one network (the `index`th): every page over every protocol, each with
+/// its runs and their medians, measured in a lab of its own.
+fn network_rows(
+    check: &Check,
+    index: usize,
+    net: &Network,
+    progress: &mut Progress,
+) -> Result<Vec<ValidateRow>, String> {
+    let mut cells: Vec<ValidateRow> = Vec::new();
+    for p in &check.pages {
+        for (proto, _, _) in PROTOCOLS {
+            cells.push(ValidateRow {
+                page: p.name.clone(),
+                network: net.name.clone(),
+                network_desc: net.desc.clone(),
+                protocol: proto.into(),
+                chromium_on_load_ms: None,
+                loader_on_load_ms: None,
+                ratio: None,
+                runs: Vec::new(),
+            });
+        }
+    }
+    let (exp, opts) = (check.exp, check.opts);
+    let mut lab = NetLab::start(
+        exp,
+        opts,
+        net,
+        index,
+        &check.pages,
+        &check.archive,
+        &check.ca_dir,
+    )?;
+    for run in 0..check.runs {
+        for (pi, page) in check.pages.iter().enumerate() {
+            for (k, compared) in PROTOCOLS.iter().enumerate() {
+                let r = load_pair(&mut lab, check, net, page, run, compared, progress)?;
+                cells[pi * PROTOCOLS.len() + k].runs.push(r);
+            }
+        }
+    }
+    drop(lab);
+    for c in &mut cells {
+        c.set_medians();
+    }
+    Ok(cells)
+}
+
+impl ValidateRow {
+    /// Sets the medians of both clients' onLoads over the runs, and their ratio.
+    fn set_medians(&mut self) {
+        let med = |f: fn(&ValidateRun) -> Option<f64>| {
+            crate::stats::median(&self.runs.iter().filter_map(f).collect::<Vec<_>>())
+        };
+        self.chromium_on_load_ms = med(|r| r.chromium_on_load_ms);
+        self.loader_on_load_ms = med(|r| r.loader_on_load_ms);
+        self.ratio = match (self.loader_on_load_ms, self.chromium_on_load_ms) {
+            (Some(l), Some(b)) if b > 0.0 => Some(l / b),
+            _ => None,
+        };
+    }
+}
+
+/// Run `run` of `page` over one protocol on `net`: a load by each client, Chromium first
+/// in even runs, the loader first in odd ones.
+fn load_pair(
+    lab: &mut NetLab,
+    check: &Check,
+    net: &Network,
+    page: &PageInfo,
+    run: u32,
+    compared: &Compared,
+    progress: &mut Progress,
+) -> Result<ValidateRun, String> {
+    let (proto, loader_proto, _) = compared;
+    let link_seed = crate::runner::load_seed(check.exp.seed, &page.name, run);
+    let mut r = ValidateRun {
+        run,
+        link_seed,
+        har: format!(
+            "hars/validate/{}/{}/{}-run{run}.har",
+            crate::runner::sanitize(&net.name),
+            loader_proto,
+            page.name
+        ),
+        ..Default::default()
+    };
+    for step in 0..2 {
+        let chromium_turn = (step + run as usize).is_multiple_of(2);
+        // Common random numbers, as the lab runner does: every load of a page in one run
+        // (both clients, every protocol) meets the same loss sequence, so a ratio
+        // compares the clients, not their luck.
+        lab.restart_link(&net.link, link_seed)?;
+        let t0 = Instant::now();
+        let (what, res) = lab.load_one(check, page, compared, chromium_turn, &mut r);
+        let outcome = match &res {
+            Ok(ms) => format!("onLoad {ms:.0} ms"),
+            Err(e) => {
+                r.errors.push(format!("{what}: {e}"));
+                format!("FAILED: {e}")
+            }
+        };
+        progress.log(
+            &format!(
+                "{} | {} | {proto} | {what} | run {run}: {outcome}",
+                net.name, page.name
+            ),
+            t0.elapsed(),
+        );
+    }
+    Ok(r)
 }
 
 fn chromium_version(chromium: &Path) -> Result<String, String> {
@@ -526,6 +597,50 @@ impl NetLab {
         self.topo
             .start_link(&link)
             .map_err(|e| format!("restarting the link: {e}"))
+    }
+
+    /// One load of `page` over `compared` by Chromium (`chromium_turn`) or the loader:
+    /// records its timings and the bytes the link carried in `r`; returns the client's
+    /// name and the load's onLoad.
+    fn load_one(
+        &mut self,
+        check: &Check,
+        page: &PageInfo,
+        compared: &Compared,
+        chromium_turn: bool,
+        r: &mut ValidateRun,
+    ) -> (&'static str, Result<f64, String>) {
+        let (proto, loader_proto, flags) = compared;
+        let (exp, opts) = (check.exp, check.opts);
+        let before = self.topo.counters();
+        let (what, res) = if chromium_turn {
+            let res = self.chromium_load(opts, exp, page, flags, proto);
+            if let Ok(t) = &res {
+                r.chromium_on_load_ms = Some(t.on_load_ms);
+                r.chromium_dom_content_loaded_ms = Some(t.dcl_ms);
+                r.chromium_objects = Some(t.objects);
+                r.chromium_resources = t.resources.clone();
+            }
+            ("chromium", res.map(|t| t.on_load_ms))
+        } else {
+            let har = opts.out.join(&r.har);
+            let res = self.loader_load(opts, exp, page, loader_proto, &har);
+            if let Ok(t) = &res {
+                r.loader_on_load_ms = Some(t.on_load_ms);
+                r.loader_on_content_load_ms = Some(t.dcl_ms);
+                r.loader_objects = Some(t.objects);
+            }
+            ("loader", res.map(|t| t.on_load_ms))
+        };
+        let after = self.topo.counters();
+        let up = after.up.bytes_out - before.up.bytes_out;
+        let down = after.down.bytes_out - before.down.bytes_out;
+        if chromium_turn {
+            (r.chromium_bytes_up, r.chromium_bytes_down) = (Some(up), Some(down));
+        } else {
+            (r.loader_bytes_up, r.loader_bytes_down) = (Some(up), Some(down));
+        }
+        (what, res)
     }
 
     fn loader_load(
@@ -764,12 +879,7 @@ fn chromium_navigate(
                 return { load: n.loadEventStart, dcl: n.domContentLoadedEventStart, \
                 protocol: n.nextHopProtocol, fetch: n.fetchStart, \
                 resources: performance.getEntriesByType('resource').length }; })())";
-    let v = cdp.call(
-        s,
-        "Runtime.evaluate",
-        json!({"expression": expr, "returnByValue": true}),
-        deadline,
-    )?;
+    let v = cdp.evaluate(s, expr, deadline)?;
     let text = v["result"]["value"]
         .as_str()
         .ok_or_else(|| format!("navigation timing: {v}"))?;
@@ -786,11 +896,7 @@ fn chromium_navigate(
         on_load_ms: load,
         dcl_ms: t["dcl"].as_f64().unwrap_or(0.0),
         objects: t["resources"].as_u64().unwrap_or(0) as u32 + 1,
-        resources: network_log(
-            std::mem::take(&mut cdp.events),
-            s,
-            t["fetch"].as_f64().unwrap_or(0.0),
-        ),
+        resources: network_log(cdp.take_events(), s, t["fetch"].as_f64().unwrap_or(0.0)),
     })
 }
 
@@ -871,142 +977,4 @@ fn network_log(
             r
         })
         .collect()
-}
-
-/// A DevTools protocol connection over Chromium's `--remote-debugging-pipe`.
-struct Cdp {
-    to_browser: std::io::PipeWriter,
-    from_browser: mpsc::Receiver<Value>,
-    next_id: u64,
-    events: VecDeque<Value>,
-}
-
-impl Cdp {
-    /// Starts `cmd` (Chromium with `--remote-debugging-pipe`) with the pipe on fds 3
-    /// and 4, in its own process group.
-    fn launch(mut cmd: std::process::Command) -> Result<(Cdp, Group), String> {
-        let (browser_reads, to_browser) = std::io::pipe().map_err(|e| e.to_string())?;
-        let (from_browser, browser_writes) = std::io::pipe().map_err(|e| e.to_string())?;
-        let (r, w) = (browser_reads.as_raw_fd(), browser_writes.as_raw_fd());
-        // SAFETY: the closure only calls fcntl(2) and dup2(2), async-signal-safe. Both
-        // ends are first copied above fd 9 so that dup2 onto 3 cannot clobber the other.
-        unsafe {
-            cmd.pre_exec(move || {
-                let r2 = libc::fcntl(r, libc::F_DUPFD_CLOEXEC, 10);
-                let w2 = libc::fcntl(w, libc::F_DUPFD_CLOEXEC, 10);
-                if r2 < 0 || w2 < 0 || libc::dup2(r2, 3) < 0 || libc::dup2(w2, 4) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        own_group(&mut cmd);
-        let child = Group(cmd.spawn().map_err(|e| format!("starting chromium: {e}"))?);
-        // Only the browser keeps its ends, so its exit ends our reads.
-        drop((browser_reads, browser_writes));
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(from_browser);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match r.read_until(0, &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if buf.last() == Some(&0) {
-                            buf.pop();
-                        }
-                        if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
-                            if tx.send(v).is_err() {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-        });
-        Ok((
-            Cdp {
-                to_browser,
-                from_browser: rx,
-                next_id: 1,
-                events: VecDeque::new(),
-            },
-            child,
-        ))
-    }
-
-    /// Sends a command; returns its id.
-    fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> Result<u64, String> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut msg = json!({"id": id, "method": method, "params": params});
-        if let Some(s) = session {
-            msg["sessionId"] = json!(s);
-        }
-        let mut bytes = serde_json::to_vec(&msg).map_err(|e| e.to_string())?;
-        bytes.push(0);
-        self.to_browser
-            .write_all(&bytes)
-            .map_err(|e| format!("writing to chromium: {e}"))?;
-        Ok(id)
-    }
-
-    fn recv(&mut self, deadline: Instant) -> Result<Value, String> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match self.from_browser.recv_timeout(left) {
-            Ok(v) => Ok(v),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err("timed out".into()),
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err("chromium exited".into()),
-        }
-    }
-
-    /// Sends a command and waits for its result (events meanwhile are queued).
-    fn call(
-        &mut self,
-        session: Option<&str>,
-        method: &str,
-        params: Value,
-        deadline: Instant,
-    ) -> Result<Value, String> {
-        let id = self.send(session, method, params)?;
-        loop {
-            let v = self.recv(deadline).map_err(|e| format!("{method}: {e}"))?;
-            if v["id"].as_u64() == Some(id) {
-                if let Some(err) = v.get("error") {
-                    return Err(format!("{method}: {err}"));
-                }
-                return Ok(v["result"].clone());
-            }
-            if v.get("method").is_some() {
-                self.events.push_back(v);
-            }
-        }
-    }
-
-    /// Waits for an event of `method` in `session`.
-    fn wait_event(
-        &mut self,
-        session: Option<&str>,
-        method: &str,
-        deadline: Instant,
-    ) -> Result<Value, String> {
-        let matches = |v: &Value| {
-            v["method"] == method && v.get("sessionId").and_then(Value::as_str) == session
-        };
-        if let Some(i) = self.events.iter().position(matches) {
-            return Ok(self.events.remove(i).expect("present"));
-        }
-        loop {
-            let v = self
-                .recv(deadline)
-                .map_err(|e| format!("waiting for {method}: {e}"))?;
-            if matches(&v) {
-                return Ok(v);
-            }
-            if v.get("method").is_some() {
-                self.events.push_back(v);
-            }
-        }
-    }
 }
