@@ -308,6 +308,190 @@ fn sid(b: &[u8]) -> StreamId {
     StreamId(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff)
 }
 
+/// Inflates the header block `b` of a `frame_type` frame on `stream_id` (an empty block
+/// is an empty set), telling a broken shared context (a session error) from a block that
+/// is too large or invalid (a stream error).
+fn inflate_block(
+    dec: &mut HeaderDecompressor,
+    frame_type: u16,
+    stream_id: StreamId,
+    b: &[u8],
+) -> Result<Headers, FrameError> {
+    if b.is_empty() {
+        return Ok(Headers::new());
+    }
+    dec.decompress(b).map_err(|e| match e {
+        DecompressError::Zlib(z) => FrameError::Compression(z),
+        DecompressError::TooLarge => FrameError::HeaderBlock {
+            frame_type,
+            stream_id,
+            too_large: true,
+            reason: "header block too large after decompression".into(),
+        },
+        DecompressError::Invalid(h) => FrameError::HeaderBlock {
+            frame_type,
+            stream_id,
+            too_large: false,
+            reason: h.to_string(),
+        },
+    })
+}
+
+/// Checks that a fixed-size `frame_type` payload is exactly `n` bytes long.
+fn expect_len(frame_type: u16, n: usize, p: &Bytes) -> Result<(), FrameError> {
+    if p.len() == n {
+        Ok(())
+    } else {
+        Err(malformed(frame_type, "wrong length"))
+    }
+}
+
+/// The second 32-bit word of an 8-byte payload (a status, a delta).
+fn second_u32(p: &[u8]) -> u32 {
+    u32::from_be_bytes([p[4], p[5], p[6], p[7]])
+}
+
+/// Decodes a SYN_STREAM payload (priority in 2 bits and no slot in SPDY/2, 3 bits and a
+/// CREDENTIAL slot in SPDY/3), inflating its header block.
+fn decode_syn_stream(
+    v2: bool,
+    fl: u8,
+    p: &Bytes,
+    dec: &mut HeaderDecompressor,
+) -> Result<Frame, FrameError> {
+    if p.len() < 10 {
+        return Err(malformed(ft::SYN_STREAM, "shorter than 10 bytes"));
+    }
+    let stream_id = sid(p);
+    let assoc_id = sid(&p[4..]);
+    let (priority, slot) = if v2 {
+        (p[8] >> 6, 0)
+    } else {
+        (p[8] >> 5, p[9])
+    };
+    let headers = inflate_block(dec, ft::SYN_STREAM, stream_id, &p[10..])?;
+    Ok(Frame::SynStream(SynStream {
+        stream_id,
+        assoc_id,
+        priority,
+        slot,
+        fin: fl & flags::FIN != 0,
+        unidirectional: fl & flags::UNIDIRECTIONAL != 0,
+        headers,
+    }))
+}
+
+/// Decodes a SYN_REPLY or HEADERS payload (`frame_type` says which): a stream id (and
+/// two unused bytes in SPDY/2), then the header block, inflated.
+fn decode_reply_or_headers(
+    v2: bool,
+    frame_type: u16,
+    fl: u8,
+    p: &Bytes,
+    dec: &mut HeaderDecompressor,
+) -> Result<Frame, FrameError> {
+    let skip = if v2 { 6 } else { 4 };
+    if p.len() < skip {
+        return Err(malformed(frame_type, "too short"));
+    }
+    let stream_id = sid(p);
+    let headers = inflate_block(dec, frame_type, stream_id, &p[skip..])?;
+    let fin = fl & flags::FIN != 0;
+    Ok(if frame_type == ft::SYN_REPLY {
+        Frame::SynReply {
+            stream_id,
+            fin,
+            headers,
+        }
+    } else {
+        Frame::Headers {
+            stream_id,
+            fin,
+            headers,
+        }
+    })
+}
+
+/// Decodes a SETTINGS payload: an entry count that must match the length, then 8-byte
+/// entries (SPDY/2's id is little-endian with the flags after it, SPDY/3's big-endian
+/// with the flags before it).
+fn decode_settings(v2: bool, fl: u8, mut p: Bytes) -> Result<Frame, FrameError> {
+    if p.len() < 4 {
+        return Err(malformed(ft::SETTINGS, "shorter than 4 bytes"));
+    }
+    let n = p.get_u32() as usize;
+    if n.checked_mul(8) != Some(p.len()) {
+        return Err(malformed(ft::SETTINGS, "entry count does not match length"));
+    }
+    let entries = p
+        .chunks_exact(8)
+        .map(|e| {
+            let (id, flags) = if v2 {
+                (u32::from_le_bytes([e[0], e[1], e[2], 0]), e[3])
+            } else {
+                (u32::from_be_bytes([0, e[1], e[2], e[3]]), e[0])
+            };
+            Setting {
+                id: SettingId(id),
+                flags,
+                value: u32::from_be_bytes([e[4], e[5], e[6], e[7]]),
+            }
+        })
+        .collect();
+    Ok(Frame::Settings {
+        clear: fl & flags::CLEAR_SETTINGS != 0,
+        entries,
+    })
+}
+
+/// Decodes a GOAWAY payload: 8 bytes with a status, or in SPDY/2 also 4 bytes without
+/// one (status OK).
+fn decode_goaway(v2: bool, p: &Bytes) -> Result<Frame, FrameError> {
+    // SPDY/2 GOAWAY is 4 bytes, but node-spdy (spdy-transport) sends the 8-byte
+    // SPDY/3 layout, with a status, in every version: accept both in SPDY/2.
+    if !(p.len() == 8 || (v2 && p.len() == 4)) {
+        return Err(malformed(ft::GOAWAY, "wrong length"));
+    }
+    let last_good = sid(p);
+    let status = if p.len() == 8 {
+        GoAwayStatus(second_u32(p))
+    } else {
+        GoAwayStatus::OK
+    };
+    Ok(Frame::GoAway { last_good, status })
+}
+
+/// Decodes a CREDENTIAL payload (SPDY/3): slot, length-prefixed proof, then
+/// length-prefixed certificates to the end; any truncation is malformed.
+fn decode_credential(mut p: Bytes) -> Result<Frame, FrameError> {
+    let bad = || malformed(ft::CREDENTIAL, "truncated CREDENTIAL");
+    if p.len() < 6 {
+        return Err(bad());
+    }
+    let slot = p.get_u16();
+    let plen = p.get_u32() as usize;
+    if p.len() < plen {
+        return Err(bad());
+    }
+    let proof = p.split_to(plen);
+    let mut certificates = Vec::new();
+    while !p.is_empty() {
+        if p.len() < 4 {
+            return Err(bad());
+        }
+        let clen = p.get_u32() as usize;
+        if p.len() < clen {
+            return Err(bad());
+        }
+        certificates.push(p.split_to(clen));
+    }
+    Ok(Frame::Credential {
+        slot,
+        proof,
+        certificates,
+    })
+}
+
 /// Decodes a complete control frame's payload. Header blocks are always inflated, even
 /// when the frame is then rejected, so the shared context stays in sync (DESIGN rule 8).
 pub fn decode_control(
@@ -327,177 +511,41 @@ pub fn decode_control(
             stream_id,
         });
     }
-    let block = |frame_type: u16, stream_id: StreamId, b: &[u8], dec: &mut HeaderDecompressor| {
-        if b.is_empty() {
-            return Ok(Headers::new());
-        }
-        dec.decompress(b).map_err(|e| match e {
-            DecompressError::Zlib(z) => FrameError::Compression(z),
-            DecompressError::TooLarge => FrameError::HeaderBlock {
-                frame_type,
-                stream_id,
-                too_large: true,
-                reason: "header block too large after decompression".into(),
-            },
-            DecompressError::Invalid(h) => FrameError::HeaderBlock {
-                frame_type,
-                stream_id,
-                too_large: false,
-                reason: h.to_string(),
-            },
-        })
-    };
-    let fixed = |n: usize, p: &Bytes| {
-        if p.len() == n {
-            Ok(())
-        } else {
-            Err(malformed(frame_type, "wrong length"))
-        }
-    };
     Ok(match frame_type {
-        ft::SYN_STREAM => {
-            if p.len() < 10 {
-                return Err(malformed(frame_type, "shorter than 10 bytes"));
-            }
-            let stream_id = sid(&p);
-            let assoc_id = sid(&p[4..]);
-            let (priority, slot) = if v2 {
-                (p[8] >> 6, 0)
-            } else {
-                (p[8] >> 5, p[9])
-            };
-            let headers = block(frame_type, stream_id, &p[10..], dec)?;
-            Frame::SynStream(SynStream {
-                stream_id,
-                assoc_id,
-                priority,
-                slot,
-                fin: fl & flags::FIN != 0,
-                unidirectional: fl & flags::UNIDIRECTIONAL != 0,
-                headers,
-            })
-        }
-        ft::SYN_REPLY | ft::HEADERS => {
-            let skip = if v2 { 6 } else { 4 };
-            if p.len() < skip {
-                return Err(malformed(frame_type, "too short"));
-            }
-            let stream_id = sid(&p);
-            let headers = block(frame_type, stream_id, &p[skip..], dec)?;
-            let fin = fl & flags::FIN != 0;
-            if frame_type == ft::SYN_REPLY {
-                Frame::SynReply {
-                    stream_id,
-                    fin,
-                    headers,
-                }
-            } else {
-                Frame::Headers {
-                    stream_id,
-                    fin,
-                    headers,
-                }
-            }
-        }
+        ft::SYN_STREAM => decode_syn_stream(v2, fl, &p, dec)?,
+        ft::SYN_REPLY | ft::HEADERS => decode_reply_or_headers(v2, frame_type, fl, &p, dec)?,
         ft::RST_STREAM => {
-            fixed(8, &p)?;
+            expect_len(frame_type, 8, &p)?;
             Frame::RstStream {
                 stream_id: sid(&p),
-                status: RstStatus(u32::from_be_bytes([p[4], p[5], p[6], p[7]])),
+                status: RstStatus(second_u32(&p)),
             }
         }
-        ft::SETTINGS => {
-            if p.len() < 4 {
-                return Err(malformed(frame_type, "shorter than 4 bytes"));
-            }
-            let n = p.get_u32() as usize;
-            if n.checked_mul(8) != Some(p.len()) {
-                return Err(malformed(frame_type, "entry count does not match length"));
-            }
-            let entries = p
-                .chunks_exact(8)
-                .map(|e| {
-                    let (id, flags) = if v2 {
-                        (u32::from_le_bytes([e[0], e[1], e[2], 0]), e[3])
-                    } else {
-                        (u32::from_be_bytes([0, e[1], e[2], e[3]]), e[0])
-                    };
-                    Setting {
-                        id: SettingId(id),
-                        flags,
-                        value: u32::from_be_bytes([e[4], e[5], e[6], e[7]]),
-                    }
-                })
-                .collect();
-            Frame::Settings {
-                clear: fl & flags::CLEAR_SETTINGS != 0,
-                entries,
-            }
-        }
+        ft::SETTINGS => decode_settings(v2, fl, p)?,
         ft::NOOP if v2 => {
-            fixed(0, &p)?;
+            expect_len(frame_type, 0, &p)?;
             Frame::Noop
         }
         ft::PING => {
-            fixed(4, &p)?;
+            expect_len(frame_type, 4, &p)?;
             Frame::Ping { id: p.get_u32() }
         }
-        ft::GOAWAY => {
-            // SPDY/2 GOAWAY is 4 bytes, but node-spdy (spdy-transport) sends the 8-byte
-            // SPDY/3 layout, with a status, in every version: accept both in SPDY/2.
-            if !(p.len() == 8 || (v2 && p.len() == 4)) {
-                return Err(malformed(frame_type, "wrong length"));
-            }
-            let last_good = sid(&p);
-            let status = if p.len() == 8 {
-                GoAwayStatus(u32::from_be_bytes([p[4], p[5], p[6], p[7]]))
-            } else {
-                GoAwayStatus::OK
-            };
-            Frame::GoAway { last_good, status }
-        }
+        ft::GOAWAY => decode_goaway(v2, &p)?,
         ft::WINDOW_UPDATE if !v2 => {
-            fixed(8, &p)?;
+            expect_len(frame_type, 8, &p)?;
             Frame::WindowUpdate {
                 stream_id: sid(&p),
-                delta: u32::from_be_bytes([p[4], p[5], p[6], p[7]]) & 0x7fff_ffff,
+                delta: second_u32(&p) & 0x7fff_ffff,
             }
         }
         ft::PRIORITY => {
-            fixed(8, &p)?;
+            expect_len(frame_type, 8, &p)?;
             Frame::Priority {
                 stream_id: sid(&p),
                 priority: if v2 { p[4] >> 6 } else { p[4] >> 5 },
             }
         }
-        ft::CREDENTIAL if !v2 => {
-            let bad = || malformed(frame_type, "truncated CREDENTIAL");
-            if p.len() < 6 {
-                return Err(bad());
-            }
-            let slot = p.get_u16();
-            let plen = p.get_u32() as usize;
-            if p.len() < plen {
-                return Err(bad());
-            }
-            let proof = p.split_to(plen);
-            let mut certificates = Vec::new();
-            while !p.is_empty() {
-                if p.len() < 4 {
-                    return Err(bad());
-                }
-                let clen = p.get_u32() as usize;
-                if p.len() < clen {
-                    return Err(bad());
-                }
-                certificates.push(p.split_to(clen));
-            }
-            Frame::Credential {
-                slot,
-                proof,
-                certificates,
-            }
-        }
+        ft::CREDENTIAL if !v2 => decode_credential(p)?,
         _ => Frame::Unknown {
             version: wire_version,
             frame_type,
@@ -526,138 +574,188 @@ pub fn encode_data_header(stream_id: StreamId, fin: bool, len: usize, out: &mut 
     put_flags_len(out, if fin { flags::FIN } else { 0 }, len);
 }
 
+/// Writes one control frame's fields in a version's layout, compressing header blocks
+/// through the session's shared compressor as it goes.
+struct Writer<'a> {
+    version: Version,
+    comp: &'a mut HeaderCompressor,
+    out: &'a mut Vec<u8>,
+}
+
+impl Writer<'_> {
+    /// Whether the layout is SPDY/2's.
+    fn v2(&self) -> bool {
+        self.version == Version::V2
+    }
+
+    /// Writes a control frame header (a header-block frame's length is patched later).
+    fn control(&mut self, frame_type: u16, fl: u8, len: usize) {
+        put_control(self.out, self.version, frame_type, fl, len);
+    }
+
+    /// Writes a big-endian 32-bit word.
+    fn u32(&mut self, x: u32) {
+        self.out.extend_from_slice(&x.to_be_bytes());
+    }
+
+    /// Writes a stream id (31 bits, the reserved bit clear).
+    fn stream_id(&mut self, id: StreamId) {
+        self.u32(id.0 & 0x7fff_ffff);
+    }
+
+    /// Writes a SYN_STREAM: ids, priority (2 bits and an unused byte in SPDY/2, 3 bits
+    /// and the CREDENTIAL slot in SPDY/3), then the compressed header block.
+    fn syn_stream(&mut self, s: &SynStream) {
+        let fl = fin_flag(s.fin)
+            | if s.unidirectional {
+                flags::UNIDIRECTIONAL
+            } else {
+                0
+            };
+        self.control(ft::SYN_STREAM, fl, 0);
+        self.stream_id(s.stream_id);
+        self.stream_id(s.assoc_id);
+        if self.v2() {
+            self.out.extend_from_slice(&[(s.priority & 3) << 6, 0]);
+        } else {
+            self.out.extend_from_slice(&[(s.priority & 7) << 5, s.slot]);
+        }
+        self.comp.compress(&s.headers, self.out);
+    }
+
+    /// Writes a SYN_REPLY or HEADERS (`frame_type`): the stream id (and two unused bytes
+    /// in SPDY/2), then the compressed header block.
+    fn header_frame(&mut self, frame_type: u16, stream_id: StreamId, fin: bool, h: &Headers) {
+        self.control(frame_type, fin_flag(fin), 0);
+        self.stream_id(stream_id);
+        if self.v2() {
+            self.out.extend_from_slice(&[0, 0]);
+        }
+        self.comp.compress(h, self.out);
+    }
+
+    /// Writes a SETTINGS frame: the count, then each entry (SPDY/2: id little-endian
+    /// with the flags after it; SPDY/3: flags, then the id big-endian) and its value.
+    fn settings(&mut self, clear: bool, entries: &[Setting]) {
+        let fl = if clear { flags::CLEAR_SETTINGS } else { 0 };
+        self.control(ft::SETTINGS, fl, 4 + 8 * entries.len());
+        self.u32(entries.len() as u32);
+        for e in entries {
+            if self.v2() {
+                let id = e.id.0.to_le_bytes();
+                self.out.extend_from_slice(&[id[0], id[1], id[2], e.flags]);
+            } else {
+                let id = e.id.0.to_be_bytes();
+                self.out.extend_from_slice(&[e.flags, id[1], id[2], id[3]]);
+            }
+            self.u32(e.value);
+        }
+    }
+
+    /// Writes speedy's PRIORITY frame: the stream id, then the priority (capped at the
+    /// version's lowest) in the top bits of a byte, then three zero bytes.
+    fn priority(&mut self, stream_id: StreamId, priority: u8) {
+        self.control(ft::PRIORITY, 0, 8);
+        self.stream_id(stream_id);
+        let bits = if self.v2() { 6 } else { 5 };
+        let p = priority.min(self.version.lowest_priority()) << bits;
+        self.out.extend_from_slice(&[p, 0, 0, 0]);
+    }
+
+    /// Writes a CREDENTIAL frame: slot, length-prefixed proof, length-prefixed
+    /// certificates.
+    fn credential(&mut self, slot: u16, proof: &Bytes, certificates: &[Bytes]) {
+        let len = 6 + proof.len() + certificates.iter().map(|c| 4 + c.len()).sum::<usize>();
+        self.control(ft::CREDENTIAL, 0, len);
+        self.out.extend_from_slice(&slot.to_be_bytes());
+        self.u32(proof.len() as u32);
+        self.out.extend_from_slice(proof);
+        for c in certificates {
+            self.u32(c.len() as u32);
+            self.out.extend_from_slice(c);
+        }
+    }
+}
+
+/// The FIN flag bit when `fin`.
+fn fin_flag(fin: bool) -> u8 {
+    if fin {
+        flags::FIN
+    } else {
+        0
+    }
+}
+
 impl Frame {
     /// Encodes the frame in `version`'s layout, compressing any header block now.
     pub fn encode(&self, version: Version, comp: &mut HeaderCompressor, out: &mut Vec<u8>) {
-        let v2 = version == Version::V2;
         let start = out.len();
-        let u32be = |out: &mut Vec<u8>, x: u32| out.extend_from_slice(&x.to_be_bytes());
-        let fin_flag = |fin: bool| if fin { flags::FIN } else { 0 };
+        let mut w = Writer { version, comp, out };
         match self {
             Frame::Data {
                 stream_id,
                 fin,
                 data,
             } => {
-                encode_data_header(*stream_id, *fin, data.len(), out);
-                out.extend_from_slice(data);
+                encode_data_header(*stream_id, *fin, data.len(), w.out);
+                w.out.extend_from_slice(data);
                 return;
             }
-            Frame::SynStream(s) => {
-                let fl = fin_flag(s.fin)
-                    | if s.unidirectional {
-                        flags::UNIDIRECTIONAL
-                    } else {
-                        0
-                    };
-                put_control(out, version, ft::SYN_STREAM, fl, 0);
-                u32be(out, s.stream_id.0 & 0x7fff_ffff);
-                u32be(out, s.assoc_id.0 & 0x7fff_ffff);
-                if v2 {
-                    out.extend_from_slice(&[(s.priority & 3) << 6, 0]);
-                } else {
-                    out.extend_from_slice(&[(s.priority & 7) << 5, s.slot]);
-                }
-                comp.compress(&s.headers, out);
-            }
+            Frame::SynStream(s) => w.syn_stream(s),
             Frame::SynReply {
                 stream_id,
                 fin,
                 headers,
-            }
-            | Frame::Headers {
+            } => w.header_frame(ft::SYN_REPLY, *stream_id, *fin, headers),
+            Frame::Headers {
                 stream_id,
                 fin,
                 headers,
-            } => {
-                let t = if matches!(self, Frame::SynReply { .. }) {
-                    ft::SYN_REPLY
-                } else {
-                    ft::HEADERS
-                };
-                put_control(out, version, t, fin_flag(*fin), 0);
-                u32be(out, stream_id.0 & 0x7fff_ffff);
-                if v2 {
-                    out.extend_from_slice(&[0, 0]);
-                }
-                comp.compress(headers, out);
-            }
+            } => w.header_frame(ft::HEADERS, *stream_id, *fin, headers),
             Frame::RstStream { stream_id, status } => {
-                put_control(out, version, ft::RST_STREAM, 0, 8);
-                u32be(out, stream_id.0 & 0x7fff_ffff);
-                u32be(out, status.0);
+                w.control(ft::RST_STREAM, 0, 8);
+                w.stream_id(*stream_id);
+                w.u32(status.0);
             }
-            Frame::Settings { clear, entries } => {
-                let fl = if *clear { flags::CLEAR_SETTINGS } else { 0 };
-                put_control(out, version, ft::SETTINGS, fl, 4 + 8 * entries.len());
-                u32be(out, entries.len() as u32);
-                for e in entries {
-                    if v2 {
-                        let id = e.id.0.to_le_bytes();
-                        out.extend_from_slice(&[id[0], id[1], id[2], e.flags]);
-                    } else {
-                        let id = e.id.0.to_be_bytes();
-                        out.extend_from_slice(&[e.flags, id[1], id[2], id[3]]);
-                    }
-                    u32be(out, e.value);
-                }
-            }
-            Frame::Noop => put_control(out, version, ft::NOOP, 0, 0),
+            Frame::Settings { clear, entries } => w.settings(*clear, entries),
+            Frame::Noop => w.control(ft::NOOP, 0, 0),
             Frame::Ping { id } => {
-                put_control(out, version, ft::PING, 0, 4);
-                u32be(out, *id);
+                w.control(ft::PING, 0, 4);
+                w.u32(*id);
             }
             Frame::GoAway { last_good, status } => {
-                put_control(out, version, ft::GOAWAY, 0, if v2 { 4 } else { 8 });
-                u32be(out, last_good.0 & 0x7fff_ffff);
+                let v2 = w.v2();
+                w.control(ft::GOAWAY, 0, if v2 { 4 } else { 8 });
+                w.stream_id(*last_good);
                 if !v2 {
-                    u32be(out, status.0);
+                    w.u32(status.0);
                 }
             }
             Frame::WindowUpdate { stream_id, delta } => {
-                put_control(out, version, ft::WINDOW_UPDATE, 0, 8);
-                u32be(out, stream_id.0 & 0x7fff_ffff);
-                u32be(out, delta & 0x7fff_ffff);
+                w.control(ft::WINDOW_UPDATE, 0, 8);
+                w.stream_id(*stream_id);
+                w.u32(delta & 0x7fff_ffff);
             }
             Frame::Priority {
                 stream_id,
                 priority,
-            } => {
-                put_control(out, version, ft::PRIORITY, 0, 8);
-                u32be(out, stream_id.0 & 0x7fff_ffff);
-                let bits = if v2 { 6 } else { 5 };
-                out.extend_from_slice(&[
-                    ((*priority).min(version.lowest_priority())) << bits,
-                    0,
-                    0,
-                    0,
-                ]);
-            }
+            } => w.priority(*stream_id, *priority),
             Frame::Credential {
                 slot,
                 proof,
                 certificates,
-            } => {
-                let len = 6 + proof.len() + certificates.iter().map(|c| 4 + c.len()).sum::<usize>();
-                put_control(out, version, ft::CREDENTIAL, 0, len);
-                out.extend_from_slice(&slot.to_be_bytes());
-                u32be(out, proof.len() as u32);
-                out.extend_from_slice(proof);
-                for c in certificates {
-                    u32be(out, c.len() as u32);
-                    out.extend_from_slice(c);
-                }
-            }
+            } => w.credential(*slot, proof, certificates),
             Frame::Unknown {
                 version: wv,
                 frame_type,
                 flags: fl,
                 payload,
             } => {
-                out.extend_from_slice(&[0x80 | (wv >> 8) as u8, *wv as u8]);
-                out.extend_from_slice(&frame_type.to_be_bytes());
-                put_flags_len(out, *fl, payload.len());
-                out.extend_from_slice(payload);
+                w.out
+                    .extend_from_slice(&[0x80 | (wv >> 8) as u8, *wv as u8]);
+                w.out.extend_from_slice(&frame_type.to_be_bytes());
+                put_flags_len(w.out, *fl, payload.len());
+                w.out.extend_from_slice(payload);
             }
         }
         // Header-block frames: patch the length now that the block is compressed.

@@ -2,6 +2,8 @@
 //! requests multiplexed) or HTTP/1.1 (a small pool of keep-alive connections).
 
 use crate::body::Body;
+pub use crate::dial::resolve;
+use crate::dial::{dial, tls_dial};
 use crate::io::BoxIo;
 pub use crate::reply::{ClientError, FrameLog, LogKind, ResponseStream};
 use crate::spdy_client::{Cmd, SpdyHandle};
@@ -12,7 +14,6 @@ use hyper_util::rt::TokioIo;
 use spdy::{Headers, Version};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 pub use crate::protocol::Protocol;
@@ -152,83 +153,8 @@ struct Http1Pool {
     pipe: std::sync::Mutex<Option<Arc<crate::http1_pipeline::Pipeline>>>,
 }
 
-pub(crate) async fn dial(
-    host: &str,
-    port: u16,
-    via: Option<SocketAddr>,
-) -> Result<TcpStream, ClientError> {
-    let s = match via {
-        Some(a) => TcpStream::connect(a).await,
-        None => TcpStream::connect((host, port)).await,
-    }
-    .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?;
-    let _ = s.set_nodelay(true);
-    Ok(s)
-}
-
 /// The `user-agent` speedy's requests carry.
 const USER_AGENT: &str = concat!("speedy/", env!("CARGO_PKG_VERSION"));
-
-/// The local address to bind a UDP socket to for talking to `peer`: any address of its
-/// family, any port.
-pub(crate) fn unspecified_for(peer: SocketAddr) -> SocketAddr {
-    match peer {
-        SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-    }
-}
-
-/// The address to dial for `host:port` over UDP (SCTP, QUIC): `via` when given, else the
-/// first address the system resolver gives.
-pub async fn resolve(
-    host: &str,
-    port: u16,
-    via: Option<SocketAddr>,
-) -> Result<SocketAddr, ClientError> {
-    if let Some(a) = via {
-        return Ok(a);
-    }
-    tokio::net::lookup_host((host, port))
-        .await
-        .map_err(|e| ClientError::Connect(format!("{host}:{port}: {e}")))?
-        .next()
-        .ok_or_else(|| ClientError::Connect(format!("{host}: no address")))
-}
-
-/// What a TLS handshake settled: the ALPN protocol and a one-line summary (version,
-/// cipher suite, ALPN) for `-v`.
-pub(crate) struct TlsInfo {
-    pub(crate) alpn: Option<String>,
-    pub(crate) summary: String,
-}
-
-pub(crate) async fn tls_dial(
-    host: &str,
-    port: u16,
-    via: Option<SocketAddr>,
-    tls: Arc<rustls::ClientConfig>,
-) -> Result<(BoxIo, TlsInfo), ClientError> {
-    let tcp = dial(host, port, via).await?;
-    let name = rustls::pki_types::ServerName::try_from(host.to_string())
-        .map_err(|e| ClientError::Connect(e.to_string()))?;
-    let s = tokio_rustls::TlsConnector::from(tls)
-        .connect(name, tcp)
-        .await
-        .map_err(|e| ClientError::Connect(crate::tls::explain_handshake_error(host, port, &e)))?;
-    let conn = s.get_ref().1;
-    let alpn = conn
-        .alpn_protocol()
-        .map(|a| String::from_utf8_lossy(a).into_owned());
-    let summary = format!(
-        "TLS {} {}, ALPN {}",
-        conn.protocol_version()
-            .map_or("?".into(), |v| format!("{v:?}").replace("TLSv1_", "1.")),
-        conn.negotiated_cipher_suite()
-            .map_or("?".into(), |c| format!("{:?}", c.suite())),
-        alpn.as_deref().unwrap_or("none")
-    );
-    Ok((Box::new(s), TlsInfo { alpn, summary }))
-}
 
 /// Logs an [`LogKind::Info`] line when `-v` asked for a log.
 fn info(log: &Option<FrameLog>, line: impl FnOnce() -> String) {
@@ -278,6 +204,8 @@ impl Client {
             })
     }
 
+    /// Connects with no time limit: dials the transport the config and the scheme call
+    /// for, then starts the protocol chosen on it.
     async fn connect_now(
         scheme: &str,
         host: &str,
@@ -288,188 +216,32 @@ impl Client {
             Some(a) => format!("connecting to {host}:{port} at {a}"),
             None => format!("connecting to {host}:{port}"),
         });
-        let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
-            host.to_string()
-        } else {
-            format!("{host}:{port}")
-        };
+        let origin = Origin::new(scheme, host, port, cfg);
         if cfg.protocol == Some(Protocol::H3) {
-            if scheme != "https" || cfg.sctp.is_some() || cfg.upgrade.is_some() {
-                return Err(ClientError::Connect(format!(
-                    "HTTP/3 runs over QUIC, which is always encrypted and has no Upgrade: \
-                     use https:// with no SCTP, not {scheme}://"
-                )));
-            }
-            let tls =
-                client_config(&cfg.verify, &[crate::h3::ALPN]).map_err(ClientError::Connect)?;
-            let (h, summary) =
-                crate::h3::connect(host, port, cfg.connect_to, &tls, cfg.spdy.max_header_block)
-                    .await?;
-            info(&cfg.log, || format!("{host}:{port}: {summary}"));
-            return Ok(Client {
-                scheme: scheme.into(),
-                authority,
-                inner: Inner::H3(h),
-                pushes: None,
-                stream_protocol: None,
-                read_timeout: cfg.read_timeout,
-                log: cfg.log.clone(),
-            });
+            let h = origin.connect_h3().await?;
+            return Ok(origin.client(Inner::H3(h), None, None));
         }
-        let mut stream_protocol = None;
-        let (io, proto): (Option<BoxIo>, Protocol) = if let Some(sctp) = &cfg.sctp {
-            let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
-            if scheme != "http" || !matches!(proto, Protocol::Spdy(_)) || cfg.upgrade.is_some() {
-                return Err(ClientError::Connect(format!(
-                    "SCTP carries plain SPDY only (http://, no Upgrade), not {scheme}:// {}",
-                    proto.alpn()
-                )));
-            }
-            let addr = resolve(host, port, cfg.connect_to).await?;
-            let io = crate::sctp::dial(addr, sctp)
-                .await
-                .map_err(|e| ClientError::Connect(format!("{host}:{port} over SCTP: {e}")))?;
-            (Some(io), proto)
+        let Dialled {
+            io,
+            proto,
+            stream_protocol,
+        } = if let Some(sctp) = &cfg.sctp {
+            origin.dial_sctp(sctp).await?
         } else if scheme == "https" {
-            let offer: Vec<&str> = match cfg.protocol {
-                Some(p) => vec![p.alpn()],
-                None => crate::tls::CLIENT_ALPN.to_vec(),
-            };
-            let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
-            let (io, tls) = tls_dial(host, port, cfg.connect_to, tls).await?;
-            info(&cfg.log, || format!("{host}:{port}: {}", tls.summary));
-            let proto = match tls.alpn.as_deref() {
-                Some(a) => Protocol::from_name(a).ok_or_else(|| {
-                    ClientError::Connect(format!("server chose unknown protocol {a}"))
-                })?,
-                None => cfg.protocol.unwrap_or(Protocol::Http1),
-            };
-            if let Some(want) = cfg.protocol {
-                if want != proto {
-                    return Err(ClientError::Connect(format!(
-                        "server does not speak {} (ALPN chose {})",
-                        want.alpn(),
-                        proto.alpn()
-                    )));
-                }
-            }
-            (Some(io), proto)
+            origin.dial_tls().await?
         } else {
-            let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
-            let io = match proto {
-                Protocol::Spdy(_) if cfg.upgrade.is_some() => {
-                    if proto != Protocol::Spdy(Version::V3_1) {
-                        return Err(ClientError::Connect(format!(
-                            "an Upgrade reaches SPDY/3.1 only, not {}",
-                            proto.alpn()
-                        )));
-                    }
-                    let io = Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo;
-                    let up = cfg.upgrade.as_ref().expect("checked");
-                    let (io, chosen) = crate::upgrade::client_handshake(io, &authority, up).await?;
-                    stream_protocol = chosen;
-                    Some(io)
-                }
-                Protocol::Spdy(_) | Protocol::H2 => {
-                    Some(Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo)
-                }
-                Protocol::Http1 => None,
-                Protocol::H3 => unreachable!("HTTP/3 connected above"),
-            };
-            (io, proto)
+            origin.dial_tcp().await?
         };
-        match proto {
+        let (inner, pushes) = match proto {
             Protocol::Spdy(v) => {
-                let mut scfg = match cfg.sctp {
-                    Some(_) => crate::sctp::spdy_config(&cfg.spdy),
-                    None => cfg.spdy.clone(),
-                };
-                scfg.role = spdy::Role::Client;
-                scfg.version = v;
-                let (h, pushes, _task) =
-                    crate::spdy_client::spawn(io.expect("dialled"), scfg, cfg.log.clone());
-                Ok(Client {
-                    scheme: scheme.into(),
-                    authority,
-                    inner: Inner::Spdy(h),
-                    pushes: Some(pushes),
-                    stream_protocol,
-                    read_timeout: cfg.read_timeout,
-                    log: cfg.log.clone(),
-                })
+                let (h, pushes) = origin.start_spdy(io.expect("dialled"), v);
+                (Inner::Spdy(h), Some(pushes))
             }
-            Protocol::H2 => {
-                let (injecting, injector) =
-                    crate::h2_priority::FrameInjector::new(io.expect("dialled"));
-                let (send, conn) = h2::client::Builder::new()
-                    .enable_push(false)
-                    // A response head is held to the SPDY header-block bound.
-                    .max_header_list_size(cfg.spdy.max_header_block as u32)
-                    .initial_window_size(crate::protocol::H2_STREAM_WINDOW)
-                    .initial_connection_window_size(crate::protocol::H2_SESSION_WINDOW)
-                    .handshake(injecting)
-                    .await
-                    .map_err(|e| {
-                        ClientError::Connect(format!("h2 handshake with {authority}: {e}"))
-                    })?;
-                let mut conn = conn;
-                let pings = conn
-                    .ping_pong()
-                    .map(|p| Arc::new(tokio::sync::Mutex::new(p)));
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
-                Ok(Client {
-                    scheme: scheme.into(),
-                    authority,
-                    inner: Inner::H2(send, injector, pings),
-                    pushes: None,
-                    stream_protocol,
-                    read_timeout: cfg.read_timeout,
-                    log: cfg.log.clone(),
-                })
-            }
-            Protocol::Http1 => {
-                let (host2, scheme2, verify) =
-                    (host.to_string(), scheme.to_string(), cfg.verify.clone());
-                let first = std::sync::Mutex::new(io);
-                let via = cfg.connect_to;
-                let connect = Box::new(move || {
-                    let (host, scheme, verify) = (host2.clone(), scheme2.clone(), verify.clone());
-                    let reuse = first.lock().expect("not poisoned").take();
-                    Box::pin(async move {
-                        if let Some(io) = reuse {
-                            return Ok(io);
-                        }
-                        if scheme == "https" {
-                            let tls = client_config(&verify, &["http/1.1"])
-                                .map_err(ClientError::Connect)?;
-                            Ok(tls_dial(&host, port, via, tls).await?.0)
-                        } else {
-                            Ok(Box::new(dial(&host, port, via).await?) as BoxIo)
-                        }
-                    })
-                        as futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>>
-                });
-                let pool = Http1Pool {
-                    connect,
-                    idle: Mutex::new(Vec::new()),
-                    slots: tokio::sync::Semaphore::new(cfg.http1_connections.max(1)),
-                    mode: cfg.http1_mode,
-                    pipe: std::sync::Mutex::new(None),
-                };
-                Ok(Client {
-                    scheme: scheme.into(),
-                    authority,
-                    inner: Inner::Http1(Arc::new(pool)),
-                    pushes: None,
-                    stream_protocol,
-                    read_timeout: cfg.read_timeout,
-                    log: cfg.log.clone(),
-                })
-            }
+            Protocol::H2 => (origin.start_h2(io.expect("dialled")).await?, None),
+            Protocol::Http1 => (Inner::Http1(Arc::new(origin.http1_pool(io))), None),
             Protocol::H3 => unreachable!("HTTP/3 connected above"),
-        }
+        };
+        Ok(origin.client(inner, pushes, stream_protocol))
     }
 
     /// The protocol in use (`spdy/3.1`, …, `http/1.1`).
@@ -662,6 +434,248 @@ impl Client {
         });
         r.stream_id = Some(id);
         Ok(r)
+    }
+}
+
+/// The origin a [`Client`] connects to, and the settings it connects with.
+struct Origin<'a> {
+    scheme: &'a str,
+    host: &'a str,
+    port: u16,
+    /// `host`, with `:port` unless the port is the scheme's default.
+    authority: String,
+    cfg: &'a ClientConfig,
+}
+
+/// A connection dialled for a [`Client`], before a session starts on it.
+struct Dialled {
+    /// The transport; `None` for HTTP/1.1 over plain TCP (its pool dials when asked).
+    io: Option<BoxIo>,
+    /// The protocol to speak on it.
+    proto: Protocol,
+    /// The sub-protocol an Upgrade handshake chose (`X-Stream-Protocol-Version`).
+    stream_protocol: Option<String>,
+}
+
+impl<'a> Origin<'a> {
+    /// `scheme://host:port`, connected to with `cfg`.
+    fn new(scheme: &'a str, host: &'a str, port: u16, cfg: &'a ClientConfig) -> Origin<'a> {
+        let authority = if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
+            host.to_string()
+        } else {
+            format!("{host}:{port}")
+        };
+        Origin {
+            scheme,
+            host,
+            port,
+            authority,
+            cfg,
+        }
+    }
+
+    /// The client for a connection with session `inner`.
+    fn client(
+        self,
+        inner: Inner,
+        pushes: Option<mpsc::UnboundedReceiver<ResponseStream>>,
+        stream_protocol: Option<String>,
+    ) -> Client {
+        Client {
+            scheme: self.scheme.into(),
+            authority: self.authority,
+            inner,
+            pushes,
+            stream_protocol,
+            read_timeout: self.cfg.read_timeout,
+            log: self.cfg.log.clone(),
+        }
+    }
+
+    /// Connects HTTP/3 over QUIC; refuses `http://`, SCTP and an Upgrade, which QUIC
+    /// cannot carry.
+    async fn connect_h3(&self) -> Result<crate::h3::H3Client, ClientError> {
+        let (scheme, host, port, cfg) = (self.scheme, self.host, self.port, self.cfg);
+        if scheme != "https" || cfg.sctp.is_some() || cfg.upgrade.is_some() {
+            return Err(ClientError::Connect(format!(
+                "HTTP/3 runs over QUIC, which is always encrypted and has no Upgrade: \
+                 use https:// with no SCTP, not {scheme}://"
+            )));
+        }
+        let tls = client_config(&cfg.verify, &[crate::h3::ALPN]).map_err(ClientError::Connect)?;
+        let (h, summary) =
+            crate::h3::connect(host, port, cfg.connect_to, &tls, cfg.spdy.max_header_block).await?;
+        info(&cfg.log, || format!("{host}:{port}: {summary}"));
+        Ok(h)
+    }
+
+    /// Opens an SCTP association for plain SPDY (SPDY/3.1 unless the config forces
+    /// another version); refuses `https://`, other protocols and an Upgrade.
+    async fn dial_sctp(&self, sctp: &crate::sctp::SctpConfig) -> Result<Dialled, ClientError> {
+        let (scheme, host, port, cfg) = (self.scheme, self.host, self.port, self.cfg);
+        let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
+        if scheme != "http" || !matches!(proto, Protocol::Spdy(_)) || cfg.upgrade.is_some() {
+            return Err(ClientError::Connect(format!(
+                "SCTP carries plain SPDY only (http://, no Upgrade), not {scheme}:// {}",
+                proto.alpn()
+            )));
+        }
+        let addr = resolve(host, port, cfg.connect_to).await?;
+        let io = crate::sctp::dial(addr, sctp)
+            .await
+            .map_err(|e| ClientError::Connect(format!("{host}:{port} over SCTP: {e}")))?;
+        Ok(Dialled {
+            io: Some(io),
+            proto,
+            stream_protocol: None,
+        })
+    }
+
+    /// Opens a TLS connection offering the forced protocol (else SPDY, h2, HTTP/1.1 by
+    /// ALPN) and takes the protocol the server chose; an error when it is not the forced
+    /// one or not known.
+    async fn dial_tls(&self) -> Result<Dialled, ClientError> {
+        let (host, port, cfg) = (self.host, self.port, self.cfg);
+        let offer: Vec<&str> = match cfg.protocol {
+            Some(p) => vec![p.alpn()],
+            None => crate::tls::CLIENT_ALPN.to_vec(),
+        };
+        let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
+        let (io, tls) = tls_dial(host, port, cfg.connect_to, tls).await?;
+        info(&cfg.log, || format!("{host}:{port}: {}", tls.summary));
+        let proto = match tls.alpn.as_deref() {
+            Some(a) => Protocol::from_name(a).ok_or_else(|| {
+                ClientError::Connect(format!("server chose unknown protocol {a}"))
+            })?,
+            None => cfg.protocol.unwrap_or(Protocol::Http1),
+        };
+        if let Some(want) = cfg.protocol {
+            if want != proto {
+                return Err(ClientError::Connect(format!(
+                    "server does not speak {} (ALPN chose {})",
+                    want.alpn(),
+                    proto.alpn()
+                )));
+            }
+        }
+        Ok(Dialled {
+            io: Some(io),
+            proto,
+            stream_protocol: None,
+        })
+    }
+
+    /// Plain TCP: SPDY/3.1 (or the forced protocol) by prior knowledge, or through an
+    /// HTTP/1.1 Upgrade when the config asks (SPDY/3.1 only); HTTP/1.1 dials later, in
+    /// its pool.
+    async fn dial_tcp(&self) -> Result<Dialled, ClientError> {
+        let (host, port, cfg) = (self.host, self.port, self.cfg);
+        let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
+        let mut stream_protocol = None;
+        let io = match proto {
+            Protocol::Spdy(_) if cfg.upgrade.is_some() => {
+                if proto != Protocol::Spdy(Version::V3_1) {
+                    return Err(ClientError::Connect(format!(
+                        "an Upgrade reaches SPDY/3.1 only, not {}",
+                        proto.alpn()
+                    )));
+                }
+                let io = Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo;
+                let up = cfg.upgrade.as_ref().expect("checked");
+                let (io, chosen) =
+                    crate::upgrade::client_handshake(io, &self.authority, up).await?;
+                stream_protocol = chosen;
+                Some(io)
+            }
+            Protocol::Spdy(_) | Protocol::H2 => {
+                Some(Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo)
+            }
+            Protocol::Http1 => None,
+            Protocol::H3 => unreachable!("HTTP/3 connected above"),
+        };
+        Ok(Dialled {
+            io,
+            proto,
+            stream_protocol,
+        })
+    }
+
+    /// Starts a SPDY `version` client session on `io` (with SCTP's frame sizes over
+    /// SCTP); returns its handle and its pushed responses.
+    fn start_spdy(
+        &self,
+        io: BoxIo,
+        version: Version,
+    ) -> (SpdyHandle, mpsc::UnboundedReceiver<ResponseStream>) {
+        let cfg = self.cfg;
+        let mut scfg = match cfg.sctp {
+            Some(_) => crate::sctp::spdy_config(&cfg.spdy),
+            None => cfg.spdy.clone(),
+        };
+        scfg.role = spdy::Role::Client;
+        scfg.version = version;
+        let (h, pushes, _task) = crate::spdy_client::spawn(io, scfg, cfg.log.clone());
+        (h, pushes)
+    }
+
+    /// Completes the h2 handshake on `io` (no push, the SPDY header-block bound,
+    /// Chromium's windows) and drives the connection in a task.
+    async fn start_h2(&self, io: BoxIo) -> Result<Inner, ClientError> {
+        let (cfg, authority) = (self.cfg, &self.authority);
+        let (injecting, injector) = crate::h2_priority::FrameInjector::new(io);
+        let (send, conn) = h2::client::Builder::new()
+            .enable_push(false)
+            // A response head is held to the SPDY header-block bound.
+            .max_header_list_size(cfg.spdy.max_header_block as u32)
+            .initial_window_size(crate::protocol::H2_STREAM_WINDOW)
+            .initial_connection_window_size(crate::protocol::H2_SESSION_WINDOW)
+            .handshake(injecting)
+            .await
+            .map_err(|e| ClientError::Connect(format!("h2 handshake with {authority}: {e}")))?;
+        let mut conn = conn;
+        let pings = conn
+            .ping_pong()
+            .map(|p| Arc::new(tokio::sync::Mutex::new(p)));
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Inner::H2(send, injector, pings))
+    }
+
+    /// The HTTP/1.1 pool: its first connection is `first` when one was dialled (TLS),
+    /// the others are dialled as needed, over TLS for `https`.
+    fn http1_pool(&self, first: Option<BoxIo>) -> Http1Pool {
+        let cfg = self.cfg;
+        let (host2, scheme2, verify) = (
+            self.host.to_string(),
+            self.scheme.to_string(),
+            cfg.verify.clone(),
+        );
+        let first = std::sync::Mutex::new(first);
+        let (port, via) = (self.port, cfg.connect_to);
+        let connect = Box::new(move || {
+            let (host, scheme, verify) = (host2.clone(), scheme2.clone(), verify.clone());
+            let reuse = first.lock().expect("not poisoned").take();
+            Box::pin(async move {
+                if let Some(io) = reuse {
+                    return Ok(io);
+                }
+                if scheme == "https" {
+                    let tls =
+                        client_config(&verify, &["http/1.1"]).map_err(ClientError::Connect)?;
+                    Ok(tls_dial(&host, port, via, tls).await?.0)
+                } else {
+                    Ok(Box::new(dial(&host, port, via).await?) as BoxIo)
+                }
+            }) as futures_util::future::BoxFuture<'static, Result<BoxIo, ClientError>>
+        });
+        Http1Pool {
+            connect,
+            idle: Mutex::new(Vec::new()),
+            slots: tokio::sync::Semaphore::new(cfg.http1_connections.max(1)),
+            mode: cfg.http1_mode,
+            pipe: std::sync::Mutex::new(None),
+        }
     }
 }
 

@@ -13,10 +13,11 @@
 //!   becomes a stream reset with H3_REQUEST_CANCELLED.
 
 use crate::body::Body;
-use crate::client::ClientError;
+use crate::dial::{resolve, unspecified_for};
 use crate::h2_priority::parse_priority_field;
 use crate::h3_quic::{self, Injector, Priorities};
 use crate::handler::{Handler, Request, Response, ServerConfig};
+use crate::reply::ClientError;
 use bytes::{Buf, Bytes};
 use std::io;
 use std::net::SocketAddr;
@@ -383,14 +384,14 @@ pub async fn connect(
     tls: &rustls::ClientConfig,
     max_header_block: usize,
 ) -> Result<(H3Client, String), ClientError> {
-    let addr = crate::client::resolve(host, port, via).await?;
+    let addr = resolve(host, port, via).await?;
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| ClientError::Connect(format!("TLS configuration unfit for QUIC: {e}")))?;
     let mut qcfg = quinn::ClientConfig::new(Arc::new(crypto));
     qcfg.transport_config(Arc::new(transport()));
-    let mut endpoint = quinn::Endpoint::client(crate::client::unspecified_for(addr))
+    let mut endpoint = quinn::Endpoint::client(unspecified_for(addr))
         .map_err(|e| ClientError::Connect(format!("UDP socket: {e}")))?;
     endpoint.set_default_client_config(qcfg);
     let conn = endpoint

@@ -11,9 +11,14 @@
 //! [`sockinfo`] reads TCP_INFO (a snapshot, and a server's sender-side time series).
 //! [`h3`] is HTTP/3 over QUIC (quinn and h3): the same handlers, over UDP.
 //! [`loadgen`] holds the load generator's lean connections (`speedy bench`).
+//! [`fetch`] is `speedy fetch`'s engine: URLs by origin, requests in order, pushes,
+//! reprioritizations and bodies saved, reported as [`fetch_record`] lines.
 
+pub mod bench;
 pub mod body;
 pub mod client;
+mod dial;
+pub mod fetch;
 pub mod fetch_record;
 pub mod h2_priority;
 mod h2_server;

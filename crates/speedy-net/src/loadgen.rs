@@ -15,7 +15,8 @@
 //! # let _ = bytes; Ok(()) }
 //! ```
 
-use crate::client::{dial, tls_dial, Client, ClientConfig, ClientError, ClientRequest};
+use crate::client::{Client, ClientConfig, ClientError, ClientRequest};
+use crate::dial::{dial, tls_dial};
 use crate::io::BoxIo;
 use crate::protocol::Protocol;
 use crate::tls::{client_config, Verify};

@@ -117,12 +117,12 @@ pub trait Owner: Send {
     /// is still to come (a server finishing answers); `false`: stop now.
     fn on_peer_closed(&mut self, session: &mut Session) -> bool;
 
-    /// Whether the owner's work is done; checked when all output is written and flushed.
-    fn finished(&self, session: &Session) -> bool;
-
     /// Called once when [`Owner::finished`] said yes, before the last output is written
     /// (e.g. a client says GOAWAY).
     fn on_finish(&mut self, _session: &mut Session) {}
+
+    /// Whether the owner's work is done; checked when all output is written and flushed.
+    fn finished(&self, session: &Session) -> bool;
 }
 
 /// Why the loop ended.
@@ -156,120 +156,37 @@ pub async fn run<O: Owner>(
     tuning: Tuning,
 ) -> (End, Traffic) {
     let (mut rd, mut wr) = tokio::io::split(io);
-    let mut rbuf = BytesMut::with_capacity(tuning.read_initial);
-    let mut out = OutBuf::new();
-    let mut traffic = Traffic::default();
-    let mut sent = crate::io::SendRate::default();
-    let mut read_closed = false;
-    let mut unflushed = false;
-    let mut stall_since: Option<Instant> = None;
-    // Since when the session has been quiet, while it is and is not parked yet.
-    let mut quiet_since: Option<Instant> = None;
-    let mut parked = false;
+    let mut st = LoopState::new(tuning);
     let end = loop {
-        while let Some(ev) = session.poll_event() {
-            owner.on_event(session, ev);
-        }
-        owner.after_events(session);
-        let mut produced = false;
-        let high = sent.bytes_in(OUT_TIME, OUT_LOW, OUT_HIGH);
-        while out.len() < high && session.poll_transmit(&mut out) {
-            produced = true;
-        }
-        if produced {
-            owner.after_transmit(session);
-        }
-        if out.is_empty() && !unflushed && owner.finished(session) {
-            owner.on_finish(session);
-            while session.poll_transmit(&mut out) {}
-            while !out.is_empty() {
-                let before = out.len();
-                if write_some(&mut wr, &mut out).await.is_err() {
-                    break;
-                }
-                traffic.bytes_out += (before - out.len()) as u64;
-            }
+        st.produce(session, owner);
+        if st.out.is_empty() && !st.unflushed && owner.finished(session) {
+            st.write_last(&mut wr, session, owner).await;
             break End::Finished;
         }
-        // Stalled on the windows of a peer that may have no flow control: how long we
-        // wait before assuming it has none (FlowControl::Lenient).
-        if session.flow_stall_pending() {
-            stall_since.get_or_insert_with(Instant::now);
-        } else {
-            stall_since = None;
-        }
-        let stall_deadline = stall_since.map(|t| t + tuning.flow_stall);
-        let quiet = session.open_streams() == 0 && out.is_empty() && !unflushed;
-        if !quiet {
-            quiet_since = None;
-            parked = false;
-        } else if !parked && tuning.park_after.is_some() {
-            quiet_since.get_or_insert_with(Instant::now);
-        }
-        let park_deadline = quiet_since.zip(tuning.park_after).map(|(t, d)| t + d);
+        let (stall_deadline, park_deadline) = st.deadlines(session);
         let wants_input = owner.wants_input();
-        let may_read = !read_closed && owner.wants_read();
+        let may_read = !st.read_closed && owner.wants_read();
         tokio::select! {
             _ = sleep_until_opt(stall_deadline), if stall_deadline.is_some() => {
                 session.flow_stall_expired();
-                stall_since = None;
+                st.stall_since = None;
             }
-            _ = sleep_until_opt(park_deadline), if park_deadline.is_some() => {
-                session.park();
-                PARKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if rbuf.is_empty() {
-                    // The next read starts small and the buffer grows as it fills.
-                    rbuf = BytesMut::new();
-                }
-                parked = true;
-                quiet_since = None;
-            }
-            r = rd.read_buf(&mut rbuf), if may_read => {
-                match r {
-                    Ok(0) => {
-                        read_closed = true;
-                        if !owner.on_peer_closed(session) {
-                            break End::PeerClosed;
-                        }
-                    }
-                    Err(e) => {
-                        read_closed = true;
-                        if !owner.on_peer_closed(session) {
-                            break End::ReadFailed(e);
-                        }
-                    }
-                    Ok(n) => {
-                        traffic.bytes_in += n as u64;
-                        session.recv(&mut rbuf, Instant::now());
-                        if rbuf.capacity() - rbuf.len() < READ_SPARE {
-                            rbuf.reserve(tuning.read_grow);
-                        }
-                    }
+            _ = sleep_until_opt(park_deadline), if park_deadline.is_some() => st.park(session),
+            r = rd.read_buf(&mut st.rbuf), if may_read => {
+                if let Some(end) = st.on_read(r, session, owner) {
+                    break end;
                 }
             }
             i = owner.next_input(), if wants_input => {
                 if let Some(i) = i {
-                    owner.on_input(session, i);
-                    // Take the inputs that are already waiting too, so that what they
-                    // produce leaves in one write: otherwise the socket, always
-                    // writable, wins every other turn of the select and a batch of
-                    // requests (or answers) goes out one frame per system call.
-                    for _ in 1..INPUT_BATCH {
-                        if !owner.wants_input() {
-                            break;
-                        }
-                        match futures_util::FutureExt::now_or_never(owner.next_input()) {
-                            Some(Some(i)) => owner.on_input(session, i),
-                            _ => break,
-                        }
-                    }
+                    take_inputs(session, owner, i);
                 }
             }
-            r = write_or_flush(&mut wr, &mut out, &mut unflushed), if !out.is_empty() || unflushed => {
+            r = write_or_flush(&mut wr, &mut st.out, &mut st.unflushed), if !st.out.is_empty() || st.unflushed => {
                 match r {
                     Ok(n) => {
-                        traffic.bytes_out += n as u64;
-                        sent.wrote(n, Instant::now());
+                        st.traffic.bytes_out += n as u64;
+                        st.sent.wrote(n, Instant::now());
                     }
                     Err(e) => break End::WriteFailed(e),
                 }
@@ -278,9 +195,168 @@ pub async fn run<O: Owner>(
         }
     };
     let _ = wr.shutdown().await;
-    (end, traffic)
+    (end, st.traffic)
 }
 
+/// What [`run`] keeps from one turn of its loop to the next, besides the session, the
+/// owner and the transport.
+struct LoopState {
+    tuning: Tuning,
+    /// Bytes read and not yet taken by the session.
+    rbuf: BytesMut,
+    /// The session's output not yet written.
+    out: OutBuf,
+    traffic: Traffic,
+    /// How fast the socket takes output (sizes `out`).
+    sent: crate::io::SendRate,
+    /// The peer closed its side, or reading failed.
+    read_closed: bool,
+    /// Written but not flushed yet.
+    unflushed: bool,
+    /// Since when sending has been stalled on the peer's windows (flow-stall pending).
+    stall_since: Option<Instant>,
+    /// Since when the session has been quiet, while it is and is not parked yet.
+    quiet_since: Option<Instant>,
+    parked: bool,
+}
+
+impl LoopState {
+    /// The state at the start: an empty read buffer of `tuning`'s initial size, no output.
+    fn new(tuning: Tuning) -> LoopState {
+        LoopState {
+            tuning,
+            rbuf: BytesMut::with_capacity(tuning.read_initial),
+            out: OutBuf::new(),
+            traffic: Traffic::default(),
+            sent: crate::io::SendRate::default(),
+            read_closed: false,
+            unflushed: false,
+            stall_since: None,
+            quiet_since: None,
+            parked: false,
+        }
+    }
+
+    /// Lets the owner handle the session's events, then takes output from the session
+    /// until about what the socket takes in [`OUT_TIME`] waits to be written.
+    fn produce<O: Owner>(&mut self, session: &mut Session, owner: &mut O) {
+        while let Some(ev) = session.poll_event() {
+            owner.on_event(session, ev);
+        }
+        owner.after_events(session);
+        let mut produced = false;
+        let high = self.sent.bytes_in(OUT_TIME, OUT_LOW, OUT_HIGH);
+        while self.out.len() < high && session.poll_transmit(&mut self.out) {
+            produced = true;
+        }
+        if produced {
+            owner.after_transmit(session);
+        }
+    }
+
+    /// The owner is finished: lets it say its last (e.g. GOAWAY) and writes all the
+    /// session's remaining output, stopping at the first write error.
+    async fn write_last<O: Owner, W: tokio::io::AsyncWrite + Unpin>(
+        &mut self,
+        wr: &mut W,
+        session: &mut Session,
+        owner: &mut O,
+    ) {
+        owner.on_finish(session);
+        while session.poll_transmit(&mut self.out) {}
+        while !self.out.is_empty() {
+            let before = self.out.len();
+            if write_some(wr, &mut self.out).await.is_err() {
+                break;
+            }
+            self.traffic.bytes_out += (before - self.out.len()) as u64;
+        }
+    }
+
+    /// When to give up waiting for a peer's WINDOW_UPDATE (it may have no flow control:
+    /// `FlowControl::Lenient`) and when to park a quiet session, updating since when
+    /// each has been the case.
+    fn deadlines(&mut self, session: &Session) -> (Option<Instant>, Option<Instant>) {
+        if session.flow_stall_pending() {
+            self.stall_since.get_or_insert_with(Instant::now);
+        } else {
+            self.stall_since = None;
+        }
+        let stall_deadline = self.stall_since.map(|t| t + self.tuning.flow_stall);
+        let quiet = session.open_streams() == 0 && self.out.is_empty() && !self.unflushed;
+        if !quiet {
+            self.quiet_since = None;
+            self.parked = false;
+        } else if !self.parked && self.tuning.park_after.is_some() {
+            self.quiet_since.get_or_insert_with(Instant::now);
+        }
+        let park_deadline = self
+            .quiet_since
+            .zip(self.tuning.park_after)
+            .map(|(t, d)| t + d);
+        (stall_deadline, park_deadline)
+    }
+
+    /// Parks the quiet session ([`Session::park`]) and frees an empty read buffer.
+    fn park(&mut self, session: &mut Session) {
+        session.park();
+        PARKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.rbuf.is_empty() {
+            // The next read starts small and the buffer grows as it fills.
+            self.rbuf = BytesMut::new();
+        }
+        self.parked = true;
+        self.quiet_since = None;
+    }
+
+    /// Handles what a read gave: bytes go to the session (the buffer grows when nearly
+    /// full); the end of input or an error goes to the owner, and the loop ends with it
+    /// (`Some`) unless the owner wants to keep writing.
+    fn on_read<O: Owner>(
+        &mut self,
+        r: std::io::Result<usize>,
+        session: &mut Session,
+        owner: &mut O,
+    ) -> Option<End> {
+        match r {
+            Ok(0) => {
+                self.read_closed = true;
+                (!owner.on_peer_closed(session)).then_some(End::PeerClosed)
+            }
+            Err(e) => {
+                self.read_closed = true;
+                (!owner.on_peer_closed(session)).then_some(End::ReadFailed(e))
+            }
+            Ok(n) => {
+                self.traffic.bytes_in += n as u64;
+                session.recv(&mut self.rbuf, Instant::now());
+                if self.rbuf.capacity() - self.rbuf.len() < READ_SPARE {
+                    self.rbuf.reserve(self.tuning.read_grow);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Hands the owner `first`, then up to [`INPUT_BATCH`] inputs in all that are already
+/// waiting, so that what they produce leaves in one write: otherwise the socket, always
+/// writable, wins every other turn of the select and a batch of requests (or answers)
+/// goes out one frame per system call.
+fn take_inputs<O: Owner>(session: &mut Session, owner: &mut O, first: O::Input) {
+    owner.on_input(session, first);
+    for _ in 1..INPUT_BATCH {
+        if !owner.wants_input() {
+            break;
+        }
+        match futures_util::FutureExt::now_or_never(owner.next_input()) {
+            Some(Some(i)) => owner.on_input(session, i),
+            _ => break,
+        }
+    }
+}
+
+/// Sleeps until `at`; never wakes when `None`.
 async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(t) => tokio::time::sleep_until(t.into()).await,

@@ -13,8 +13,9 @@
 //! public address.
 
 use crate::body::Body;
-use crate::client::ClientError;
+use crate::dial::unspecified_for;
 use crate::handler::{Handler, Request, ServerConfig};
+use crate::reply::ClientError;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::io;
 use std::net::SocketAddr;
@@ -97,7 +98,7 @@ async fn answer(path: Option<String>, host: String, handler: Arc<dyn Handler>) -
 /// Asks `addr` for `path` and waits at most `timeout` for the one datagram of its
 /// answer; returns the body.
 pub async fn get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<Bytes, ClientError> {
-    let sock = UdpSocket::bind(crate::client::unspecified_for(addr))
+    let sock = UdpSocket::bind(unspecified_for(addr))
         .await
         .map_err(|e| ClientError::Connect(format!("UDP socket: {e}")))?;
     sock.connect(addr)

@@ -11,9 +11,9 @@
 //! 101 the connection carries SPDY/3.1 frames, the client's SYN_STREAMs first.
 
 use crate::body::Body;
-use crate::client::ClientError;
 use crate::handler::{Handler, ServerConfig};
 use crate::io::{BoxIo, Prefixed};
+use crate::reply::ClientError;
 use bytes::Bytes;
 use hyper_util::rt::TokioIo;
 use spdy::Version;

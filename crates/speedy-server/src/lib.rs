@@ -16,6 +16,7 @@
 pub mod ca;
 pub mod files;
 pub mod proxy;
+pub mod run;
 pub mod spec;
 pub mod startup;
 

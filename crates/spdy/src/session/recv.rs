@@ -8,6 +8,7 @@ use crate::frame::{
 };
 use crate::Version;
 use bytes::{Buf, Bytes, BytesMut};
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 /// DATA pieces smaller than this are copied out of the read buffer; larger ones are split
@@ -48,140 +49,174 @@ impl Session {
                 buf.clear();
                 return;
             }
-            match std::mem::take(&mut self.recv_state) {
-                RecvState::Header => {
-                    if buf.len() < HEADER_LEN {
-                        return;
-                    }
-                    let hdr = FrameHeader::parse(buf[..HEADER_LEN].try_into().expect("8 bytes"));
-                    match hdr {
-                        FrameHeader::Data {
-                            stream_id,
-                            flags,
-                            len,
-                        } => {
-                            buf.advance(HEADER_LEN);
-                            self.start_data(stream_id, flags, len);
-                        }
-                        FrameHeader::Control {
-                            version,
-                            frame_type,
-                            flags,
-                            len,
-                        } => {
-                            if len > self.cfg.max_control_frame.max(8192) {
-                                buf.advance(HEADER_LEN);
-                                self.start_skip(frame_type, len);
-                                continue;
-                            }
-                            if buf.len() < HEADER_LEN + len {
-                                buf.reserve(HEADER_LEN + len - buf.len());
-                                return;
-                            }
-                            buf.advance(HEADER_LEN);
-                            let payload = buf.split_to(len).freeze();
-                            self.stats.frames_received += 1;
-                            let r = decode_control(
-                                self.version,
-                                frame_type,
-                                version,
-                                flags,
-                                payload,
-                                &mut self.decomp,
-                            );
-                            match r {
-                                Ok(f) => self.on_frame(f, len, now),
-                                Err(e) => self.on_frame_error(e),
-                            }
-                        }
-                    }
-                }
+            let next = match std::mem::take(&mut self.recv_state) {
+                RecvState::Header => self.recv_header(buf, now),
                 RecvState::Data {
                     id,
                     remaining,
                     fin,
                     ignore,
-                } => {
-                    let n = remaining.min(buf.len());
-                    if n == 0 && remaining > 0 {
-                        self.recv_state = RecvState::Data {
-                            id,
-                            remaining,
-                            fin,
-                            ignore,
-                        };
-                        return;
-                    }
-                    let chunk = if n < ZERO_COPY_DATA_MIN {
-                        let c = Bytes::copy_from_slice(&buf[..n]);
-                        buf.advance(n);
-                        c
-                    } else {
-                        buf.split_to(n).freeze()
-                    };
-                    let remaining = remaining - n;
-                    let ignore = self.on_data(id, chunk, fin && remaining == 0, ignore);
-                    if remaining > 0 {
-                        self.recv_state = RecvState::Data {
-                            id,
-                            remaining,
-                            fin,
-                            ignore,
-                        };
-                    }
-                }
+                } => self.recv_data(buf, id, remaining, fin, ignore),
                 RecvState::Skip {
                     frame_type,
                     remaining,
                     fixed,
                     inflate,
-                } => {
-                    if fixed > 0 {
-                        // Read the fixed part (stream id etc.) before the header block.
-                        if buf.len() < fixed {
-                            self.recv_state = RecvState::Skip {
-                                frame_type,
-                                remaining,
-                                fixed,
-                                inflate,
-                            };
-                            return;
-                        }
-                        let id = StreamId(
-                            u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) & 0x7fff_ffff,
-                        );
-                        buf.advance(fixed);
-                        self.on_oversized_headers(frame_type, id);
-                        if !self.failed {
-                            self.recv_state = RecvState::Skip {
-                                frame_type,
-                                remaining: remaining - fixed,
-                                fixed: 0,
-                                inflate,
-                            };
-                        }
-                        continue;
-                    }
-                    let n = remaining.min(buf.len());
-                    let part = buf.split_to(n);
-                    if inflate {
-                        if let Err(e) = self.decomp.skip(&part) {
-                            self.violation(Violation::Compression(format!("{e:?}")));
-                            continue;
-                        }
-                    }
-                    if remaining > n {
-                        self.recv_state = RecvState::Skip {
-                            frame_type,
-                            remaining: remaining - n,
-                            fixed: 0,
-                            inflate,
-                        };
-                        return;
-                    }
+                } => self.recv_skip(buf, frame_type, remaining, fixed, inflate),
+            };
+            if next.is_break() {
+                return;
+            }
+        }
+    }
+
+    /// Reads a frame header from `buf` and starts its frame: a DATA frame's payload is
+    /// read as it comes, a control frame too large to buffer is skipped, any other is
+    /// handled once all of it is in `buf`. `Break`: more bytes are needed.
+    fn recv_header(&mut self, buf: &mut BytesMut, now: Instant) -> ControlFlow<()> {
+        if buf.len() < HEADER_LEN {
+            return ControlFlow::Break(());
+        }
+        let hdr = FrameHeader::parse(buf[..HEADER_LEN].try_into().expect("8 bytes"));
+        match hdr {
+            FrameHeader::Data {
+                stream_id,
+                flags,
+                len,
+            } => {
+                buf.advance(HEADER_LEN);
+                self.start_data(stream_id, flags, len);
+            }
+            FrameHeader::Control {
+                version,
+                frame_type,
+                flags,
+                len,
+            } => {
+                if len > self.cfg.max_control_frame.max(8192) {
+                    buf.advance(HEADER_LEN);
+                    self.start_skip(frame_type, len);
+                    return ControlFlow::Continue(());
+                }
+                if buf.len() < HEADER_LEN + len {
+                    buf.reserve(HEADER_LEN + len - buf.len());
+                    return ControlFlow::Break(());
+                }
+                buf.advance(HEADER_LEN);
+                let payload = buf.split_to(len).freeze();
+                self.stats.frames_received += 1;
+                let r = decode_control(
+                    self.version,
+                    frame_type,
+                    version,
+                    flags,
+                    payload,
+                    &mut self.decomp,
+                );
+                match r {
+                    Ok(f) => self.on_frame(f, len, now),
+                    Err(e) => self.on_frame_error(e),
                 }
             }
         }
+        ControlFlow::Continue(())
+    }
+
+    /// Delivers as much of a DATA payload as `buf` holds (small pieces copied, large ones
+    /// split off), keeping the frame's place while `remaining` bytes of it are still to
+    /// come. `Break`: `buf` is empty and the payload is not done.
+    fn recv_data(
+        &mut self,
+        buf: &mut BytesMut,
+        id: StreamId,
+        remaining: usize,
+        fin: bool,
+        ignore: bool,
+    ) -> ControlFlow<()> {
+        let n = remaining.min(buf.len());
+        if n == 0 && remaining > 0 {
+            self.recv_state = RecvState::Data {
+                id,
+                remaining,
+                fin,
+                ignore,
+            };
+            return ControlFlow::Break(());
+        }
+        let chunk = if n < ZERO_COPY_DATA_MIN {
+            let c = Bytes::copy_from_slice(&buf[..n]);
+            buf.advance(n);
+            c
+        } else {
+            buf.split_to(n).freeze()
+        };
+        let remaining = remaining - n;
+        let ignore = self.on_data(id, chunk, fin && remaining == 0, ignore);
+        if remaining > 0 {
+            self.recv_state = RecvState::Data {
+                id,
+                remaining,
+                fin,
+                ignore,
+            };
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Skips a control frame too large to buffer: first its `fixed` part (the stream id,
+    /// whose stream is refused), then the rest, inflated and discarded when `inflate`
+    /// (a header block, to keep the shared context in sync). `Break`: more bytes are
+    /// needed.
+    fn recv_skip(
+        &mut self,
+        buf: &mut BytesMut,
+        frame_type: u16,
+        remaining: usize,
+        fixed: usize,
+        inflate: bool,
+    ) -> ControlFlow<()> {
+        if fixed > 0 {
+            // Read the fixed part (stream id etc.) before the header block.
+            if buf.len() < fixed {
+                self.recv_state = RecvState::Skip {
+                    frame_type,
+                    remaining,
+                    fixed,
+                    inflate,
+                };
+                return ControlFlow::Break(());
+            }
+            let id = StreamId(u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) & 0x7fff_ffff);
+            buf.advance(fixed);
+            self.on_oversized_headers(frame_type, id);
+            if !self.failed {
+                self.recv_state = RecvState::Skip {
+                    frame_type,
+                    remaining: remaining - fixed,
+                    fixed: 0,
+                    inflate,
+                };
+            }
+            return ControlFlow::Continue(());
+        }
+        let n = remaining.min(buf.len());
+        let part = buf.split_to(n);
+        if inflate {
+            if let Err(e) = self.decomp.skip(&part) {
+                self.violation(Violation::Compression(format!("{e:?}")));
+                return ControlFlow::Continue(());
+            }
+        }
+        if remaining > n {
+            self.recv_state = RecvState::Skip {
+                frame_type,
+                remaining: remaining - n,
+                fixed: 0,
+                inflate,
+            };
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
     }
 
     /// Convenience for tests and simple drivers: feeds a slice (copied).

@@ -30,11 +30,14 @@ use sctp_proto::{
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio::io::{
+    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf, WriteHalf,
+};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
@@ -295,7 +298,7 @@ fn grow_buffers(sock: &UdpSocket) {
 /// allows (in the COOKIE ECHO's packet with bundling). A handshake that fails ends the
 /// stream with the reason as the read error.
 pub async fn dial(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<BoxIo> {
-    let sock = UdpSocket::bind(crate::client::unspecified_for(addr)).await?;
+    let sock = UdpSocket::bind(crate::dial::unspecified_for(addr)).await?;
     sock.connect(addr).await?;
     grow_buffers(&sock);
     let mut endpoint = Endpoint::new(endpoint_config(), None);
@@ -459,6 +462,37 @@ async fn send_packet(sock: &UdpSocket, p: &[u8], to: SocketAddr, connected: bool
     }
 }
 
+/// Where an association's packets go: its UDP socket (a client's is connected) and the
+/// peer's address.
+#[derive(Clone)]
+struct Peer {
+    sock: Arc<UdpSocket>,
+    remote: SocketAddr,
+    connected: bool,
+}
+
+impl Peer {
+    /// Sends one packet to the peer ([`send_packet`]).
+    async fn send(&self, p: &[u8]) {
+        send_packet(&self.sock, p, self.remote, self.connected).await;
+    }
+}
+
+/// The next thing that arrives for an association: a datagram on a client's own
+/// socket (read into `datagram`), or an event the endpoint task decoded for a server's.
+async fn next_in(feed: &mut Feed, sock: &UdpSocket, datagram: &mut [u8]) -> io::Result<In> {
+    match feed {
+        Feed::Client { .. } => sock
+            .recv(datagram)
+            .await
+            .map(|n| In::Packet(incoming(&datagram[..n]))),
+        Feed::Server { rx, .. } => match rx.recv().await {
+            Some(Datagram(ev)) => Ok(In::Event(ev)),
+            None => Err(io::Error::other("the SCTP endpoint stopped")),
+        },
+    }
+}
+
 /// One association and its session's byte stream.
 struct Conn {
     assoc: Association,
@@ -484,7 +518,9 @@ struct Conn {
     /// the peer: enough to send an ABORT if the task is dropped mid-association (the
     /// process exits), so the peer does not hold the association until it times out.
     last_header: Option<[u8; 8]>,
-    abort_to: Option<(Arc<UdpSocket>, SocketAddr, bool)>,
+    abort_to: Option<Peer>,
+    /// The session stopped reading its byte stream: what was for it is dropped.
+    app_gone: bool,
     /// This association's share of the process's [`counters::totals`].
     tally: counters::Tally,
 }
@@ -514,14 +550,14 @@ impl Drop for Conn {
                 c.delayed_sack_timeouts,
             );
         }
-        if let (false, Some(h), Some((sock, to, connected))) =
+        if let (false, Some(h), Some(peer)) =
             (self.assoc.is_closed(), self.last_header, &self.abort_to)
         {
             let p = packet::abort(&h);
-            let _ = if *connected {
-                sock.try_send(&p)
+            let _ = if peer.connected {
+                peer.sock.try_send(&p)
             } else {
-                sock.try_send_to(&p, *to)
+                peer.sock.try_send_to(&p, peer.remote)
             };
         }
     }
@@ -551,6 +587,7 @@ impl Conn {
             rto_initial: cfg.rto_initial,
             last_header: None,
             abort_to: None,
+            app_gone: false,
             tally: counters::Tally::default(),
         }
     }
@@ -677,54 +714,26 @@ impl Conn {
         let mut from_app = vec![0u8; 64 << 10];
         let mut datagram = vec![0u8; 65536];
         let mut outgoing = Vec::new();
-        let client = matches!(feed, Feed::Client { .. });
-        let remote = self.assoc.remote_addr();
-        self.abort_to = Some((sock.clone(), remote, client));
-        let mut app_gone = false;
+        let peer = Peer {
+            sock,
+            remote: self.assoc.remote_addr(),
+            connected: matches!(feed, Feed::Client { .. }),
+        };
+        self.abort_to = Some(peer.clone());
         let mut dead = false;
         let born = Instant::now();
         loop {
             let now = Instant::now();
             self.tally.update(self.assoc.stats());
             dead |= self.poll_events().is_err() || self.flush_to_sctp().is_err();
-            let mut packets = Vec::new();
-            while let Some(t) = self.assoc.poll_transmit(now) {
-                if let Payload::RawEncode(p) = t.payload {
-                    packets.extend(p);
-                }
-            }
-            let mut inject = None;
-            if let Feed::Client {
-                bundler: Some(b), ..
-            } = &mut feed
-            {
-                let out = b.outgoing(packets, now, self.rto_initial);
-                packets = out.send;
-                inject = out.inject;
-            }
-            if let Some(h) = packets.last().and_then(|p| p.get(..8)) {
-                self.last_header = h.try_into().ok();
-            }
-            if DIAG.sack_immediately {
-                // The end of what the association can send now: its last DATA asks for
-                // an immediate SACK rather than the peer's delayed one (200 ms).
-                if let Some(p) = packets.last_mut() {
-                    let mut v = p.to_vec();
-                    if packet::sack_immediately(&mut v) {
-                        *p = Bytes::from(v);
-                    }
-                }
-            }
-            for p in &packets {
-                send_packet(&sock, p, remote, client).await;
-            }
+            let inject = self.transmit(&mut feed, &peer, now).await;
             // The association's endpoint events say "drained" already when a shutdown
             // starts; the endpoint hears it only when the association is done, so that the
             // SHUTDOWN exchange still reaches it.
             while self.assoc.poll_endpoint_event().is_some() {}
             if let (Some(ack), Feed::Client { endpoint, .. }) = (inject, &mut feed) {
                 if let Some((_, DatagramEvent::AssociationEvent(ev))) =
-                    endpoint.handle(now, remote, None, None, ack)
+                    endpoint.handle(now, peer.remote, None, None, ack)
                 {
                     self.assoc.handle_event(ev);
                 }
@@ -732,32 +741,10 @@ impl Conn {
             }
             // A server's association is in the closed state until the COOKIE ECHO.
             let closed = dead || (self.assoc.is_closed() && self.established);
-            if !self.established && now >= born + HANDSHAKE_LIMIT {
-                self.fail(
-                    io::ErrorKind::TimedOut,
-                    "SCTP handshake: no COOKIE ECHO".into(),
-                );
+            if self.should_stop(now, born, closed) {
                 break;
             }
-            if closed && (self.to_app.is_empty() || app_gone) {
-                break;
-            }
-            if let Some(at) = self.shutdown_at {
-                if now >= at + LINGER {
-                    let _ = self.assoc.close();
-                    break;
-                }
-            }
-            let mut deadline = self.assoc.poll_timeout();
-            if let Feed::Client {
-                bundler: Some(b), ..
-            } = &feed
-            {
-                deadline = match (deadline, b.deadline()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
+            let deadline = self.deadline(&feed);
             let sleep = async move {
                 match deadline {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -765,52 +752,16 @@ impl Conn {
                 }
             };
             let want_app = !self.app_done && !closed && self.to_sctp.len() < 1024;
-            let next = async {
-                match &mut feed {
-                    Feed::Client { .. } => sock
-                        .recv(&mut datagram)
-                        .await
-                        .map(|n| In::Packet(incoming(&datagram[..n]))),
-                    Feed::Server { rx, .. } => match rx.recv().await {
-                        Some(Datagram(ev)) => Ok(In::Event(ev)),
-                        None => Err(io::Error::other("the SCTP endpoint stopped")),
-                    },
-                }
-            };
+            let next = next_in(&mut feed, &peer.sock, &mut datagram);
             tokio::select! {
-                r = next, if !closed => match r {
-                    Ok(In::Packet(bytes)) => {
-                        if let Feed::Client { endpoint, bundler } = &mut feed {
-                            if let Some(b) = bundler {
-                                b.heard();
-                            }
-                            if let Some((_, DatagramEvent::AssociationEvent(ev))) =
-                                endpoint.handle(Instant::now(), remote, None, None, bytes)
-                            {
-                                self.assoc.handle_event(ev);
-                            }
-                        }
-                    }
-                    Ok(In::Event(ev)) => self.assoc.handle_event(ev),
-                    Err(e) => {
-                        self.fail(e.kind(), format!("SCTP to {remote}: {e}"));
+                r = next, if !closed => {
+                    if self.on_in(r, &mut feed, peer.remote).is_break() {
                         break;
                     }
-                },
+                }
                 _ = sleep, if !closed => {
-                    let now = Instant::now();
-                    self.assoc.handle_timeout(now);
-                    if let Feed::Client { bundler: Some(b), .. } = &mut feed {
-                        match b.on_deadline(now) {
-                            packet::Cookie::Resend(cookie) => {
-                                send_packet(&sock, &cookie, remote, client).await
-                            }
-                            packet::Cookie::Wait => {}
-                            packet::Cookie::GiveUp => {
-                                self.fail(io::ErrorKind::TimedOut, format!("SCTP to {remote}: COOKIE ECHO unanswered"));
-                                break;
-                            }
-                        }
+                    if self.on_timeout(&mut feed, &peer).await.is_break() {
+                        break;
                     }
                 }
                 r = rd.read(&mut from_app), if want_app => match r {
@@ -820,33 +771,176 @@ impl Conn {
                         self.to_sctp.extend(outgoing.drain(..));
                     }
                 },
-                r = wr.write(self.to_app.front().map_or(&[][..], |b| &b[..])), if !self.to_app.is_empty() && !app_gone => match r {
-                    Ok(n) => {
-                        self.to_app_bytes -= n;
-                        let front = self.to_app.front_mut().expect("non-empty");
-                        front.advance(n);
-                        if front.is_empty() {
-                            self.to_app.pop_front();
-                        }
-                        if self.to_app_bytes < RECEIVE_HIGH / 2 && self.read_streams().is_err() {
-                            break;
-                        }
+                r = wr.write(self.to_app.front().map_or(&[][..], |b| &b[..])), if !self.to_app.is_empty() && !self.app_gone => {
+                    if self.on_written(r).is_break() {
+                        break;
                     }
-                    Err(_) => {
-                        app_gone = true;
-                        self.to_app.clear();
-                        self.to_app_bytes = 0;
-                        self.app_done = true;
-                    }
-                },
+                }
                 else => break,
             }
         }
+        self.finish(feed, &peer, &mut wr).await;
+    }
+
+    /// Sends the packets the association has for the peer now (a client's bundler may
+    /// hold or merge the COOKIE ECHO; the last DATA may ask for an immediate SACK) and
+    /// notes the last one's header for an ABORT; returns the COOKIE ACK the bundler wants
+    /// fed to the association, if any.
+    async fn transmit(&mut self, feed: &mut Feed, peer: &Peer, now: Instant) -> Option<Bytes> {
+        let mut packets = Vec::new();
+        while let Some(t) = self.assoc.poll_transmit(now) {
+            if let Payload::RawEncode(p) = t.payload {
+                packets.extend(p);
+            }
+        }
+        let mut inject = None;
+        if let Feed::Client {
+            bundler: Some(b), ..
+        } = feed
+        {
+            let out = b.outgoing(packets, now, self.rto_initial);
+            packets = out.send;
+            inject = out.inject;
+        }
+        if let Some(h) = packets.last().and_then(|p| p.get(..8)) {
+            self.last_header = h.try_into().ok();
+        }
+        if DIAG.sack_immediately {
+            // The end of what the association can send now: its last DATA asks for
+            // an immediate SACK rather than the peer's delayed one (200 ms).
+            if let Some(p) = packets.last_mut() {
+                let mut v = p.to_vec();
+                if packet::sack_immediately(&mut v) {
+                    *p = Bytes::from(v);
+                }
+            }
+        }
+        for p in &packets {
+            peer.send(p).await;
+        }
+        inject
+    }
+
+    /// Whether the task is done: the handshake took too long (a failure), the association
+    /// is `closed` with nothing left for the session, or a shutdown lingered too long.
+    fn should_stop(&mut self, now: Instant, born: Instant, closed: bool) -> bool {
+        if !self.established && now >= born + HANDSHAKE_LIMIT {
+            self.fail(
+                io::ErrorKind::TimedOut,
+                "SCTP handshake: no COOKIE ECHO".into(),
+            );
+            return true;
+        }
+        if closed && (self.to_app.is_empty() || self.app_gone) {
+            return true;
+        }
+        if let Some(at) = self.shutdown_at {
+            if now >= at + LINGER {
+                let _ = self.assoc.close();
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The next timer: the association's, or a client's COOKIE ECHO resend if earlier.
+    fn deadline(&self, feed: &Feed) -> Option<Instant> {
+        let deadline = self.assoc.poll_timeout();
+        match feed {
+            Feed::Client {
+                bundler: Some(b), ..
+            } => match (deadline, b.deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            _ => deadline,
+        }
+    }
+
+    /// Hands what arrived to the association (a client's datagram through its endpoint,
+    /// which tells the bundler the peer was heard); `Break` when receiving failed.
+    fn on_in(&mut self, r: io::Result<In>, feed: &mut Feed, remote: SocketAddr) -> ControlFlow<()> {
+        match r {
+            Ok(In::Packet(bytes)) => {
+                if let Feed::Client { endpoint, bundler } = feed {
+                    if let Some(b) = bundler {
+                        b.heard();
+                    }
+                    if let Some((_, DatagramEvent::AssociationEvent(ev))) =
+                        endpoint.handle(Instant::now(), remote, None, None, bytes)
+                    {
+                        self.assoc.handle_event(ev);
+                    }
+                }
+            }
+            Ok(In::Event(ev)) => self.assoc.handle_event(ev),
+            Err(e) => {
+                self.fail(e.kind(), format!("SCTP to {remote}: {e}"));
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A timer fired: the association's timers run, and a client's bundler resends its
+    /// COOKIE ECHO or gives up (`Break`, the association failed).
+    async fn on_timeout(&mut self, feed: &mut Feed, peer: &Peer) -> ControlFlow<()> {
+        let now = Instant::now();
+        self.assoc.handle_timeout(now);
+        if let Feed::Client {
+            bundler: Some(b), ..
+        } = feed
+        {
+            match b.on_deadline(now) {
+                packet::Cookie::Resend(cookie) => peer.send(&cookie).await,
+                packet::Cookie::Wait => {}
+                packet::Cookie::GiveUp => {
+                    let remote = peer.remote;
+                    self.fail(
+                        io::ErrorKind::TimedOut,
+                        format!("SCTP to {remote}: COOKIE ECHO unanswered"),
+                    );
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The session took `r` bytes of `to_app`: streams are read again once it drained
+    /// below half ([`RECEIVE_HIGH`]); `Break` when that fails. A session that stopped
+    /// reading gets nothing more, and its side counts as done.
+    fn on_written(&mut self, r: io::Result<usize>) -> ControlFlow<()> {
+        match r {
+            Ok(n) => {
+                self.to_app_bytes -= n;
+                let front = self.to_app.front_mut().expect("non-empty");
+                front.advance(n);
+                if front.is_empty() {
+                    self.to_app.pop_front();
+                }
+                if self.to_app_bytes < RECEIVE_HIGH / 2 && self.read_streams().is_err() {
+                    return ControlFlow::Break(());
+                }
+            }
+            Err(_) => {
+                self.app_gone = true;
+                self.to_app.clear();
+                self.to_app_bytes = 0;
+                self.app_done = true;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Closes the association if it is still open (sending what that takes), shuts the
+    /// session's byte stream, and tells the endpoint the association is gone.
+    async fn finish(&mut self, feed: Feed, peer: &Peer, wr: &mut WriteHalf<DuplexStream>) {
         if !self.assoc.is_closed() {
             let _ = self.assoc.close();
             let now = Instant::now();
             while let Some(t) = self.assoc.poll_transmit(now) {
-                send_transmit(&sock, t, client).await;
+                send_transmit(&peer.sock, t, peer.connected).await;
             }
         }
         let _ = wr.shutdown().await;

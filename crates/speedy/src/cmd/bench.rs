@@ -1,19 +1,15 @@
 //! `speedy bench`: an h2load-like load generator for SPDY/3.1, SPDY/3, HTTP/1.1 and
 //! HTTP/2, with warm-up, requests/s, bytes/s, latency percentiles (HDR histogram), errors
-//! by kind and JSON output. The connections are `speedy_net::loadgen`'s; this file parses
-//! the arguments, runs the workers and prints.
+//! by kind and JSON output. The engine is `speedy_net::bench` (on `speedy_net::loadgen`'s
+//! connections); this file parses the arguments, runs it and prints.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use hdrhistogram::Histogram;
 use spdy::url::Url;
-use speedy_net::client::{Client, ClientConfig, ClientRequest, Protocol};
-use speedy_net::loadgen::LoadConn;
+use speedy_net::bench::{BenchPlan, BenchResults, Progress};
+use speedy_net::client::Protocol;
 use speedy_net::tls::Verify;
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Arguments of `speedy bench`.
 #[derive(Args, Debug)]
@@ -89,72 +85,6 @@ fn parse_duration(s: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-#[derive(Default)]
-struct Totals {
-    done: u64,
-    bytes: u64,
-    errors: BTreeMap<String, u64>,
-    /// Responses by status class (`2xx` … `5xx`), errors with a status included.
-    statuses: BTreeMap<String, u64>,
-}
-
-struct Shared {
-    stop: AtomicBool,
-    budget: AtomicI64,
-    measure_from: Instant,
-    hist: Mutex<Histogram<u64>>,
-    totals: Mutex<Totals>,
-    /// Measured requests answered and failed so far, for the progress line.
-    live_done: AtomicU64,
-    live_errors: AtomicU64,
-}
-
-/// The status class of a response (`2xx`), or of an `http NNN` error kind.
-fn status_class(status: u16) -> String {
-    format!("{}xx", status / 100)
-}
-
-/// Prints one progress line a second on stderr until `stop`: seconds measured, requests
-/// done and failed, and the rate over the last second.
-async fn progress(shared: Arc<Shared>, total: Option<Duration>) {
-    let mut last = 0u64;
-    let mut tick = tokio::time::interval_at(
-        tokio::time::Instant::from_std(shared.measure_from) + Duration::from_secs(1),
-        Duration::from_secs(1),
-    );
-    loop {
-        tick.tick().await;
-        if shared.stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let done = shared.live_done.load(Ordering::Relaxed);
-        let errors = shared.live_errors.load(Ordering::Relaxed);
-        let secs = shared.measure_from.elapsed().as_secs_f64();
-        let of = total.map_or(String::new(), |t| format!(" of {:.0}", t.as_secs_f64()));
-        eprintln!(
-            "progress: {secs:.0}{of} s, {done} done, {errors} errors, {} req/s",
-            done - last
-        );
-        last = done;
-    }
-}
-
-/// Header bytes summed over the SPDY sessions: (raw sent, wire sent, raw received, wire
-/// received); `None` when no connection reports them.
-async fn header_bytes(conns: &[Arc<LoadConn>]) -> Option<[u64; 4]> {
-    let mut sum: Option<[u64; 4]> = None;
-    for c in conns {
-        if let Some(s) = c.header_bytes().await {
-            let t = sum.get_or_insert([0; 4]);
-            t[0] += s.header_bytes_raw_sent;
-            t[1] += s.header_bytes_compressed_sent;
-            t[2] += s.header_bytes_raw_received;
-            t[3] += s.header_bytes_compressed_received;
-        }
-    }
-    sum
-}
-
 /// The most connections `-c` opens (and `--idle` holds, per run).
 const MAX_CONNECTIONS: usize = 100_000;
 
@@ -172,25 +102,12 @@ fn saving(wire: u64, raw: u64) -> String {
     )
 }
 
-/// Keeps glibc's malloc from giving freed memory back and taking it again on every large
-/// read: a generator reading 100 MiB bodies otherwise spends a fifth of its time in page
-/// faults and zeroing (perf), which caps the MB/s it can measure. Freed memory then stays
-/// in the process until it ends (a bench is short-lived).
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
-    }
-}
-
 /// Runs the benchmark; returns whether it ran without errors.
 pub fn run(a: BenchArgs) -> Result<bool> {
     if a.threads == Some(0) {
         bail!("-t 0: at least 1 thread");
     }
-    keep_freed_memory();
+    speedy_net::bench::keep_freed_memory();
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -208,7 +125,20 @@ pub fn run(a: BenchArgs) -> Result<bool> {
     rt.block_on(bench(a))
 }
 
-async fn bench(a: BenchArgs) -> Result<bool> {
+/// What the arguments ask for: a measured run, or idle sessions held for a while.
+enum Task {
+    Measure(BenchPlan),
+    Idle {
+        n: usize,
+        url: Url,
+        protocol: Protocol,
+        verify: Verify,
+        hold: Duration,
+    },
+}
+
+/// Checks the arguments and turns them into a [`Task`].
+fn task(a: &BenchArgs) -> Result<Task> {
     let url: Url = a.url.parse()?;
     if a.connections == 0 || a.streams == 0 {
         bail!("-c and -m must be at least 1");
@@ -237,7 +167,7 @@ async fn bench(a: BenchArgs) -> Result<bool> {
         (None, None) => Some(Duration::from_secs(10)),
         (None, Some(_)) => None,
     };
-    let proto = Protocol::parse(&a.protocol).map_err(|e| anyhow::anyhow!("--protocol: {e}"))?;
+    let protocol = Protocol::parse(&a.protocol).map_err(|e| anyhow::anyhow!("--protocol: {e}"))?;
     let verify = if a.insecure {
         Verify::Insecure
     } else if let Some(c) = &a.cacert {
@@ -246,223 +176,149 @@ async fn bench(a: BenchArgs) -> Result<bool> {
     } else {
         Verify::System
     };
-    // HTTP/1.1 has one request in flight per connection.
-    let per_conn = if proto == Protocol::Http1 {
-        1
-    } else {
-        a.streams
-    };
     if let Some(n) = a.idle {
         let hold = parse_duration(&a.hold)?;
-        return hold_idle(n, &url, Some(proto), hold, verify).await;
+        return Ok(Task::Idle {
+            n,
+            url,
+            protocol,
+            verify,
+            hold,
+        });
     }
-    let mut conns = Vec::with_capacity(a.connections);
-    for _ in 0..a.connections {
-        let c = LoadConn::connect(&url, proto, &verify)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        conns.push(Arc::new(c));
-    }
-    let start = Instant::now();
-    let shared = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        budget: AtomicI64::new(a.requests.map_or(i64::MAX, |n| n as i64)),
-        measure_from: start + warmup,
-        hist: Mutex::new(Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds")),
-        totals: Mutex::new(Totals::default()),
-        live_done: AtomicU64::new(0),
-        live_errors: AtomicU64::new(0),
-    });
-    let ticker = tokio::spawn(progress(shared.clone(), duration));
-    let mut tasks = Vec::new();
-    for c in &conns {
-        for _ in 0..per_conn {
-            let (c, shared) = (c.clone(), shared.clone());
-            tasks.push(tokio::spawn(async move { worker(c, shared).await }));
-        }
-    }
-    if let Some(d) = duration {
-        tokio::time::sleep(warmup + d).await;
-        shared.stop.store(true, Ordering::SeqCst);
-    }
-    for t in tasks {
-        let _ = t.await;
-    }
-    shared.stop.store(true, Ordering::SeqCst);
-    ticker.abort();
-    let headers = header_bytes(&conns).await;
-    let measured = match duration {
-        Some(d) => d.as_secs_f64(),
-        None => start
-            .elapsed()
-            .saturating_sub(warmup)
-            .as_secs_f64()
-            .max(1e-9),
-    };
-    let hist = shared.hist.lock().expect("lock").clone();
-    let totals = std::mem::take(&mut *shared.totals.lock().expect("lock"));
-    let errors: u64 = totals.errors.values().sum();
-    let q = |p: f64| hist.value_at_quantile(p) as f64 / 1000.0;
-    let report = serde_json::json!({
-        "url": a.url, "protocol": a.protocol, "connections": a.connections, "streams_per_connection": per_conn,
-        "threads": a.threads, "warmup_s": warmup.as_secs_f64(), "measured_s": measured,
-        "requests": totals.done, "requests_per_s": totals.done as f64 / measured,
-        "bytes": totals.bytes, "bytes_per_s": totals.bytes as f64 / measured,
-        "latency_ms": {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p99_9": q(0.999), "max": hist.max() as f64 / 1000.0, "mean": hist.mean() / 1000.0},
-        "errors": errors, "errors_by_kind": totals.errors, "status_codes": totals.statuses,
-        "header_bytes": headers.map(|h| serde_json::json!({"raw_sent": h[0], "wire_sent": h[1], "raw_received": h[2], "wire_received": h[3]})),
-    });
-    if a.json {
-        println!("{report}");
-    } else {
-        println!("speedy bench {} ({}, {} connections × {} streams, {:.1} s measured after {:.1} s warm-up)", a.url, a.protocol, a.connections, per_conn, measured, warmup.as_secs_f64());
-        println!(
-            "requests: {} done, {} errors, {:.0} req/s, {:.2} MB/s",
-            totals.done,
-            errors,
-            totals.done as f64 / measured,
-            totals.bytes as f64 / measured / 1e6
-        );
-        println!(
-            "latency (ms): p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}",
-            q(0.5),
-            q(0.9),
-            q(0.99),
-            q(0.999),
-            hist.max() as f64 / 1000.0
-        );
-        let classes: Vec<String> = ["2xx", "3xx", "4xx", "5xx"]
-            .iter()
-            .map(|c| format!("{} {c}", totals.statuses.get(*c).unwrap_or(&0)))
-            .collect();
-        println!("status codes: {}", classes.join(", "));
-        for (k, v) in &totals.errors {
-            println!("errors: {v} × {k}");
-        }
-        match headers {
-            Some(h) => println!(
-                "header compression (SPDY zlib, whole run): sent {}; received {}",
-                saving(h[1], h[0]),
-                saving(h[3], h[2])
-            ),
-            None => println!(
-                "header compression: {}",
-                if proto == Protocol::Http1 {
-                    "none (HTTP/1.1)"
-                } else {
-                    "not reported over h2 (the h2 library does not expose HPACK sizes)"
-                }
-            ),
-        }
-    }
-    Ok(errors == 0)
+    Ok(Task::Measure(BenchPlan {
+        url,
+        protocol,
+        verify,
+        connections: a.connections,
+        // HTTP/1.1 has one request in flight per connection.
+        streams_per_connection: if protocol == Protocol::Http1 {
+            1
+        } else {
+            a.streams
+        },
+        requests: a.requests,
+        duration,
+        warmup,
+    }))
 }
 
-/// Opens `n` sessions with the [`Client`], makes one request on each, then holds them
-/// idle for `hold`.
+/// The progress line on stderr: seconds measured, requests done and failed, and the
+/// rate over the last second.
+fn print_progress(p: Progress) {
+    let of =
+        p.of.map_or(String::new(), |t| format!(" of {:.0}", t.as_secs_f64()));
+    eprintln!(
+        "progress: {:.0}{of} s, {} done, {} errors, {} req/s",
+        p.secs, p.done, p.errors, p.per_second
+    );
+}
+
+/// Measures (or holds idle sessions) as `a` asks and prints the report; returns whether
+/// no request failed.
+async fn bench(a: BenchArgs) -> Result<bool> {
+    let plan = match task(&a)? {
+        Task::Measure(plan) => plan,
+        Task::Idle {
+            n,
+            url,
+            protocol,
+            verify,
+            hold,
+        } => return hold_idle(n, &url, protocol, hold, verify).await,
+    };
+    let r = speedy_net::bench::run(&plan, print_progress)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if a.json {
+        println!("{}", json_report(&a, &plan, &r));
+    } else {
+        print_text(&a, &plan, &r);
+    }
+    Ok(r.errors() == 0)
+}
+
+/// The `--json` object.
+fn json_report(a: &BenchArgs, plan: &BenchPlan, r: &BenchResults) -> serde_json::Value {
+    let l = &r.latency_ms;
+    serde_json::json!({
+        "url": a.url, "protocol": a.protocol, "connections": a.connections, "streams_per_connection": plan.streams_per_connection,
+        "threads": a.threads, "warmup_s": plan.warmup.as_secs_f64(), "measured_s": r.measured_s,
+        "requests": r.requests, "requests_per_s": r.requests_per_s(),
+        "bytes": r.bytes, "bytes_per_s": r.bytes_per_s(),
+        "latency_ms": {"p50": l.p50, "p90": l.p90, "p99": l.p99, "p99_9": l.p99_9, "max": l.max, "mean": l.mean},
+        "errors": r.errors(), "errors_by_kind": r.errors_by_kind, "status_codes": r.status_codes,
+        "header_bytes": r.header_bytes.map(|h| serde_json::json!({"raw_sent": h.raw_sent, "wire_sent": h.wire_sent, "raw_received": h.raw_received, "wire_received": h.wire_received})),
+    })
+}
+
+/// The text report.
+fn print_text(a: &BenchArgs, plan: &BenchPlan, r: &BenchResults) {
+    println!(
+        "speedy bench {} ({}, {} connections × {} streams, {:.1} s measured after {:.1} s warm-up)",
+        a.url,
+        a.protocol,
+        a.connections,
+        plan.streams_per_connection,
+        r.measured_s,
+        plan.warmup.as_secs_f64()
+    );
+    println!(
+        "requests: {} done, {} errors, {:.0} req/s, {:.2} MB/s",
+        r.requests,
+        r.errors(),
+        r.requests_per_s(),
+        r.bytes_per_s() / 1e6
+    );
+    let l = &r.latency_ms;
+    println!(
+        "latency (ms): p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}",
+        l.p50, l.p90, l.p99, l.p99_9, l.max
+    );
+    let classes: Vec<String> = ["2xx", "3xx", "4xx", "5xx"]
+        .iter()
+        .map(|c| format!("{} {c}", r.status_codes.get(*c).unwrap_or(&0)))
+        .collect();
+    println!("status codes: {}", classes.join(", "));
+    for (k, v) in &r.errors_by_kind {
+        println!("errors: {v} × {k}");
+    }
+    match r.header_bytes {
+        Some(h) => println!(
+            "header compression (SPDY zlib, whole run): sent {}; received {}",
+            saving(h.wire_sent, h.raw_sent),
+            saving(h.wire_received, h.raw_received)
+        ),
+        None => println!(
+            "header compression: {}",
+            if plan.protocol == Protocol::Http1 {
+                "none (HTTP/1.1)"
+            } else {
+                "not reported over h2 (the h2 library does not expose HPACK sizes)"
+            }
+        ),
+    }
+}
+
+/// Opens `n` sessions, makes one request on each, then holds them idle for `hold`.
 async fn hold_idle(
     n: usize,
     url: &Url,
-    proto: Option<Protocol>,
+    protocol: Protocol,
     hold: Duration,
     verify: Verify,
 ) -> Result<bool> {
     use std::io::Write;
-    // A session the server never accepts (its connection cap) fails after the default
-    // read timeout instead of holding the command forever; held sessions make no request,
-    // so no timer runs while they idle.
-    let cfg = ClientConfig {
-        protocol: proto,
-        verify,
-        http1_connections: 1,
-        ..Default::default()
-    };
-    let mut clients = Vec::with_capacity(n);
-    let mut failed = 0usize;
-    // Open in batches so the listen backlog is not overrun.
-    for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
-        let mut tasks = Vec::new();
-        for _ in chunk {
-            let (cfg, url) = (cfg.clone(), url.clone());
-            tasks.push(tokio::spawn(async move {
-                let c = Client::connect(&url.scheme, url.host_bare(), url.port_or_default(), &cfg)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let r = c
-                    .request(ClientRequest::get(&url.path))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                r.body
-                    .collect(usize::MAX)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok::<Client, String>(c)
-            }));
-        }
-        for t in tasks {
-            match t.await {
-                Ok(Ok(c)) => clients.push(c),
-                _ => failed += 1,
-            }
-        }
-    }
+    let sessions = speedy_net::bench::open_idle(n, url, Some(protocol), verify).await;
     println!(
-        "holding {} idle sessions ({failed} failed) for {:.0} s",
-        clients.len(),
+        "holding {} idle sessions ({} failed) for {:.0} s",
+        sessions.held.len(),
+        sessions.failed,
         hold.as_secs_f64()
     );
     std::io::stdout().flush()?;
     tokio::time::sleep(hold).await;
-    Ok(failed == 0)
-}
-
-/// Repeats GETs on one connection until stopped or out of budget, recording what was
-/// measured after the warm-up.
-async fn worker(c: Arc<LoadConn>, shared: Arc<Shared>) {
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
-    let (mut done, mut bytes) = (0u64, 0u64);
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-    while !shared.stop.load(Ordering::Relaxed) {
-        let t0 = Instant::now();
-        let measuring = t0 >= shared.measure_from;
-        if measuring && shared.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
-            break;
-        }
-        let r = c.get().await;
-        if !measuring {
-            continue;
-        }
-        match r {
-            Ok((status, n)) => {
-                let _ = hist.record((t0.elapsed().as_micros() as u64).max(1));
-                done += 1;
-                bytes += n;
-                *statuses.entry(status_class(status)).or_default() += 1;
-                shared.live_done.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                if let Some(s) = e.strip_prefix("http ").and_then(|s| s.parse().ok()) {
-                    *statuses.entry(status_class(s)).or_default() += 1;
-                }
-                shared.live_errors.fetch_add(1, Ordering::Relaxed);
-                *errors.entry(e).or_default() += 1;
-                if errors.values().sum::<u64>() > 1000 {
-                    break; // the target is down; stop hammering it
-                }
-            }
-        }
-    }
-    let _ = shared.hist.lock().expect("lock").add(&hist);
-    let mut t = shared.totals.lock().expect("lock");
-    t.done += done;
-    t.bytes += bytes;
-    for (k, v) in errors {
-        *t.errors.entry(k).or_default() += v;
-    }
-    for (k, v) in statuses {
-        *t.statuses.entry(k).or_default() += v;
-    }
+    Ok(sessions.failed == 0)
 }
 
 #[cfg(test)]
