@@ -41,8 +41,10 @@ pub struct Row {
     pub variant: String,
     /// Whether this variant is the HTTP/1.1 baseline speedups are computed against.
     pub baseline: bool,
-    /// Wire protocol used (`http/1.1`, `spdy/3.1`, `h2`).
-    pub protocol: String,
+    /// Wire protocol used, by its ALPN id (`http/1.1`, `spdy/3.1`, `h2`, `h3`; any
+    /// spelling of the one vocabulary reads).
+    #[serde(with = "speedy_net::text::by_name")]
+    pub protocol: speedy_net::Protocol,
     /// Over TLS.
     pub tls: bool,
     /// Run index (0-based); variants alternate run by run.
@@ -175,9 +177,13 @@ pub struct Row {
     /// Whether cross-site frames had connections of their own (`partition`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<bool>,
-    /// `sctp` when the session ran over SCTP (TCP otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<String>,
+    /// `sctp` when the session ran over SCTP (TCP, or QUIC for h3, otherwise).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "speedy_net::text::opt_by_name"
+    )]
+    pub transport: Option<speedy_net::Carrier>,
     /// Over SCTP: whether the first request rode the COOKIE ECHO's packet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cookie_bundling: Option<bool>,

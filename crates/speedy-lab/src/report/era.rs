@@ -99,8 +99,8 @@ const TABLE3: [(f64, f64, f64, f64); 7] = [
 /// only the congestion control and initial window from the variant; SCTP has its own
 /// congestion control, window and recovery (RFC 4960).
 fn conditions(r: &Row) -> Vec<(&'static str, String)> {
-    let quic = r.protocol.eq_ignore_ascii_case("h3");
-    let sctp = r.transport.as_deref() == Some("sctp");
+    let quic = r.protocol == speedy_net::Protocol::H3;
+    let sctp = r.transport == Some(speedy_net::Carrier::Sctp);
     let tcp_only = |v: String| if quic || sctp { "–".to_string() } else { v };
     let not_sctp = |v: String| if sctp { "–".to_string() } else { v };
     let or_dash = |s: &str| {

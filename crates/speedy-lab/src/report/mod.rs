@@ -227,7 +227,7 @@ impl<'a> Ctx<'a> {
     /// `spdy (SPDY/3.1, TLS)`.
     pub fn variant_label(&self, variant: &str) -> String {
         match self.stats.variant(variant) {
-            Some(v) => format!("{} ({}, {})", v.name, proto_name(&v.protocol), v.carrier()),
+            Some(v) => format!("{} ({}, {})", v.name, proto_name(v.protocol), v.carrier()),
             None => variant.to_string(),
         }
     }
@@ -269,7 +269,7 @@ impl<'a> Ctx<'a> {
                 vars.push(format!(
                     "{} = {} over {}{}",
                     v.name,
-                    proto_name(&v.protocol),
+                    proto_name(v.protocol),
                     v.carrier(),
                     if v.baseline { ", baseline" } else { "" }
                 ));
@@ -344,13 +344,13 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// `HTTP/1.1`, `SPDY/3.1`, `HTTP/2` from the row's protocol string.
-pub(crate) fn proto_name(p: &str) -> String {
-    match p.to_ascii_lowercase().as_str() {
-        "h2" | "http/2" | "http/2.0" => "HTTP/2".into(),
-        "http/1.1" => "HTTP/1.1".into(),
-        other if other.starts_with("spdy") => other.to_ascii_uppercase(),
-        _ => p.to_string(),
+/// `HTTP/1.1`, `SPDY/3.1`, `HTTP/2`, `h3`: a protocol as the report names it.
+pub(crate) fn proto_name(p: speedy_net::Protocol) -> String {
+    match p {
+        speedy_net::Protocol::H2 => "HTTP/2".into(),
+        speedy_net::Protocol::Http1 => "HTTP/1.1".into(),
+        speedy_net::Protocol::Spdy(_) => p.alpn().to_ascii_uppercase(),
+        speedy_net::Protocol::H3 => p.alpn().to_string(),
     }
 }
 

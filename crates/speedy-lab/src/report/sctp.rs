@@ -29,7 +29,7 @@ fn counts(pairs: &[(f64, f64)]) -> (usize, usize, usize) {
 /// counters otherwise; `None` where the row has none.
 fn recovery_counts(r: &Row) -> [Option<f64>; 4] {
     let n = |x: u64| Some(x as f64);
-    if r.transport.as_deref() == Some("sctp") {
+    if r.transport == Some(speedy_net::Carrier::Sctp) {
         let (s, l) = (r.server_sctp, r.loader_sctp);
         [
             s.and_then(|c| n(c.t3_timeouts)),
@@ -80,7 +80,7 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
         if rs.is_empty() {
             continue;
         }
-        let sctp = rs[0].transport.as_deref() == Some("sctp");
+        let sctp = rs[0].transport == Some(speedy_net::Carrier::Sctp);
         let [st, lt, sr, lr] =
             std::array::from_fn(|i| mean_of(&rs, &|r: &Row| recovery_counts(r)[i]));
         if let (Some(a), Some(b)) = (st, lt) {
@@ -162,7 +162,10 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
 /// The section; empty when no row ran over SCTP.
 pub(crate) fn section(cx: &mut Ctx) -> String {
     let rows = cx.rows;
-    if !rows.iter().any(|r| r.transport.as_deref() == Some("sctp")) {
+    if !rows
+        .iter()
+        .any(|r| r.transport == Some(speedy_net::Carrier::Sctp))
+    {
         return String::new();
     }
     let mut networks: Vec<&str> = Vec::new();
@@ -194,7 +197,8 @@ pub(crate) fn section(cx: &mut Ctx) -> String {
             .variants
             .iter()
             .filter(|v| {
-                on_net().any(|r| r.variant == v.name && r.transport.as_deref() == Some("sctp"))
+                on_net()
+                    .any(|r| r.variant == v.name && r.transport == Some(speedy_net::Carrier::Sctp))
             })
             .map(|v| v.name.as_str())
             .collect();

@@ -170,11 +170,11 @@ fn the_sctp_section_compares_each_page_with_tcp_in_the_notes_form() {
             rows.push(row(page, "http1", run, tcp, ""));
             // A second SCTP variant, second in the experiment but first to finish.
             let mut r = row(page, "spdy-nobundle", run, sctp + 500.0, "");
-            r.transport = Some("sctp".into());
+            r.transport = Some(speedy_net::Carrier::Sctp);
             r.variant_index = Some(2);
             rows.push(r);
             let mut r = row(page, "spdy", run, sctp, "");
-            r.transport = Some("sctp".into());
+            r.transport = Some(speedy_net::Carrier::Sctp);
             r.variant_index = Some(1);
             rows.push(r);
         }
@@ -218,7 +218,7 @@ fn the_sctp_section_counts_each_sides_timeouts_and_says_what_they_cost() {
         (r.server_retransmissions, r.loader_retransmissions) = (20, Some(4));
         rows.push(r);
         let mut r = row("a", "spdy", run, 2400.0, "");
-        r.transport = Some("sctp".into());
+        r.transport = Some(speedy_net::Carrier::Sctp);
         r.link_drops = 18;
         // Loads 0 and 1: 2 and 3 T3 timeouts on the server, 1 on the loader each.
         r.server_sctp = Some(sctp(2 + u64::from(run), 10));
@@ -291,8 +291,8 @@ fn tcp_settings_are_not_compared_for_loads_over_quic_or_sctp() {
         ("sctp", "spdy/3.1", Some("sctp")),
     ] {
         let mut r = row("a", variant, 0, 1000.0, "");
-        r.protocol = protocol.into();
-        r.transport = transport.map(str::to_string);
+        r.protocol = speedy_net::Protocol::parse(protocol).unwrap();
+        r.transport = transport.map(|t| t.parse().unwrap());
         r.tcp_cc = "cubic".into();
         r.initcwnd = 10;
         r.rack_tlp = true;

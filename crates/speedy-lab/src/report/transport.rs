@@ -483,7 +483,7 @@ pub fn waterfalls(cx: &mut Ctx) -> String {
                 "Network: {net} ({desc}). Page: {page}. Variant: {v} = {} over {}. Run {} of the {n} runs, \
                  chosen because its onLoad ({} ms) is closest to their median ({} ms). Green dashed line: onContentLoad; \
                  vermillion dashed line: onLoad.",
-                vi.map_or(String::new(), |x| super::proto_name(&x.protocol)),
+                vi.map_or(String::new(), |x| super::proto_name(x.protocol)),
                 vi.map_or("", |x| x.carrier()),
                 row.run,
                 svg::ms(row.on_load_ms),

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-
 /// The replay server a variant loads from, but for its port: the corpus, the lab CA,
 /// and the variant's server options.
 fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> ServeSpec {
@@ -43,7 +42,6 @@ pub(super) fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> Serve
     let spec = serve_spec(corpora, exp, v, Path::new(""));
     serde_json::to_string(&spec).expect("a ServeSpec serializes")
 }
-
 
 fn start_servers(
     exp: &Experiment,

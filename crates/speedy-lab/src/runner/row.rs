@@ -75,7 +75,8 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         }),
         variant: v.name.clone(),
         baseline: v.baseline,
-        protocol: lp.protocol.to_ascii_lowercase(),
+        protocol: speedy_net::Protocol::parse(lp.protocol)
+            .map_err(|e| format!("_protocol: {e}"))?,
         tls: v.tls,
         run: m.run,
         on_load_ms: p.page_timings.on_load,
@@ -123,7 +124,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         loader_lag_max_us: t.event_loop_lag_max_us,
         headroom: None,
         proxy: v.proxy.map(|p| p.to_string()),
-        transport: v.is_sctp().then(|| "sctp".to_string()),
+        transport: v.is_sctp().then_some(speedy_net::Carrier::Sctp),
         cookie_bundling: v.is_sctp().then_some(m.spec.cookie_bundling),
         sctp_rto_initial_ms: v.is_sctp().then(|| sctp_rto_initial_ms(m.spec)),
         rto_min_ms: v.rto_min_ms,

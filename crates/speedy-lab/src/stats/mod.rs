@@ -371,21 +371,21 @@ pub struct VariantInfo {
     /// Marked as a baseline.
     pub baseline: bool,
     /// Wire protocol.
-    pub protocol: String,
+    pub protocol: speedy_net::Protocol,
     /// Over TLS.
     pub tls: bool,
     /// The variant its speedup is computed against, when the rows name one.
     pub against: Option<String>,
     /// `sctp` when its sessions ran over SCTP (TCP, or QUIC for h3, otherwise).
-    pub transport: Option<String>,
+    pub transport: Option<speedy_net::Carrier>,
 }
 
 impl VariantInfo {
     /// What the protocol ran over, for captions: `QUIC` (h3), `SCTP`, `TLS` or `TCP`.
     pub fn carrier(&self) -> &'static str {
-        if self.protocol.eq_ignore_ascii_case("h3") {
+        if self.protocol == speedy_net::Protocol::H3 {
             "QUIC"
-        } else if self.transport.as_deref() == Some("sctp") {
+        } else if self.transport == Some(speedy_net::Carrier::Sctp) {
             "SCTP"
         } else if self.tls {
             "TLS"
@@ -560,10 +560,10 @@ fn variants_of(rows: &[Row]) -> Vec<VariantInfo> {
             variants.push(VariantInfo {
                 name: r.variant.clone(),
                 baseline: r.baseline,
-                protocol: r.protocol.clone(),
+                protocol: r.protocol,
                 tls: r.tls,
                 against: r.against.clone(),
-                transport: r.transport.clone(),
+                transport: r.transport,
             });
         }
     }
