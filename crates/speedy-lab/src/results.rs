@@ -177,6 +177,27 @@ pub struct Row {
     /// Whether cross-site frames had connections of their own (`partition`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<bool>,
+    /// SPDY/h2 sessions per origin (`per-origin`) or one for every origin (`single`);
+    /// absent in rows written before it was recorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "speedy_net::text::opt_by_name"
+    )]
+    pub spdy_domains: Option<speedy_browser::Domains>,
+    /// The replay server's push policy; absent in rows written before it was recorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "speedy_net::text::opt_by_name"
+    )]
+    pub push: Option<speedy_server::PushPolicy>,
+    /// Server hint (`x-subresources`) on; absent in rows written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<bool>,
+    /// Client prefetch on; absent in rows written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<bool>,
     /// `sctp` when the session ran over SCTP (TCP, or QUIC for h3, otherwise).
     #[serde(
         default,

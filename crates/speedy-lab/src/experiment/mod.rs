@@ -406,6 +406,17 @@ fn loss_of(n: &NetSpec, profile: (f64, f64)) -> Result<(f64, f64), String> {
     Ok(loss)
 }
 
+/// How the lab describes a network of `linkem`'s profile `name` (the `network_desc` of
+/// its rows), for finding that network among results by its conditions, whatever it was
+/// called.
+pub fn profile_desc(name: &str) -> Option<String> {
+    let spec = NetSpec {
+        profile: Some(name.to_string()),
+        ..NetSpec::default()
+    };
+    network(&spec, None, Path::new(".")).ok().map(|n| n.desc)
+}
+
 fn network(
     n: &NetSpec,
     sweep: Option<(String, String, f64)>,

@@ -12,19 +12,129 @@ use super::sections::{network_speedup_cell, reduction_cell};
 use super::svg;
 use super::Ctx;
 use crate::results::Row;
+use crate::stats::VariantInfo;
+use speedy_net::Protocol;
+use speedy_server::PushPolicy;
 
 /// Where the published figures come from.
 const SOURCE: &str = "SPDY whitepaper, \"SPDY: An experimental protocol for a faster web\" \
 (chromium.org/spdy/spdy-whitepaper, 2009), Tables 1-3: 25 of the top 100 sites, 10 loads each, \
 average page load time; its \"speedup\" is the reduction of the average, 100 × (1 − SPDY / HTTP)";
 
-/// Table 1: (row label, the variant of `speedy lab whitepaper` that runs it,
-/// DSL average ms, DSL speedup %, cable average ms, cable speedup %).
-const TABLE1: [(&str, &str, f64, f64, f64, f64); 7] = [
-    ("HTTP", "http1", 3111.916, 0.0, 2348.188, 0.0),
+/// A whitepaper variant by what it ran, not what it is called: HTTP is the experiment's
+/// baseline; each SPDY row is the variant compared with the baseline (no `against`) whose
+/// rows record that protocol, TLS and set-up. Rows written before the set-up was recorded
+/// are matched by the name `speedy lab whitepaper` gives the variant (`legacy`), which
+/// the table also shows when no variant ran the row.
+#[derive(Clone, Copy)]
+struct Role {
+    protocol: Protocol,
+    tls: bool,
+    single_domain: bool,
+    push: bool,
+    hint: bool,
+    prefetch: bool,
+    legacy: &'static str,
+}
+
+/// SPDY/3.1, the SPDY of the whitepaper's rows.
+const SPDY: Protocol = Protocol::Spdy(spdy::Version::V3_1);
+/// The whitepaper's HTTP: the baseline.
+const HTTP: Role = Role {
+    protocol: Protocol::Http1,
+    tls: false,
+    single_domain: false,
+    push: false,
+    hint: false,
+    prefetch: false,
+    legacy: "http1",
+};
+/// SPDY basic, one session per origin, over TCP.
+const SPDY_BASIC: Role = Role {
+    protocol: SPDY,
+    legacy: "spdy",
+    ..HTTP
+};
+/// SPDY basic, one session for every origin, over TCP.
+const SPDY_SINGLE: Role = Role {
+    single_domain: true,
+    legacy: "spdy-single",
+    ..SPDY_BASIC
+};
+/// SPDY single-domain with server push.
+const SPDY_PUSH: Role = Role {
+    push: true,
+    legacy: "spdy-single-push",
+    ..SPDY_SINGLE
+};
+/// SPDY single-domain with server hint.
+const SPDY_HINT: Role = Role {
+    hint: true,
+    legacy: "spdy-single-hint",
+    ..SPDY_SINGLE
+};
+/// SPDY single-domain over TLS.
+const SPDY_TLS: Role = Role {
+    tls: true,
+    legacy: "spdy-single-tls",
+    ..SPDY_SINGLE
+};
+/// SPDY single-domain over TLS with client prefetch.
+const SPDY_PREFETCH: Role = Role {
+    prefetch: true,
+    legacy: "spdy-single-prefetch-tls",
+    ..SPDY_TLS
+};
+
+impl Role {
+    /// Whether `v` ran this row.
+    fn fits(&self, v: &VariantInfo) -> bool {
+        if self.protocol == Protocol::Http1 {
+            return v.baseline && v.protocol == Protocol::Http1;
+        }
+        if v.against.is_some() || v.transport.is_some() || v.protocol != self.protocol {
+            return false;
+        }
+        match v.setup {
+            Some(s) => {
+                v.tls == self.tls
+                    && s.single_domain == self.single_domain
+                    && (s.push != PushPolicy::None) == self.push
+                    && s.hint == self.hint
+                    && s.prefetch == self.prefetch
+            }
+            None => v.name == self.legacy,
+        }
+    }
+
+    /// The name of the first variant that ran this row.
+    fn variant<'a>(&self, cx: &'a Ctx) -> Option<&'a str> {
+        cx.stats
+            .variants
+            .iter()
+            .find(|v| self.fits(v))
+            .map(|v| v.name.as_str())
+    }
+}
+
+/// The network of the rows run under `linkem`'s profile `profile`, found by its
+/// conditions (its description), not by its name.
+fn network_of<'a>(cx: &'a Ctx, profile: &str) -> Option<&'a str> {
+    let desc = crate::experiment::profile_desc(profile)?;
+    cx.stats
+        .networks
+        .iter()
+        .find(|n| n.sweep.is_none() && n.desc == desc)
+        .map(|n| n.name.as_str())
+}
+
+/// Table 1: (row label, the variant that runs it, DSL average ms, DSL speedup %, cable
+/// average ms, cable speedup %).
+const TABLE1: [(&str, Role, f64, f64, f64, f64); 7] = [
+    ("HTTP", HTTP, 3111.916, 0.0, 2348.188, 0.0),
     (
         "SPDY basic multi-domain connection / TCP",
-        "spdy",
+        SPDY_BASIC,
         2242.756,
         27.93,
         1325.46,
@@ -32,7 +142,7 @@ const TABLE1: [(&str, &str, f64, f64, f64, f64); 7] = [
     ),
     (
         "SPDY basic single-domain connection / TCP",
-        "spdy-single",
+        SPDY_SINGLE,
         1695.72,
         45.51,
         933.836,
@@ -40,7 +150,7 @@ const TABLE1: [(&str, &str, f64, f64, f64, f64); 7] = [
     ),
     (
         "SPDY single-domain + server push / TCP",
-        "spdy-single-push",
+        SPDY_PUSH,
         1671.28,
         46.29,
         950.764,
@@ -48,7 +158,7 @@ const TABLE1: [(&str, &str, f64, f64, f64, f64); 7] = [
     ),
     (
         "SPDY single-domain + server hint / TCP",
-        "spdy-single-hint",
+        SPDY_HINT,
         1608.928,
         48.30,
         856.356,
@@ -56,7 +166,7 @@ const TABLE1: [(&str, &str, f64, f64, f64, f64); 7] = [
     ),
     (
         "SPDY basic single-domain / SSL",
-        "spdy-single-tls",
+        SPDY_TLS,
         1899.744,
         38.95,
         1099.444,
@@ -64,7 +174,7 @@ const TABLE1: [(&str, &str, f64, f64, f64, f64); 7] = [
     ),
     (
         "SPDY single-domain + client prefetch / SSL",
-        "spdy-single-prefetch-tls",
+        SPDY_PREFETCH,
         1781.864,
         42.74,
         1047.308,
@@ -256,15 +366,17 @@ fn sweep_points(cx: &Ctx, param: &str) -> Vec<(f64, String)> {
 
 /// Tables 1-3 in the whitepaper's layout, measured beside published.
 pub fn whitepaper_section(cx: &mut Ctx) -> String {
-    let has = |n: &str| cx.stats.networks.iter().any(|x| x.name == n);
     let (losses, rtts) = (sweep_points(cx, "loss"), sweep_points(cx, "rtt_ms"));
     // The tables compare the whitepaper's HTTP with SPDY basic: without those two
-    // variants (by the names `speedy lab whitepaper` gives them) there is nothing to print.
-    let has_var = |v: &str| cx.stats.variants.iter().any(|x| x.name == v);
-    if !(has_var("http1") && has_var("spdy")) {
+    // variants there is nothing to print.
+    if HTTP.variant(cx).is_none() || SPDY_BASIC.variant(cx).is_none() {
         return String::new();
     }
-    if !has("whitepaper-dsl") && !has("whitepaper-cable") && losses.is_empty() && rtts.is_empty() {
+    let nets = [
+        network_of(cx, "whitepaper-dsl"),
+        network_of(cx, "whitepaper-cable"),
+    ];
+    if nets == [None, None] && losses.is_empty() && rtts.is_empty() {
         return String::new();
     }
     let mut out = html::p(&format!(
@@ -295,17 +407,21 @@ pub fn whitepaper_section(cx: &mut Ctx) -> String {
 /// networks beside the published average and reduction.
 fn table1(cx: &Ctx) -> String {
     let mut rows = Vec::new();
-    for (label, var, dsl, dsl_pct, cable, cable_pct) in TABLE1 {
+    let http = HTTP.variant(cx).unwrap_or(HTTP.legacy);
+    for (label, role, dsl, dsl_pct, cable, cable_pct) in TABLE1 {
+        let var = role.variant(cx).unwrap_or(role.legacy);
         let mut cells = vec![Cell::text(label), Cell::text(var)];
-        for (net, ms, p) in [
+        for (profile, ms, p) in [
             ("whitepaper-dsl", dsl, dsl_pct),
             ("whitepaper-cable", cable, cable_pct),
         ] {
+            // A network the rows lack gives dashes, as a variant they lack does.
+            let net = network_of(cx, profile).unwrap_or(profile);
             let measured = mean_ms(cx, net, var);
-            let http = mean_ms(cx, net, "http1");
+            let base = mean_ms(cx, net, http);
             cells.push(Cell::num(measured.map_or("–".into(), svg::ms)));
-            cells.push(Cell::num(match (measured, http) {
-                (Some(m), Some(h)) if var != "http1" => pct(h, m),
+            cells.push(Cell::num(match (measured, base) {
+                (Some(m), Some(h)) if role.protocol != Protocol::Http1 => pct(h, m),
                 _ => "–".into(),
             }));
             cells.push(network_speedup_cell(&cx.stats, net, var));
@@ -352,10 +468,12 @@ fn sweep_table(
     if points.is_empty() {
         return String::new();
     }
+    let http = HTTP.variant(cx).unwrap_or(HTTP.legacy);
+    let spdy = SPDY_BASIC.variant(cx).unwrap_or(SPDY_BASIC.legacy);
     let mut out = html::h3(title);
     let mut rows = Vec::new();
     for (value, net) in points.iter() {
-        let (h, s) = (mean_ms(cx, net, "http1"), mean_ms(cx, net, "spdy"));
+        let (h, s) = (mean_ms(cx, net, http), mean_ms(cx, net, spdy));
         let pubd = published.iter().find(|p| (p.0 - value).abs() < 1e-9);
         rows.push((
             vec![
@@ -366,7 +484,7 @@ fn sweep_table(
                     (Some(h), Some(s)) => pct(h, s),
                     _ => "–".into(),
                 }),
-                network_speedup_cell(&cx.stats, net, "spdy"),
+                network_speedup_cell(&cx.stats, net, spdy),
                 Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.1))),
                 Cell::num(pubd.map_or("–".into(), |p| format!("{:.0}", p.2))),
                 Cell::num(pubd.map_or("–".into(), |p| format!("{:.1}%", p.3))),

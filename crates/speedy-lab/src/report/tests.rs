@@ -324,3 +324,59 @@ fn tcp_settings_are_not_compared_for_loads_over_quic_or_sctp() {
     assert!(!differs("sctp").contains("initcwnd"), "{sec}");
     assert!(!differs("sctp").contains("RACK"), "{sec}");
 }
+
+#[test]
+fn the_whitepaper_tables_find_their_rows_by_conditions_not_names() {
+    // A baseline and three SPDY variants with names of their own, on a network named
+    // after nothing whose conditions are the whitepaper's DSL line.
+    let desc = crate::experiment::profile_desc("whitepaper-dsl").unwrap();
+    let mut rows = Vec::new();
+    for run in 0..2 {
+        for (variant, ms, single, push) in [
+            ("plain-http", 3000.0, false, "none"),
+            ("mux", 2000.0, false, "none"),
+            ("mux-one", 1800.0, true, "none"),
+            ("mux-one-pushing", 1700.0, true, "subresources"),
+        ] {
+            let mut r = row("p", variant, run, ms, "");
+            r.baseline = variant == "plain-http";
+            if r.baseline {
+                r.protocol = speedy_net::Protocol::Http1;
+            }
+            r.network = "home".into();
+            r.network_desc = desc.clone();
+            r.spdy_domains = Some(if single {
+                speedy_browser::Domains::Single
+            } else {
+                speedy_browser::Domains::PerOrigin
+            });
+            r.push = Some(push.parse().unwrap());
+            r.hint = Some(false);
+            r.prefetch = Some(false);
+            rows.push(r);
+        }
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    let t1 = &html[html
+        .find("Table 1")
+        .expect("the whitepaper section is there")..];
+    let row_of = |label: &str| {
+        let i = t1.find(label).unwrap_or_else(|| panic!("{label}"));
+        &t1[i..i + t1[i..].find("</tr>").unwrap()]
+    };
+    assert!(
+        row_of("SPDY basic multi-domain").contains(">mux<"),
+        "{}",
+        row_of("SPDY basic multi-domain")
+    );
+    assert!(row_of("SPDY basic multi-domain").contains(">mux</td><td>2000<"));
+    assert!(row_of("SPDY basic single-domain connection").contains(">mux-one<"));
+    assert!(row_of("server push").contains(">mux-one-pushing<"));
+    assert!(row_of("server push").contains(">mux-one-pushing</td><td>1700<"));
+    // No variant ran the hint row: it names the built-in's variant, with dashes.
+    assert!(
+        row_of("server hint").contains(">spdy-single-hint</td><td>–<"),
+        "{}",
+        row_of("server hint")
+    );
+}

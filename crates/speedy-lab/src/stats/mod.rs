@@ -378,6 +378,34 @@ pub struct VariantInfo {
     pub against: Option<String>,
     /// `sctp` when its sessions ran over SCTP (TCP, or QUIC for h3, otherwise).
     pub transport: Option<speedy_net::Carrier>,
+    /// How its pages were fetched and served, when the rows record it (rows written
+    /// before they did: `None`).
+    pub setup: Option<Setup>,
+}
+
+/// A variant's fetching and serving set-up, as its rows record it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Setup {
+    /// One SPDY/h2 session for every origin.
+    pub single_domain: bool,
+    /// The server's push policy.
+    pub push: speedy_server::PushPolicy,
+    /// Server hint on.
+    pub hint: bool,
+    /// Client prefetch on.
+    pub prefetch: bool,
+}
+
+impl Setup {
+    /// The set-up a row records, if it records all of it.
+    fn of(r: &Row) -> Option<Setup> {
+        Some(Setup {
+            single_domain: r.spdy_domains? == speedy_browser::Domains::Single,
+            push: r.push?,
+            hint: r.hint?,
+            prefetch: r.prefetch?,
+        })
+    }
 }
 
 impl VariantInfo {
@@ -564,6 +592,7 @@ fn variants_of(rows: &[Row]) -> Vec<VariantInfo> {
                 tls: r.tls,
                 against: r.against.clone(),
                 transport: r.transport,
+                setup: Setup::of(r),
             });
         }
     }
