@@ -12,7 +12,7 @@
 //! A client and a server session in memory: bytes from one end's
 //! [`Session::poll_transmit`] go into the other's [`Session::recv`]; what happened comes
 //! out of [`Session::poll_event`]. An IO loop does the same with a socket (speedy's is
-//! `speedy_net::spdy_conn::run`).
+//! `speedy_net::spdy::conn::run`).
 //!
 //! ```
 //! use bytes::{Bytes, BytesMut};

@@ -320,7 +320,7 @@ async fn connect_tunnel(tcp: &mut TcpStream, host: &str, port: u16) -> Result<()
     }
 }
 
-pub use speedy_net::sockinfo::{tcp_info, TcpInfo};
+pub use speedy_net::transport::sockinfo::{tcp_info, TcpInfo};
 
 /// Measures one round trip to `addr` as the time of a TCP handshake (for costs given in
 /// RTTs when no RTT is configured). The connection is closed at once.

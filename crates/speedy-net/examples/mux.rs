@@ -1,12 +1,12 @@
-//! A client and a server SPDY/3.1 multiplexer (`speedy_net::mux`) over loopback TCP: the
-//! client opens three streams at once, sends each a message and half-closes; the server
-//! answers each stream with its bytes reversed.
+//! A client and a server SPDY/3.1 multiplexer (`speedy_net::spdy::mux`) over loopback
+//! TCP: the client opens three streams at once, sends each a message and half-closes; the
+//! server answers each stream with its bytes reversed.
 //!
 //!     cargo run -p speedy-net --example mux
 
 use bytes::Bytes;
 use spdy::{Headers, Role, Version};
-use speedy_net::mux::Mux;
+use speedy_net::spdy::mux::Mux;
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {

@@ -10,7 +10,7 @@
 use crate::client::{Client, ClientConfig, ClientError, ClientRequest};
 use crate::loadgen::LoadConn;
 use crate::protocol::Protocol;
-use crate::tls::Verify;
+use crate::transport::tls::Verify;
 use hdrhistogram::Histogram;
 use spdy::url::Url;
 use std::collections::BTreeMap;

@@ -2,12 +2,12 @@
 //! requests multiplexed) or HTTP/1.1 (a small pool of keep-alive connections).
 
 use crate::body::Body;
-pub use crate::dial::resolve;
-use crate::dial::{dial, tls_dial};
-use crate::io::BoxIo;
 pub use crate::reply::{ClientError, FrameLog, LogKind, ResponseStream};
-use crate::spdy_client::{Cmd, SpdyHandle};
-use crate::tls::{client_config, Verify};
+use crate::spdy::client::{Cmd, SpdyHandle};
+pub use crate::transport::dial::resolve;
+use crate::transport::dial::{dial, tls_dial};
+use crate::transport::io::BoxIo;
+use crate::transport::tls::{client_config, Verify};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
@@ -36,7 +36,7 @@ pub struct ClientConfig {
     pub log: Option<FrameLog>,
     /// Plain TCP: reach SPDY/3.1 through an HTTP/1.1 `Upgrade` request (as Kubernetes
     /// does) instead of prior knowledge.
-    pub upgrade: Option<crate::upgrade::UpgradeRequest>,
+    pub upgrade: Option<crate::spdy::upgrade::UpgradeRequest>,
     /// Connect to this address instead of resolving the host (the host still names the
     /// origin: TLS server name, `:host`).
     pub connect_to: Option<SocketAddr>,
@@ -46,7 +46,7 @@ pub struct ClientConfig {
     pub read_timeout: Option<std::time::Duration>,
     /// Carry the SPDY session over SCTP (over UDP, `docs/sctp.md`) instead of TCP: plain
     /// `http` SPDY only.
-    pub sctp: Option<crate::sctp::SctpConfig>,
+    pub sctp: Option<crate::transport::sctp::SctpConfig>,
 }
 
 impl Default for ClientConfig {
@@ -83,7 +83,7 @@ pub enum Http1Mode {
     /// A new connection for every request, closed after its response (`Connection:
     /// close`: HTTP/1.0's way).
     ConnectionPerRequest,
-    /// One connection with the requests pipelined ([`crate::http1_pipeline`]).
+    /// One connection with the requests pipelined ([`crate::http1::pipeline`]).
     Pipelined,
 }
 
@@ -133,7 +133,7 @@ enum Inner {
     /// One h2 connection (the h2 crate's handle; cloned per request).
     H2(
         h2::client::SendRequest<Bytes>,
-        crate::h2_priority::Injector,
+        crate::h2::priority::Injector,
         Option<Arc<tokio::sync::Mutex<h2::PingPong>>>,
     ),
     /// One HTTP/3 connection over QUIC.
@@ -150,7 +150,7 @@ struct Http1Pool {
     slots: tokio::sync::Semaphore,
     mode: Http1Mode,
     /// [`Http1Mode::Pipelined`]: the connection, once opened.
-    pipe: std::sync::Mutex<Option<Arc<crate::http1_pipeline::Pipeline>>>,
+    pipe: std::sync::Mutex<Option<Arc<crate::http1::pipeline::Pipeline>>>,
 }
 
 /// The `user-agent` speedy's requests carry.
@@ -511,7 +511,10 @@ impl<'a> Origin<'a> {
 
     /// Opens an SCTP association for plain SPDY (SPDY/3.1 unless the config forces
     /// another version); refuses `https://`, other protocols and an Upgrade.
-    async fn dial_sctp(&self, sctp: &crate::sctp::SctpConfig) -> Result<Dialled, ClientError> {
+    async fn dial_sctp(
+        &self,
+        sctp: &crate::transport::sctp::SctpConfig,
+    ) -> Result<Dialled, ClientError> {
         let (scheme, host, port, cfg) = (self.scheme, self.host, self.port, self.cfg);
         let proto = cfg.protocol.unwrap_or(Protocol::Spdy(Version::V3_1));
         if scheme != "http" || !matches!(proto, Protocol::Spdy(_)) || cfg.upgrade.is_some() {
@@ -521,7 +524,7 @@ impl<'a> Origin<'a> {
             )));
         }
         let addr = resolve(host, port, cfg.connect_to).await?;
-        let io = crate::sctp::dial(addr, sctp)
+        let io = crate::transport::sctp::dial(addr, sctp)
             .await
             .map_err(|e| ClientError::Connect(format!("{host}:{port} over SCTP: {e}")))?;
         Ok(Dialled {
@@ -538,7 +541,7 @@ impl<'a> Origin<'a> {
         let (host, port, cfg) = (self.host, self.port, self.cfg);
         let offer: Vec<&str> = match cfg.protocol {
             Some(p) => vec![p.alpn()],
-            None => crate::tls::CLIENT_ALPN.to_vec(),
+            None => crate::transport::tls::CLIENT_ALPN.to_vec(),
         };
         let tls = client_config(&cfg.verify, &offer).map_err(ClientError::Connect)?;
         let (io, tls) = tls_dial(host, port, cfg.connect_to, tls).await?;
@@ -583,7 +586,7 @@ impl<'a> Origin<'a> {
                 let io = Box::new(dial(host, port, cfg.connect_to).await?) as BoxIo;
                 let up = cfg.upgrade.as_ref().expect("checked");
                 let (io, chosen) =
-                    crate::upgrade::client_handshake(io, &self.authority, up).await?;
+                    crate::spdy::upgrade::client_handshake(io, &self.authority, up).await?;
                 stream_protocol = chosen;
                 Some(io)
             }
@@ -609,12 +612,12 @@ impl<'a> Origin<'a> {
     ) -> (SpdyHandle, mpsc::UnboundedReceiver<ResponseStream>) {
         let cfg = self.cfg;
         let mut scfg = match cfg.sctp {
-            Some(_) => crate::sctp::spdy_config(&cfg.spdy),
+            Some(_) => crate::transport::sctp::spdy_config(&cfg.spdy),
             None => cfg.spdy.clone(),
         };
         scfg.role = spdy::Role::Client;
         scfg.version = version;
-        let (h, pushes, _task) = crate::spdy_client::spawn(io, scfg, cfg.log.clone());
+        let (h, pushes, _task) = crate::spdy::client::spawn(io, scfg, cfg.log.clone());
         (h, pushes)
     }
 
@@ -622,7 +625,7 @@ impl<'a> Origin<'a> {
     /// Chromium's windows) and drives the connection in a task.
     async fn start_h2(&self, io: BoxIo) -> Result<Inner, ClientError> {
         let (cfg, authority) = (self.cfg, &self.authority);
-        let (injecting, injector) = crate::h2_priority::FrameInjector::new(io);
+        let (injecting, injector) = crate::h2::priority::FrameInjector::new(io);
         let (send, conn) = h2::client::Builder::new()
             .enable_push(false)
             // A response head is held to the SPDY header-block bound.
@@ -682,7 +685,7 @@ impl<'a> Origin<'a> {
 /// Adds RFC 9218's `priority` header for a request at `urgency` (the default, 3, is
 /// left unsaid, as §5 allows).
 fn priority_header(req: &mut http::Request<()>, urgency: u8) {
-    if urgency != crate::h2_priority::DEFAULT_URGENCY {
+    if urgency != crate::h2::priority::DEFAULT_URGENCY {
         let v = format!("u={}", urgency.min(7));
         req.headers_mut()
             .insert("priority", v.parse().expect("ascii"));
@@ -813,7 +816,9 @@ impl Http1Pool {
             .pipe
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(|| Arc::new(crate::http1_pipeline::Pipeline::new((self.connect)())))
+            .get_or_insert_with(|| {
+                Arc::new(crate::http1::pipeline::Pipeline::new((self.connect)()))
+            })
             .clone();
         let mut headers = vec![
             ("host".to_string(), authority.to_string()),

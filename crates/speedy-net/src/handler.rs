@@ -137,7 +137,7 @@ pub trait Handler: Send + Sync + 'static {
     /// such as a file held in memory: exactly what [`Handler::handle`] would answer,
     /// with status 200 and a `content-type` as its only header. `None` (the default):
     /// the request goes to `handle`. HTTP/1.1 answers such requests without building a
-    /// [`Request`] (`http1_ready.rs`); a wrapper that must see every request (a log)
+    /// [`Request`] (`http1/ready.rs`); a wrapper that must see every request (a log)
     /// keeps the default.
     fn ready(&self, _path: &str) -> Option<Ready> {
         None
@@ -163,11 +163,11 @@ pub struct ServerConfig {
     /// sessions drain, and it returns when the last connection is done.
     pub shutdown: Shutdown,
     /// Sub-protocols accepted on an HTTP/1.1 `Upgrade: SPDY/3.1` request
-    /// (`X-Stream-Protocol-Version`, see [`crate::upgrade`]); a request that offers
+    /// (`X-Stream-Protocol-Version`, see [`crate::spdy::upgrade`]); a request that offers
     /// none is upgraded whatever this says.
     pub stream_protocols: Vec<String>,
     /// Sample every accepted connection's TCP sender state into this series.
-    pub tcp_series: Option<Arc<crate::sockinfo::TcpSeries>>,
+    pub tcp_series: Option<Arc<crate::transport::sockinfo::TcpSeries>>,
     /// TCP_NOTSENT_LOWAT on accepted connections: the kernel holds at most about this
     /// many bytes not yet sent, so the server's scheduler (priorities, a
     /// reprioritization) decides what goes out next instead of a deep socket buffer

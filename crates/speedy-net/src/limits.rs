@@ -6,15 +6,15 @@
 //!
 //! | limit | where | what the peer sees |
 //! |---|---|---|
-//! | `max_body` | `http1.rs`, `h2_server.rs`, `spdy_server.rs` (declared length, before the handler), `body.rs` (bytes counted as they are read) | HTTP/1.1 413 + close; h2 413 + RST_STREAM NO_ERROR; SPDY RST_STREAM REFUSED_STREAM (declared) or CANCEL (mid-body) |
+//! | `max_body` | `http1/server.rs`, `h2/server.rs`, `spdy/server.rs` (declared length, before the handler), `body.rs` (bytes counted as they are read) | HTTP/1.1 413 + close; h2 413 + RST_STREAM NO_ERROR; SPDY RST_STREAM REFUSED_STREAM (declared) or CANCEL (mid-body) |
 //! | header block size | `spdy::Config::max_header_block` (SPDY: per stream, SYN_STREAM and every HEADERS added up, `spdy/src/session/recv.rs`); h2's max header list size is set to the same number | SPDY RST_STREAM FRAME_TOO_LARGE (SPDY/2: PROTOCOL_ERROR); h2 per the `h2` crate |
-//! | `max_buffered` | `spdy_server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control, SPDY/3 only per-stream windows, and a lenient session accepts overruns from peers without flow control) | the connection is not read while half of it waits (`Owner::wants_read`: TCP holds the peer); RST_STREAM CANCEL on the stream whose DATA would still go over |
+//! | `max_buffered` | `spdy/server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control, SPDY/3 only per-stream windows, and a lenient session accepts overruns from peers without flow control) | the connection is not read while half of it waits (`Owner::wants_read`: TCP holds the peer); RST_STREAM CANCEL on the stream whose DATA would still go over |
 //! | `sniff_timeout` | `server.rs`: the first bytes of a plain connection | close |
 //! | `tls_handshake_timeout` | `server.rs` | close |
-//! | `header_read_timeout` | `http1_ready.rs`, then `http1.rs` (hyper) once a request went there: a request head, and the wait for the next one on a keep-alive connection | close |
-//! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1.rs`, `h2_server.rs`, `spdy_server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
-//! | `idle_timeout` | `spdy_server.rs`, `h2_server.rs`: no open stream for this long | GOAWAY, then close |
-//! | `park_after` | `spdy_conn.rs` (server sessions): quiet this long, the session's zlib contexts shrink to their histories and its empty read buffer is freed (~27 KiB → ~5 KiB a session) | nothing |
+//! | `header_read_timeout` | `http1/ready.rs`, then `http1/server.rs` (hyper) once a request went there: a request head, and the wait for the next one on a keep-alive connection | close |
+//! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1/server.rs`, `h2/server.rs`, `spdy/server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
+//! | `idle_timeout` | `spdy/server.rs`, `h2/server.rs`: no open stream for this long | GOAWAY, then close |
+//! | `park_after` | `spdy/conn.rs` (server sessions): quiet this long, the session's zlib contexts shrink to their histories and its empty read buffer is freed (~27 KiB → ~5 KiB a session) | nothing |
 //! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest) | a delayed accept |
 //! | `max_connections_per_ip` | `server.rs`: connections from one address (IPv6: one /64) at once, counted at accept | closed at once, so one peer cannot take every slot |
 //!
@@ -46,7 +46,7 @@ pub struct Limits {
     /// SPDY and h2 sessions with no open stream for this long get GOAWAY and are closed.
     pub idle_timeout: Duration,
     /// SPDY sessions quiet this long give back what they can rebuild (zlib contexts,
-    /// read buffer); see `spdy_conn::Tuning::park_after`.
+    /// read buffer); see `crate::spdy::conn::Tuning::park_after`.
     pub park_after: Duration,
     /// Connections served at once; accepting waits for a slot.
     pub max_connections: usize,

@@ -16,10 +16,10 @@
 //! ```
 
 use crate::client::{Client, ClientConfig, ClientError, ClientRequest};
-use crate::dial::{dial, tls_dial};
-use crate::io::BoxIo;
 use crate::protocol::Protocol;
-use crate::tls::{client_config, Verify};
+use crate::transport::dial::{dial, tls_dial};
+use crate::transport::io::BoxIo;
+use crate::transport::tls::{client_config, Verify};
 use bytes::{Buf, Bytes, BytesMut};
 use spdy::url::Url;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

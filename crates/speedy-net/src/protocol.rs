@@ -94,7 +94,7 @@ impl std::str::FromStr for Protocol {
 }
 
 /// What carries a SPDY session: TCP (with TLS over it for https), or SCTP over UDP
-/// (RFC 6951 framing; [`crate::sctp`]).
+/// (RFC 6951 framing; [`crate::transport::sctp`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Carrier {
     /// TCP, and TLS over it for https.

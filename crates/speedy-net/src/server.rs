@@ -7,8 +7,8 @@
 //! `spdy/2`, `http/1.1`; no ALPN → HTTP/1.1).
 
 pub use crate::handler::{Handler, Push, Ready, Request, Response, ResponseFuture, ServerConfig};
-use crate::io::{BoxIo, Prefixed};
-use crate::sctp::SctpListener;
+use crate::transport::io::{BoxIo, Prefixed};
+use crate::transport::sctp::SctpListener;
 use bytes::Bytes;
 use spdy::Version;
 use std::net::SocketAddr;
@@ -42,7 +42,7 @@ pub async fn serve_sctp(
     mut cfg: ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
-    cfg.spdy = crate::sctp::spdy_config(&cfg.spdy);
+    cfg.spdy = crate::transport::sctp::spdy_config(&cfg.spdy);
     serve_on(Listener::Sctp(listener), cfg, handler).await
 }
 
@@ -201,7 +201,7 @@ const TRIM_AFTER_CLOSED: usize = 64;
 
 /// Gives the heap that closed connections freed back to the system. glibc's malloc keeps
 /// freed memory in its per-thread arenas: after 10,000 idle sessions closed, the server
-/// stayed at 400 MB resident (`bench/soak.sh`). Sessions that park (`spdy_conn`'s
+/// stayed at 400 MB resident (`bench/soak.sh`). Sessions that park (`spdy::conn`'s
 /// `park_after`) free most of their memory the same way: 10,000 sessions that went quiet
 /// together left holes that stayed resident. Once a burst of closes and parks is over
 /// (at least [`TRIM_AFTER_CLOSED`] since the last trim, and none in the last 2 s),
@@ -214,7 +214,7 @@ async fn trim_after_closes(closed: Arc<std::sync::atomic::AtomicUsize>) {
     loop {
         tick.tick().await;
         let now = closed.load(std::sync::atomic::Ordering::Relaxed)
-            + crate::spdy_conn::PARKS.load(std::sync::atomic::Ordering::Relaxed);
+            + crate::spdy::conn::PARKS.load(std::sync::atomic::Ordering::Relaxed);
         let quiet = now == seen;
         seen = now;
         if !quiet || now - trimmed < TRIM_AFTER_CLOSED {
@@ -254,7 +254,7 @@ pub async fn serve_connection(
 ) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
     if let Some(n) = cfg.notsent_lowat {
-        crate::sockinfo::set_notsent_lowat(&sock, n);
+        crate::transport::sockinfo::set_notsent_lowat(&sock, n);
     }
     if let Some(series) = &cfg.tcp_series {
         series.watch(&sock, peer);
@@ -288,22 +288,22 @@ pub async fn serve_connection(
             .map(|a| String::from_utf8_lossy(a).into_owned());
         let io: BoxIo = Box::new(stream);
         if alpn.as_deref() == Some("h2") {
-            return crate::h2_server::serve(io, "https", cfg, handler).await;
+            return crate::h2::server::serve(io, "https", cfg, handler).await;
         }
         return match alpn.as_deref().and_then(Version::from_name) {
-            Some(v) => crate::spdy_server::run(io, v, false, "https", cfg, handler).await,
-            None => crate::http1::serve(io, peer, "https", cfg, handler).await,
+            Some(v) => crate::spdy::server::run(io, v, false, "https", cfg, handler).await,
+            None => crate::http1::server::serve(io, peer, "https", cfg, handler).await,
         };
     }
     let is_h2 = sniffed == H2_PREFACE;
     let io: BoxIo = Box::new(Prefixed::new(Bytes::from(sniffed), sock));
     if is_h2 {
-        return crate::h2_server::serve(io, "http", cfg, handler).await;
+        return crate::h2::server::serve(io, "http", cfg, handler).await;
     }
     match first {
-        [0x80, 2] => crate::spdy_server::run(io, Version::V2, false, "http", cfg, handler).await,
-        [0x80, 3] => crate::spdy_server::run(io, Version::V3, true, "http", cfg, handler).await,
-        _ => crate::http1::serve(io, peer, "http", cfg, handler).await,
+        [0x80, 2] => crate::spdy::server::run(io, Version::V2, false, "http", cfg, handler).await,
+        [0x80, 3] => crate::spdy::server::run(io, Version::V3, true, "http", cfg, handler).await,
+        _ => crate::http1::server::serve(io, peer, "http", cfg, handler).await,
     }
 }
 
@@ -334,7 +334,7 @@ async fn serve_sctp_connection(
         }
     };
     let io: BoxIo = Box::new(Prefixed::new(Bytes::copy_from_slice(&first), io));
-    crate::spdy_server::run(io, version, version == Version::V3, "http", cfg, handler).await
+    crate::spdy::server::run(io, version, version == Version::V3, "http", cfg, handler).await
 }
 
 /// Reads the first bytes of a connection: two (a TLS record type or a SPDY control

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use spdy::{Headers, Role, RstStatus, Version};
-use speedy_net::mux::Mux;
+use speedy_net::spdy::mux::Mux;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);

@@ -3,7 +3,7 @@
 //! k8s.io/apimachinery), both directions:
 //!
 //! * client-go's SPDY executor and port forwarder against speedy's endpoints (the
-//!   kubelet-like double on `speedy_net::mux`, in this process);
+//!   kubelet-like double on `speedy_net::spdy::mux`, in this process);
 //! * `speedy kube exec` and `speedy kube port-forward` against apimachinery's server side
 //!   (`kube-peer kubelet`: httpstream.Handshake and the SPDY response upgrader).
 //!
@@ -63,7 +63,7 @@ fn start_double() -> String {
                 .expect("bind");
             tx.send(l.local_addr().expect("addr").to_string())
                 .expect("send");
-            let _ = speedy_net::kube_double::serve(l).await;
+            let _ = speedy_net::spdy::kube_double::serve(l).await;
         });
     });
     rx.recv_timeout(Duration::from_secs(10))

@@ -5,7 +5,7 @@
 
 use super::{ConnCmd, ConnCounters, ConnCtx, ConnEvent, Driver, ReqId, WireRequest};
 use bytes::BytesMut;
-use speedy_net::http1_response::{parse_head, BodyDecoder, Piece};
+use speedy_net::http1::response::{parse_head, BodyDecoder, Piece};
 use speedy_net::io::BoxIo;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 /// The largest response head read before giving up on it (a server that never ends its
 /// head cannot make the loader buffer more).
-pub(crate) use speedy_net::http1_response::MAX_HEAD;
+pub(crate) use speedy_net::http1::response::MAX_HEAD;
 
 /// HTTP/1.1 with a pipelining depth (1 = no pipelining, the browsers' default).
 pub struct Http1 {

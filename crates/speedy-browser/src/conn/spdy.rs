@@ -1,5 +1,5 @@
 //! SPDY over one connection: the loader's session driver, an owner of
-//! `speedy_net::spdy_conn`'s one connection loop. It maps the session's events straight
+//! `speedy_net::spdy::conn`'s one connection loop. It maps the session's events straight
 //! onto loader events, so
 //! each request's `:host` can name any origin (single-domain mode), pushes arrive with
 //! fresh ids, and the session's header byte counters (raw and compressed) are reported.
@@ -8,7 +8,7 @@ use super::{ConnCmd, ConnCounters, ConnCtx, ConnEvent, Driver, ReqId};
 use spdy::session::Event;
 use spdy::{Headers, RstStatus, Session, StreamId, Version};
 use speedy_net::io::BoxIo;
-use speedy_net::spdy_conn::{self, Owner, Tuning};
+use speedy_net::spdy::conn::{self, Owner, Tuning};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -77,7 +77,7 @@ async fn drive(io: BoxIo, cfg: spdy::Config, ctx: ConnCtx) {
         by_req: HashMap::new(),
         closing: false,
     };
-    let (_, traffic) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
+    let (_, traffic) = conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
     let LoaderOwner {
         ctx, mut streams, ..
     } = owner;

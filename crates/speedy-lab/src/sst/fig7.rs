@@ -84,7 +84,7 @@ pub fn fig7(o: &Fig7Options) -> Result<Fig7Result, String> {
             .sizes
             .iter()
             .copied()
-            .filter(|&n| v != "udp" || n <= speedy_net::udp_get::MAX_BODY)
+            .filter(|&n| v != "udp" || n <= speedy_net::transport::udp_get::MAX_BODY)
             .collect();
         let urls: Vec<String> = (0..o.reps)
             .flat_map(|_| sizes.iter().map(|&n| url(n)))

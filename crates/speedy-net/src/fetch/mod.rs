@@ -173,7 +173,8 @@ pub struct FetchOptions {
     /// Reach SPDY/3.1 with an HTTP/1.1 Upgrade (plain http:// only) offering these
     /// stream protocols, most preferred first.
     pub upgrade: Option<Vec<String>>,
-    /// One datagram each way per URL ([`crate::udp_get`]) instead of a connection.
+    /// One datagram each way per URL ([`crate::transport::udp_get`]) instead of a
+    /// connection.
     pub udp: bool,
     /// Requests in flight at once on a connection.
     pub concurrency: usize,
@@ -369,7 +370,7 @@ async fn fetch_all(origins: Vec<Origin>, how: How<'_>, ctx: &Arc<Ctx>) -> Result
             if o.scheme != "http" {
                 return Err(FetchError::UpgradeNeedsHttp(o.scheme));
             }
-            cfg.upgrade = Some(crate::upgrade::UpgradeRequest {
+            cfg.upgrade = Some(crate::spdy::upgrade::UpgradeRequest {
                 method: "GET".into(),
                 path: o.targets[0].path.clone(),
                 stream_protocols: stream_protocols.to_vec(),

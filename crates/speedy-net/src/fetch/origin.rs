@@ -275,8 +275,8 @@ async fn reprioritize(
     true
 }
 
-/// `--protocol udp`: each URL as one datagram each way ([`crate::udp_get`]), one at a
-/// time; whether all got their bodies.
+/// `--protocol udp`: each URL as one datagram each way ([`crate::transport::udp_get`]),
+/// one at a time; whether all got their bodies.
 pub(super) async fn fetch_udp(origin: Origin, cfg: &ClientConfig, ctx: &Arc<Ctx>) -> bool {
     let timeout = cfg.read_timeout.unwrap_or(Duration::from_secs(30));
     // Once per origin, as the other protocols connect once.
@@ -285,18 +285,16 @@ pub(super) async fn fetch_udp(origin: Origin, cfg: &ClientConfig, ctx: &Arc<Ctx>
     for (pos, t) in origin.targets.into_iter().enumerate() {
         let t0 = Instant::now();
         let r = match &addr {
-            Ok(addr) => {
-                crate::udp_get::get(*addr, &t.path, timeout)
-                    .await
-                    .map(|b| ResponseStream {
-                        status: 200,
-                        headers: spdy::Headers::new(),
-                        protocol: "udp",
-                        pushed_url: None,
-                        stream_id: None,
-                        body: Body::full(b),
-                    })
-            }
+            Ok(addr) => crate::transport::udp_get::get(*addr, &t.path, timeout)
+                .await
+                .map(|b| ResponseStream {
+                    status: 200,
+                    headers: spdy::Headers::new(),
+                    protocol: "udp",
+                    pushed_url: None,
+                    stream_id: None,
+                    body: Body::full(b),
+                }),
             Err(e) => Err(e.clone()),
         };
         let job = Job {

@@ -18,7 +18,7 @@
 //!
 //! Urgencies are 0 (most urgent) to 7, default 3: the same scale as SPDY/3 priorities.
 
-use crate::io::{BoxIo, SendRate};
+use crate::transport::io::{BoxIo, SendRate};
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};

@@ -3,9 +3,9 @@
 //! sent as PUSH_PROMISEs ahead of the response.
 
 use crate::body::Body;
-use crate::h2_priority::{parse_priority_field, FrameTap, Scheduler};
+use crate::h2::priority::{parse_priority_field, FrameTap, Scheduler};
 use crate::handler::{Handler, Request, Response, ServerConfig};
-use crate::io::BoxIo;
+use crate::transport::io::BoxIo;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,7 +17,8 @@ use tokio::time::Instant;
 /// that does not let it finish is dropped one `idle_timeout` after an idle GOAWAY).
 /// The h2 crate writes each frame with its own system call (one per 16 KiB DATA frame
 /// at the default frame size); frames it produces in one turn are gathered up to this
-/// many bytes and written together, as the SPDY loop does (`spdy_conn::OUT_HIGH`).
+/// many bytes and written together, as the SPDY loop does
+/// (`crate::spdy::conn::OUT_HIGH`).
 const H2_WRITE_BATCH: usize = 128 * 1024;
 /// One frame at the default SETTINGS_MAX_FRAME_SIZE.
 const FRAME: usize = 16 * 1024;

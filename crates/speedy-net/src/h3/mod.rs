@@ -11,14 +11,19 @@
 //!   body is read as the handler asks (at most `max_body` bytes).
 //! - Not carried over HTTP/3: server push (the `h3` crate has none), `Response::reset`
 //!   becomes a stream reset with H3_REQUEST_CANCELLED.
+//!
+//! `quic.rs` binds the `h3` crate's QUIC traits to quinn itself (each response stream's
+//! quinn priority from its RFC 9218 urgency, PRIORITY_UPDATE both ways, a ping).
+
+mod quic;
 
 use crate::body::Body;
-use crate::dial::{resolve, unspecified_for};
-use crate::h2_priority::parse_priority_field;
-use crate::h3_quic::{self, Injector, Priorities};
+use crate::h2::priority::parse_priority_field;
 use crate::handler::{Handler, Request, Response, ServerConfig};
 use crate::reply::ClientError;
+use crate::transport::dial::{resolve, unspecified_for};
 use bytes::{Buf, Bytes};
+use quic::{Injector, Priorities};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -208,7 +213,7 @@ async fn serve_connection(
     let prio = Arc::new(Priorities::default());
     let mut h3c = h3::server::builder()
         .max_field_section_size(cfg.spdy.max_header_block as u64)
-        .build::<_, Bytes>(h3_quic::Connection::new(conn, prio.clone()))
+        .build::<_, Bytes>(quic::Connection::new(conn, prio.clone()))
         .await
         .map_err(|e| format!("h3 set-up: {e}"))?;
     let mut streams = tokio::task::JoinSet::new();
@@ -262,7 +267,7 @@ async fn serve_connection(
     Ok(())
 }
 
-type ServerStream = h3::server::RequestStream<h3_quic::BidiStream<Bytes>, Bytes>;
+type ServerStream = h3::server::RequestStream<quic::BidiStream<Bytes>, Bytes>;
 
 /// Answers one request: the handler's response head, then its body chunk by chunk.
 async fn answer(
@@ -284,7 +289,7 @@ async fn answer(
     });
     if r.body.len().is_some_and(|n| n > max_body as u64) {
         drop(r);
-        let head = crate::h2_server::build(413, &[], Some(0)).expect("plain 413");
+        let head = crate::h2::server::build(413, &[], Some(0)).expect("plain 413");
         if send.send_response(head).await.is_ok() {
             let _ = send.finish().await;
         }
@@ -297,11 +302,11 @@ async fn answer(
     }
     let mut body = resp.body;
     let head =
-        match crate::h2_server::build(resp.status, &resp.headers, resp.head_len.or(body.len())) {
+        match crate::h2::server::build(resp.status, &resp.headers, resp.head_len.or(body.len())) {
             Ok(h) => h,
             Err(_) => {
                 body = Body::empty();
-                crate::h2_server::build(500, &[], Some(0)).expect("plain 500")
+                crate::h2::server::build(500, &[], Some(0)).expect("plain 500")
             }
         };
     if let Err(e) = send.send_response(head).await {
@@ -365,7 +370,7 @@ where
 /// The client side of one HTTP/3 connection (cloned per request).
 #[derive(Clone)]
 pub struct H3Client {
-    send: h3::client::SendRequest<h3_quic::OpenStreams, Bytes>,
+    send: h3::client::SendRequest<quic::OpenStreams, Bytes>,
     /// PRIORITY_UPDATE frames and round trips.
     injector: Injector,
     /// The QUIC connection, for its counters.
@@ -407,7 +412,7 @@ pub async fn connect(
             .map_or("none".into(), |p| String::from_utf8_lossy(&p).into_owned())
     );
     let quic = conn.clone();
-    let qc = h3_quic::Connection::new(conn, Arc::default());
+    let qc = quic::Connection::new(conn, Arc::default());
     let injector = qc.injector();
     let (mut driver, send) = h3::client::builder()
         .max_field_section_size(max_header_block as u64)

@@ -19,7 +19,7 @@
 //!   waits for the STOP_SENDING. Like a PING's answer, it is queued behind the data the
 //!   server has already sent.
 
-use crate::h2_priority::{parse_priority_field, DEFAULT_URGENCY, KEEP, MAX_REMEMBERED};
+use crate::h2::priority::{parse_priority_field, DEFAULT_URGENCY, KEEP, MAX_REMEMBERED};
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};

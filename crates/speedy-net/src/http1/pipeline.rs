@@ -11,9 +11,9 @@
 //! pipelining does. When the connection fails, every request still waiting fails.
 
 use crate::body::Body;
-use crate::http1_response::{parse_head, BodyDecoder, Framing, Piece, ResponseHead};
-use crate::io::BoxIo;
+use crate::http1::response::{parse_head, BodyDecoder, Framing, Piece, ResponseHead};
 use crate::reply::ClientError;
+use crate::transport::io::BoxIo;
 use bytes::{Bytes, BytesMut};
 use futures_util::future::BoxFuture;
 use std::future::Future;

@@ -3,8 +3,8 @@
 //! written straight from the parsed head. Every HTTP/1.1 connection starts here; the
 //! first request that is anything else (a body, `Upgrade`, `Connection: close`, CONNECT,
 //! HTTP/1.0, an absolute-form target, a path the handler does not know at once, a head
-//! this parser will not take) hands the connection to hyper ([`crate::http1`]) with every
-//! byte not yet answered, and it stays there.
+//! this parser will not take) hands the connection to hyper ([`crate::http1::server`])
+//! with every byte not yet answered, and it stays there.
 //!
 //! Why: a small static file over HTTP/1.1 cost ~11 µs of server CPU per request, 28% of
 //! it in user space building a [`crate::handler::Request`], a header map, hyper's
@@ -19,7 +19,7 @@
 //! `connection: close`.
 
 use crate::handler::{Handler, Ready, ServerConfig};
-use crate::io::{BoxIo, Prefixed};
+use crate::transport::io::{BoxIo, Prefixed};
 use bytes::{Buf, BytesMut};
 use std::sync::Arc;
 use std::time::SystemTime;

@@ -1,25 +1,26 @@
 //! HTTP/1.1 through hyper, answering with the same [`Handler`] as SPDY (requests the
 //! handler answers at once, from memory, are answered before hyper sees the connection:
-//! [`crate::http1_ready`]). Bodies stream
+//! [`crate::http1::ready`]). Bodies stream
 //! both ways: hyper pulls the response body as the socket takes it, and reads the
 //! request body only as the handler does (a handler that does not read it makes the
 //! client wait). A declared body over `max_body` is answered 413 with
 //! `Connection: close` before the handler sees it, without reading the body; a request
 //! head must arrive within `header_read_timeout`. On shutdown the response in flight is
 //! finished and the connection closed (`Connection: close` on responses not yet begun).
-//! A request with `Upgrade: SPDY/3.1` switches the connection to SPDY ([`crate::upgrade`]).
+//! A request with `Upgrade: SPDY/3.1` switches the connection to SPDY
+//! ([`crate::spdy::upgrade`]).
 //! A CONNECT request becomes a tunnel when the handler answers 2xx ([`tunnel`]).
 
 use crate::body::Body;
 use crate::handler::{Handler, Request, ServerConfig};
-use crate::io::BoxIo;
+use crate::transport::io::BoxIo;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Serves HTTP/1.1 (keep-alive) on one connection: requests the handler answers at once
-/// in [`crate::http1_ready`], from the first one that is not, through hyper.
+/// in [`crate::http1::ready`], from the first one that is not, through hyper.
 pub(crate) async fn serve(
     io: BoxIo,
     _peer: SocketAddr,
@@ -27,22 +28,23 @@ pub(crate) async fn serve(
     cfg: &ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
-    let io = match crate::http1_ready::serve(io, cfg, &handler).await? {
-        crate::http1_ready::Outcome::Done => return Ok(()),
-        crate::http1_ready::Outcome::Hyper(io) => io,
+    let io = match crate::http1::ready::serve(io, cfg, &handler).await? {
+        crate::http1::ready::Outcome::Done => return Ok(()),
+        crate::http1::ready::Outcome::Hyper(io) => io,
     };
     let max_body = cfg.max_body;
     let body_read_timeout = cfg.limits.body_read_timeout;
     let upgrade_cfg = cfg.clone();
     let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
-        let upgrade_cfg = crate::upgrade::requested(req.headers()).then(|| upgrade_cfg.clone());
+        let upgrade_cfg =
+            crate::spdy::upgrade::requested(req.headers()).then(|| upgrade_cfg.clone());
         async move {
             if req.method() == hyper::Method::CONNECT {
                 return Ok(tunnel(req, scheme, handler).await);
             }
             if let Some(cfg) = upgrade_cfg {
-                return Ok(crate::upgrade::accept(req, scheme, cfg, handler));
+                return Ok(crate::spdy::upgrade::accept(req, scheme, cfg, handler));
             }
             let (parts, body) = req.into_parts();
             // An absolute-form target's authority wins over Host (RFC 9112 §3.2.2):

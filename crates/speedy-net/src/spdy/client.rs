@@ -2,9 +2,9 @@
 //! requests over a channel and get streaming responses back.
 
 use crate::body::{Body, Credit, CreditTx};
-use crate::io::BoxIo;
 use crate::reply::{ClientError, FrameLog, ResponseStream};
-use crate::spdy_conn::{self, End, Owner, Tuning};
+use crate::spdy::conn::{self, End, Owner, Tuning};
+use crate::transport::io::BoxIo;
 use bytes::Bytes;
 use spdy::session::Event;
 use spdy::{Headers, RstStatus, Session, StreamId, Version};
@@ -94,7 +94,7 @@ async fn drive(
         failure: None,
         buffered: 0,
     };
-    let (end, traffic) = spdy_conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
+    let (end, traffic) = conn::run(io, &mut session, &mut owner, Tuning::CLIENT).await;
     let why = || match &end {
         // Nothing ever came: the connection was never made (an SCTP association the
         // peer refused or never answered; whichever of reading and writing notices first).

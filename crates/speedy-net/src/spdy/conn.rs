@@ -8,7 +8,7 @@
 //! until the next write or flush, so the loop flushes whenever its output runs dry
 //! ([`write_or_flush`]); a WINDOW_UPDATE left in a TLS buffer would stall the peer.
 
-use crate::io::{write_or_flush, write_some, BoxIo};
+use crate::transport::io::{write_or_flush, write_some, BoxIo};
 use bytes::BytesMut;
 use spdy::session::{Event, OutBuf};
 use spdy::Session;
@@ -208,7 +208,7 @@ struct LoopState {
     out: OutBuf,
     traffic: Traffic,
     /// How fast the socket takes output (sizes `out`).
-    sent: crate::io::SendRate,
+    sent: crate::transport::io::SendRate,
     /// The peer closed its side, or reading failed.
     read_closed: bool,
     /// Written but not flushed yet.
@@ -228,7 +228,7 @@ impl LoopState {
             rbuf: BytesMut::with_capacity(tuning.read_initial),
             out: OutBuf::new(),
             traffic: Traffic::default(),
-            sent: crate::io::SendRate::default(),
+            sent: crate::transport::io::SendRate::default(),
             read_closed: false,
             unflushed: false,
             stall_since: None,

@@ -2,8 +2,9 @@
 //! channels) and `port-forward`, as kubectl and client-go speak them to an API server or
 //! a kubelet (`k8s.io/client-go/tools/remotecommand`, `tools/portforward`).
 //!
-//! Both start with an HTTP/1.1 `Upgrade: SPDY/3.1` ([`crate::upgrade`]) offering their
-//! sub-protocols, then open streams on a [`Mux`] told apart by the `streamtype` header:
+//! Both start with an HTTP/1.1 `Upgrade: SPDY/3.1` ([`crate::spdy::upgrade`]) offering
+//! their sub-protocols, then open streams on a [`Mux`] told apart by the `streamtype`
+//! header:
 //!
 //! - exec (`v4.channel.k8s.io`): `error` first, then `stdin` (if any), `stdout`,
 //!   `stderr`; stdin is half-closed at its end; the outcome is the JSON `metav1.Status`
@@ -16,9 +17,9 @@
 //! Header names are lower-case on the wire (SPDY/3); Kubernetes writes `streamType` and
 //! `requestID`, which its SPDY layer lower-cases.
 
-use crate::io::BoxIo;
-use crate::mux::{Mux, MuxRecv, MuxSend, MuxStream};
-use crate::upgrade::{client_handshake, UpgradeRequest};
+use crate::spdy::mux::{Mux, MuxRecv, MuxSend, MuxStream};
+use crate::spdy::upgrade::{client_handshake, UpgradeRequest};
+use crate::transport::io::BoxIo;
 use bytes::Bytes;
 use spdy::{Headers, Role, Version};
 use std::io;

@@ -11,9 +11,9 @@
 //! exec, whose streams are those its query asks for (`stdin`, `stdout`, `stderr` =
 //! `true`/`1`; kubectl's `input`/`output`/`error` spellings too).
 
-use crate::kube::{EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOL, REQUEST_ID, STREAM_TYPE};
-use crate::mux::{Mux, MuxStream};
-use crate::upgrade::server_handshake;
+use crate::spdy::kube::{EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOL, REQUEST_ID, STREAM_TYPE};
+use crate::spdy::mux::{Mux, MuxStream};
+use crate::spdy::upgrade::server_handshake;
 use spdy::{Headers, Role, Version};
 use std::collections::HashMap;
 use std::io;

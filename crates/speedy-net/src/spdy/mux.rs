@@ -17,7 +17,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use speedy_net::mux::Mux;
+//! use speedy_net::spdy::mux::Mux;
 //! use spdy::{Headers, Role, Version};
 //! let tcp = tokio::net::TcpStream::connect("127.0.0.1:8080").await?;
 //! let mux = Mux::start(Box::new(tcp), spdy::Config::new(Role::Client, Version::V3_1));
@@ -31,8 +31,8 @@
 //! # Ok(()) }
 //! ```
 
-use crate::io::BoxIo;
-use crate::spdy_conn::{self, Owner, Tuning};
+use crate::spdy::conn::{self, Owner, Tuning};
+use crate::transport::io::BoxIo;
 use bytes::Bytes;
 use spdy::session::Event;
 use spdy::{Headers, Role, RstStatus, Session, StreamId};
@@ -92,10 +92,10 @@ impl Mux {
         };
         let done = tokio::spawn(async move {
             let mut session = Session::new(cfg);
-            let (end, _) = spdy_conn::run(io, &mut session, &mut owner, tuning).await;
+            let (end, _) = conn::run(io, &mut session, &mut owner, tuning).await;
             owner.fail_all("the SPDY session ended");
             match end {
-                spdy_conn::End::WriteFailed(e) => Err(e),
+                conn::End::WriteFailed(e) => Err(e),
                 _ => Ok(()),
             }
         });

@@ -16,7 +16,7 @@
 use crate::body::{Body, Credit, CreditTx};
 use crate::handler::{Handler, Request, Response, ServerConfig};
 use crate::limits::Shutdown;
-use crate::spdy_conn::{self, Owner, Tuning};
+use crate::spdy::conn::{self, Owner, Tuning};
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use spdy::session::Event;
@@ -41,7 +41,7 @@ type CreditChannel = (CreditTx, mpsc::UnboundedReceiver<Credit>);
 
 /// Runs a SPDY server session on `io` until the peer goes away.
 pub(crate) async fn run(
-    io: crate::io::BoxIo,
+    io: crate::transport::io::BoxIo,
     version: Version,
     auto_spdy31: bool,
     scheme: &'static str,
@@ -76,8 +76,8 @@ pub(crate) async fn run(
         park_after: Some(cfg.limits.park_after),
         ..Tuning::SERVER
     };
-    match spdy_conn::run(io, &mut session, &mut owner, tuning).await {
-        (spdy_conn::End::WriteFailed(e), _) => Err(e),
+    match conn::run(io, &mut session, &mut owner, tuning).await {
+        (conn::End::WriteFailed(e), _) => Err(e),
         _ => Ok(()),
     }
 }

@@ -12,8 +12,8 @@
 
 use crate::body::Body;
 use crate::handler::{Handler, ServerConfig};
-use crate::io::{BoxIo, Prefixed};
 use crate::reply::ClientError;
+use crate::transport::io::{BoxIo, Prefixed};
 use bytes::Bytes;
 use hyper_util::rt::TokioIo;
 use spdy::Version;
@@ -105,7 +105,7 @@ pub(crate) fn accept(
         match on.await {
             Ok(up) => {
                 let io: BoxIo = Box::new(TokioIo::new(up));
-                let r = crate::spdy_server::run(io, Version::V3_1, false, scheme, &cfg, handler);
+                let r = crate::spdy::server::run(io, Version::V3_1, false, scheme, &cfg, handler);
                 if let Err(e) = r.await {
                     tracing::debug!("upgraded SPDY/3.1 session: {e}");
                 }
@@ -213,9 +213,9 @@ pub struct Upgraded {
 }
 
 /// Server side of the handshake on a raw connection (for a server that is not
-/// `speedy serve`, e.g. one running [`crate::mux::Mux`]): reads one HTTP/1.1 request
-/// head, answers 101 and returns the connection ready for SPDY/3.1; answers 400 (not an
-/// upgrade to SPDY/3.1) or 403 (no accepted sub-protocol) and fails otherwise.
+/// `speedy serve`, e.g. one running [`crate::spdy::mux::Mux`]): reads one HTTP/1.1
+/// request head, answers 101 and returns the connection ready for SPDY/3.1; answers 400
+/// (not an upgrade to SPDY/3.1) or 403 (no accepted sub-protocol) and fails otherwise.
 pub async fn server_handshake(
     mut io: BoxIo,
     accepted: &[String],

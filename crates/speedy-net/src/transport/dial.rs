@@ -4,8 +4,8 @@
 //! the HTTP/1.1 `Upgrade`, the pipelined HTTP/1.1 connection) and the load generator
 //! take these from here; nothing here reaches back up to the client.
 
-use crate::io::BoxIo;
 use crate::reply::ClientError;
+use crate::transport::io::BoxIo;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpStream;
@@ -72,7 +72,11 @@ pub(crate) async fn tls_dial(
     let s = tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)
         .await
-        .map_err(|e| ClientError::Connect(crate::tls::explain_handshake_error(host, port, &e)))?;
+        .map_err(|e| {
+            ClientError::Connect(crate::transport::tls::explain_handshake_error(
+                host, port, &e,
+            ))
+        })?;
     let conn = s.get_ref().1;
     let alpn = conn
         .alpn_protocol()

@@ -13,9 +13,9 @@
 //! public address.
 
 use crate::body::Body;
-use crate::dial::unspecified_for;
 use crate::handler::{Handler, Request, ServerConfig};
 use crate::reply::ClientError;
+use crate::transport::dial::unspecified_for;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::io;
 use std::net::SocketAddr;

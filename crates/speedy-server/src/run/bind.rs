@@ -60,7 +60,7 @@ pub(super) fn use_pair(
 pub(super) fn tcp_series(
     path: Option<&Path>,
     interval_ms: u64,
-) -> Result<Option<Arc<speedy_net::sockinfo::TcpSeries>>, String> {
+) -> Result<Option<Arc<speedy_net::transport::sockinfo::TcpSeries>>, String> {
     let Some(p) = path else { return Ok(None) };
     if interval_ms == 0 {
         return Err("--tcp-interval-ms 0: at least 1".into());
@@ -68,7 +68,7 @@ pub(super) fn tcp_series(
     let f =
         std::fs::File::create(p).map_err(|e| named(format!("--tcp-series {}", p.display()), &e))?;
     let interval = Duration::from_millis(interval_ms);
-    Ok(Some(speedy_net::sockinfo::TcpSeries::start(
+    Ok(Some(speedy_net::transport::sockinfo::TcpSeries::start(
         std::io::BufWriter::new(f),
         interval,
     )))

@@ -85,7 +85,7 @@ impl Serving {
             tasks.spawn(speedy_net::h3::serve_h3(l, cfg.clone(), handler.clone()));
         }
         for s in udp.udp_get {
-            tasks.spawn(speedy_net::udp_get::serve_udp_get(
+            tasks.spawn(speedy_net::transport::udp_get::serve_udp_get(
                 s,
                 cfg.clone(),
                 handler.clone(),

@@ -1,6 +1,6 @@
 //! `speedy kube`: Kubernetes' exec and port-forward streams over SPDY/3.1, as kubectl
 //! speaks them to an API server or a kubelet (plain http:// endpoints; the protocol is in
-//! `speedy_net::kube`).
+//! `speedy_net::spdy::kube`).
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -79,7 +79,7 @@ pub async fn run(a: KubeArgs) -> Result<u8> {
                         .with_context(|| format!("--stdin {}", p.display()))?,
                 )),
             };
-            match speedy_net::kube::exec(
+            match speedy_net::spdy::kube::exec(
                 &authority,
                 &path,
                 input,
@@ -108,11 +108,11 @@ pub async fn run(a: KubeArgs) -> Result<u8> {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", local))
                 .await
                 .with_context(|| format!("listening on 127.0.0.1:{local}"))?;
-            let (mux, _) = speedy_net::kube::connect(
+            let (mux, _) = speedy_net::spdy::kube::connect(
                 &authority,
                 "POST",
                 &path,
-                &[speedy_net::kube::PORT_FORWARD_PROTOCOL],
+                &[speedy_net::spdy::kube::PORT_FORWARD_PROTOCOL],
             )
             .await
             .with_context(|| url.clone())?;
@@ -135,7 +135,7 @@ pub async fn run(a: KubeArgs) -> Result<u8> {
                         let mux = mux.clone();
                         let id = accepted as u32;
                         tasks.spawn(async move {
-                            speedy_net::kube::forward(&mux, remote, id, conn).await
+                            speedy_net::spdy::kube::forward(&mux, remote, id, conn).await
                         });
                     }
                     _ = tokio::signal::ctrl_c() => break,

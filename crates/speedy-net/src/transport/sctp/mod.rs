@@ -3,7 +3,7 @@
 //!
 //! Each association is one task that owns the [`sctp_proto::Association`] and hands
 //! the SPDY connection loop an ordinary byte stream ([`BoxIo`]): the session runs on
-//! [`crate::spdy_conn::run`] unchanged, and [`route::Router`] maps its frames onto SCTP
+//! [`crate::spdy::conn::run`] unchanged, and [`route::Router`] maps its frames onto SCTP
 //! streams (control frames on stream 0, each SPDY stream's DATA on its own stream) and
 //! back. The mapping is specified in `docs/sctp.md`. A server's [`SctpListener`] is one
 //! UDP socket and one endpoint task that routes datagrams to the association tasks; a
@@ -20,7 +20,7 @@ pub mod counters;
 pub mod packet;
 pub mod route;
 
-use crate::io::BoxIo;
+use crate::transport::io::BoxIo;
 use bytes::{Buf, Bytes};
 use sctp_proto::{
     Association, AssociationHandle, ClientConfig, DatagramEvent, Endpoint, EndpointConfig,
@@ -70,11 +70,11 @@ impl SctpConfig {
 /// SCTP options must be left at their defaults (bundling on, no RTO.Initial), else an
 /// error naming the option given without `sctp`.
 pub fn client_config(
-    carrier: crate::Carrier,
+    carrier: crate::protocol::Carrier,
     cookie_bundling: bool,
     rto_initial_ms: Option<u32>,
 ) -> Result<Option<SctpConfig>, String> {
-    if carrier != crate::Carrier::Sctp {
+    if carrier != crate::protocol::Carrier::Sctp {
         if !cookie_bundling {
             return Err("--no-cookie-bundling: only with --transport sctp".into());
         }
@@ -298,7 +298,7 @@ fn grow_buffers(sock: &UdpSocket) {
 /// allows (in the COOKIE ECHO's packet with bundling). A handshake that fails ends the
 /// stream with the reason as the read error.
 pub async fn dial(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<BoxIo> {
-    let sock = UdpSocket::bind(crate::dial::unspecified_for(addr)).await?;
+    let sock = UdpSocket::bind(crate::transport::dial::unspecified_for(addr)).await?;
     sock.connect(addr).await?;
     grow_buffers(&sock);
     let mut endpoint = Endpoint::new(endpoint_config(), None);
