@@ -10,9 +10,9 @@ mod support;
 use bytes::Bytes;
 use spdy::session::Event;
 use spdy::{RstStatus, Version};
+use speedy_test_support::raw::{closed_within, connect, h2t, http1_get_ok, H2Raw, SpdyClient};
 use std::io::Write;
 use std::time::{Duration, Instant};
-use support::raw::{closed_within, connect, h2t, http1_get_ok, H2Raw, SpdyClient};
 use support::{proc_status_kib, Server, TempDir};
 
 /// Peak RSS of a server through any one case. An idle debug server sits near 10 MiB;

@@ -1,9 +1,11 @@
 //! End-to-end tests of `speedy serve` and `speedy fetch` through the real program, on
 //! loopback: every protocol over TCP and TLS, push, echo, errors and safety of the root.
+//! The file server's answers to raw HTTP/1.1 are tested in-process, in
+//! `crates/speedy-server/tests/serve_files.rs`.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -369,20 +371,6 @@ fn never_serves_files_outside_the_root() {
 }
 
 #[test]
-fn raw_http1_and_spdy_share_the_port() {
-    let root = site();
-    let srv = serve(&root, &[]);
-    let mut s = std::net::TcpStream::connect(&srv.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
-    assert!(resp.ends_with("<html>hi</html>"));
-}
-
-#[test]
 fn verbose_fetch_prints_frames() {
     let root = site();
     let srv = serve(&root, &[]);
@@ -462,90 +450,4 @@ fn speaks_http2_to_curl_over_h2c_and_tls() {
         );
         assert_eq!(sha(&out), sha(&root.join("big.bin")));
     }
-}
-
-/// Splits HTTP/1.1 responses read to the end of the connection: (head lines, body) each;
-/// a response to HEAD (`heads[i]`) has no body whatever its `content-length` says.
-fn split_responses(mut raw: &[u8], heads: &[bool]) -> Vec<(Vec<String>, Vec<u8>)> {
-    let mut out = Vec::new();
-    for &head_only in heads {
-        let end = raw
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .unwrap_or_else(|| panic!("response {} incomplete", out.len()));
-        let lines: Vec<String> = String::from_utf8(raw[..end].to_vec())
-            .unwrap()
-            .split("\r\n")
-            .map(str::to_string)
-            .collect();
-        let len: usize = lines
-            .iter()
-            .find_map(|l| l.strip_prefix("content-length: "))
-            .map_or(0, |v| v.parse().unwrap());
-        let body_len = if head_only { 0 } else { len };
-        out.push((lines, raw[end + 4..end + 4 + body_len].to_vec()));
-        raw = &raw[end + 4 + body_len..];
-    }
-    assert!(
-        raw.is_empty(),
-        "{} bytes after the last response",
-        raw.len()
-    );
-    out
-}
-
-#[test]
-fn http1_answers_files_from_memory_and_hands_the_rest_to_hyper_in_order() {
-    let root = site();
-    let srv = serve(&root, &[]);
-    let mut s = std::net::TcpStream::connect(&srv.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    // Pipelined in one write: four requests answered from memory (one a HEAD, one a
-    // 300 KB body), then ones that are not (a body, a POST, Connection: close).
-    let reqs = "GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n\
-                HEAD /a.css HTTP/1.1\r\nHost: x\r\n\r\n\
-                GET /sub/b.js?v=1 HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n\
-                GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n\
-                GET /index.html HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n\
-                POST /a.css HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi\
-                GET /a.css HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    s.write_all(reqs.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let r = split_responses(&raw, &[false, true, false, false, false, false, false]);
-    let status: Vec<&str> = r.iter().map(|(h, _)| h[0].as_str()).collect();
-    assert_eq!(
-        status,
-        [
-            "HTTP/1.1 200 OK",
-            "HTTP/1.1 200 OK",
-            "HTTP/1.1 200 OK",
-            "HTTP/1.1 200 OK",
-            "HTTP/1.1 200 OK",
-            "HTTP/1.1 405 Method Not Allowed",
-            "HTTP/1.1 200 OK"
-        ]
-    );
-    let file = |p: &str| std::fs::read(root.join(p)).unwrap();
-    assert_eq!(r[0].1, file("index.html"));
-    assert!(
-        r[1].0.contains(&"content-length: 6".to_string()),
-        "{:?}",
-        r[1].0
-    );
-    assert_eq!(r[2].1, file("sub/b.js"));
-    assert_eq!(r[3].1, file("big.bin"));
-    assert_eq!(r[4].1, file("index.html"));
-    assert_eq!(r[6].1, file("a.css"));
-    // The same answer from memory (0) and from hyper (4): the same head but the date.
-    let undated = |h: &[String]| -> Vec<String> {
-        h.iter()
-            .map(|l| match l.strip_prefix("date: ") {
-                Some(_) => "date: …".to_string(),
-                None => l.clone(),
-            })
-            .collect()
-    };
-    assert_eq!(undated(&r[0].0), undated(&r[4].0));
-    assert_eq!(r[0].0.len(), 4, "{:?}", r[0].0);
 }

@@ -8,9 +8,9 @@ mod support;
 
 use spdy::session::Event;
 use spdy::Version;
+use speedy_test_support::raw::{closed_within, connect, h2t, H2Raw, SpdyClient};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
-use support::raw::{closed_within, connect, h2t, H2Raw, SpdyClient};
 use support::{Server, TempDir};
 
 const SIZE: u64 = 200_000_000;

@@ -12,8 +12,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// The SPDY DATA frame size for a stream alone on its session, serving `root`.
-const LONE_DATA_FRAME: usize = 64 * 1024;
+/// The SPDY DATA frame size for a stream alone on its session, serving `--root`: a
+/// download alone goes out in 64 KiB frames (8 KiB once another stream has data).
+pub const LONE_DATA_FRAME: usize = 64 * 1024;
 
 /// Runs `speedy serve` as `spec` asks: checks it, binds every listener, writes the
 /// start-up lines ([`ServeStartup`]) to `out`, and serves until SIGTERM/SIGINT and the

@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 pub mod interop;
-pub mod raw;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

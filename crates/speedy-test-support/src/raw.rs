@@ -1,7 +1,10 @@
-//! Hand-driven peers for the abuse and shutdown tests: a SPDY client on a blocking socket
-//! (the sans-IO `spdy::Session` does the protocol), a minimal HTTP/2 framer (enough to
-//! send a request or hostile header frames and to see DATA, GOAWAY and RST_STREAM), and a
-//! plain HTTP/1.1 request. Every read has a timeout; every loop is bounded by a deadline.
+//! Hand-driven peers for tests that watch how a server answers on the wire: a SPDY
+//! client on a blocking socket (the sans-IO `spdy::Session` does the protocol), a minimal
+//! HTTP/2 framer (enough to send a request or hostile header frames and to see DATA,
+//! GOAWAY and RST_STREAM), and a plain HTTP/1.1 request. Every read has a timeout; every
+//! loop is bounded by a deadline. Addresses are `IP:PORT` strings, as
+//! [`TestServer::addr`](crate::TestServer::addr) and `speedy serve`'s start-up line give
+//! them.
 
 use spdy::session::{Config, Event, OutBuf, Role, Session};
 use spdy::{Headers, StreamId, Version};

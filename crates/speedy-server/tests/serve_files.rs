@@ -1,0 +1,164 @@
+//! `speedy serve --root`'s file server on the wire, in-process: a [`FileServer`] behind
+//! `speedy_net::server::serve` on loopback ([`TestServer`]), configured as `speedy serve`
+//! configures it, driven by hand over raw sockets. (Moved from the binary's
+//! `crates/speedy/tests/serve_fetch.rs`, which keeps what needs `speedy fetch`.)
+
+use speedy_net::server::ServerConfig;
+use speedy_server::files::FileServer;
+use speedy_server::spec::ServeSpec;
+use speedy_test_support::TestServer;
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use speedy_server::run::LONE_DATA_FRAME;
+
+/// A temporary site directory, removed on drop.
+struct Site(PathBuf);
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Site {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// The site `serve_fetch.rs` serves: a page, a style sheet, a script in a folder and a
+/// 300 KB binary.
+fn site() -> Site {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!("speedy-files-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("index.html"), "<html>hi</html>").unwrap();
+    std::fs::write(dir.join("a.css"), "body{}").unwrap();
+    std::fs::write(dir.join("sub/b.js"), "x=1").unwrap();
+    let big: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(dir.join("big.bin"), big).unwrap();
+    Site(dir)
+}
+
+/// What `speedy serve --root ROOT` runs, in-process: the file server (no push map, echo
+/// or reset paths) with the command's default limits and SPDY settings.
+fn serve(root: &Path) -> TestServer {
+    let spec = ServeSpec::default();
+    let mut cfg = ServerConfig::default();
+    spec.apply_limits(&mut cfg);
+    spec.apply_spdy(&mut cfg);
+    cfg.spdy.lone_data_frame = LONE_DATA_FRAME;
+    let root = root.canonicalize().unwrap();
+    let files = FileServer::new(root, HashMap::new(), false, HashSet::new());
+    TestServer::start(Arc::new(files), cfg)
+}
+
+#[test]
+fn raw_http1_and_spdy_share_the_port() {
+    let root = site();
+    let srv = serve(&root);
+    let mut s = std::net::TcpStream::connect(srv.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    assert!(resp.ends_with("<html>hi</html>"));
+}
+
+/// Splits HTTP/1.1 responses read to the end of the connection: (head lines, body) each;
+/// a response to HEAD (`heads[i]`) has no body whatever its `content-length` says.
+fn split_responses(mut raw: &[u8], heads: &[bool]) -> Vec<(Vec<String>, Vec<u8>)> {
+    let mut out = Vec::new();
+    for &head_only in heads {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("response {} incomplete", out.len()));
+        let lines: Vec<String> = String::from_utf8(raw[..end].to_vec())
+            .unwrap()
+            .split("\r\n")
+            .map(str::to_string)
+            .collect();
+        let len: usize = lines
+            .iter()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .map_or(0, |v| v.parse().unwrap());
+        let body_len = if head_only { 0 } else { len };
+        out.push((lines, raw[end + 4..end + 4 + body_len].to_vec()));
+        raw = &raw[end + 4 + body_len..];
+    }
+    assert!(
+        raw.is_empty(),
+        "{} bytes after the last response",
+        raw.len()
+    );
+    out
+}
+
+#[test]
+fn http1_answers_files_from_memory_and_hands_the_rest_to_hyper_in_order() {
+    let root = site();
+    let srv = serve(&root);
+    let mut s = std::net::TcpStream::connect(srv.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // Pipelined in one write: four requests answered from memory (one a HEAD, one a
+    // 300 KB body), then ones that are not (a body, a POST, Connection: close).
+    let reqs = "GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n\
+                HEAD /a.css HTTP/1.1\r\nHost: x\r\n\r\n\
+                GET /sub/b.js?v=1 HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n\
+                GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n\
+                GET /index.html HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n\
+                POST /a.css HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi\
+                GET /a.css HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    s.write_all(reqs.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let r = split_responses(&raw, &[false, true, false, false, false, false, false]);
+    let status: Vec<&str> = r.iter().map(|(h, _)| h[0].as_str()).collect();
+    assert_eq!(
+        status,
+        [
+            "HTTP/1.1 200 OK",
+            "HTTP/1.1 200 OK",
+            "HTTP/1.1 200 OK",
+            "HTTP/1.1 200 OK",
+            "HTTP/1.1 200 OK",
+            "HTTP/1.1 405 Method Not Allowed",
+            "HTTP/1.1 200 OK"
+        ]
+    );
+    let file = |p: &str| std::fs::read(root.join(p)).unwrap();
+    assert_eq!(r[0].1, file("index.html"));
+    assert!(
+        r[1].0.contains(&"content-length: 6".to_string()),
+        "{:?}",
+        r[1].0
+    );
+    assert_eq!(r[2].1, file("sub/b.js"));
+    assert_eq!(r[3].1, file("big.bin"));
+    assert_eq!(r[4].1, file("index.html"));
+    assert_eq!(r[6].1, file("a.css"));
+    // The same answer from memory (0) and from hyper (4): the same head but the date.
+    let undated = |h: &[String]| -> Vec<String> {
+        h.iter()
+            .map(|l| match l.strip_prefix("date: ") {
+                Some(_) => "date: …".to_string(),
+                None => l.clone(),
+            })
+            .collect()
+    };
+    assert_eq!(undated(&r[0].0), undated(&r[4].0));
+    assert_eq!(r[0].0.len(), 4, "{:?}", r[0].0);
+}
