@@ -5,6 +5,7 @@
 
 use speedy_net::server::ServerConfig;
 use speedy_server::files::FileServer;
+use speedy_server::run::LONE_DATA_FRAME;
 use speedy_server::spec::ServeSpec;
 use speedy_test_support::TestServer;
 use std::collections::{HashMap, HashSet};
@@ -12,8 +13,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-use speedy_server::run::LONE_DATA_FRAME;
 
 /// A temporary site directory, removed on drop.
 struct Site(PathBuf);
