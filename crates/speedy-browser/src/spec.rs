@@ -192,25 +192,9 @@ impl LoadSpec {
     /// Reads a spec file: JSON, or TOML when the name ends in `.toml`; `-` reads JSON
     /// from standard input. Unknown keys are errors naming the key.
     pub fn read(path: &Path) -> Result<LoadSpec, String> {
-        let named = |e: &dyn std::fmt::Display| format!("--spec {}: {e}", path.display());
-        let text = if path == Path::new("-") {
-            std::io::read_to_string(std::io::stdin()).map_err(|e| named(&e))?
-        } else {
-            std::fs::read_to_string(path).map_err(|e| named(&e))?
-        };
-        let spec: LoadSpec = if path.extension().is_some_and(|e| e == "toml") {
-            toml::from_str(&text).map_err(|e| named(&e))?
-        } else {
-            serde_json::from_str(&text).map_err(|e| named(&e))?
-        };
-        if spec.version != LOAD_SPEC_VERSION {
-            return Err(named(&format!(
-                "version {}: this speedy reads version {LOAD_SPEC_VERSION}",
-                spec.version
-            )));
-        }
+        let spec = speedy_net::text::read_spec(path, LOAD_SPEC_VERSION, |s: &LoadSpec| s.version)?;
         if spec.url.is_empty() {
-            return Err(named(&"no url"));
+            return Err(format!("--spec {}: no url", path.display()));
         }
         Ok(spec)
     }

@@ -78,6 +78,36 @@ pub mod secs {
     }
 }
 
+/// Reads a program's spec file (`--spec FILE`): JSON, or TOML when the name ends in
+/// `.toml`; `-` reads JSON from standard input. Unknown keys (the specs deny them) and a
+/// format version other than `want` (`version_of` the spec read) are errors naming the
+/// file: `--spec FILE: ...`. The one reader of `speedy load`, `serve`, `proxy` and
+/// `fetch`'s specs.
+pub fn read_spec<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+    want: u32,
+    version_of: impl Fn(&T) -> u32,
+) -> Result<T, String> {
+    let named = |e: &dyn std::fmt::Display| format!("--spec {}: {e}", path.display());
+    let text = if path == std::path::Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| named(&e))?
+    } else {
+        std::fs::read_to_string(path).map_err(|e| named(&e))?
+    };
+    let spec: T = if path.extension().is_some_and(|e| e == "toml") {
+        toml::from_str(&text).map_err(|e| named(&e))?
+    } else {
+        serde_json::from_str(&text).map_err(|e| named(&e))?
+    };
+    let version = version_of(&spec);
+    if version != want {
+        return Err(named(&format!(
+            "version {version}: this speedy reads version {want}"
+        )));
+    }
+    Ok(spec)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::Protocol;

@@ -282,24 +282,7 @@ impl Default for ProxySpec {
 /// Reads a spec file: JSON, or TOML when the name ends in `.toml`; `-` reads JSON from
 /// standard input. Unknown keys and another format version are errors naming the file.
 pub fn read_spec<T: DeserializeOwned + Versioned>(path: &Path) -> Result<T, String> {
-    let named = |e: &dyn std::fmt::Display| format!("--spec {}: {e}", path.display());
-    let text = if path == Path::new("-") {
-        std::io::read_to_string(std::io::stdin()).map_err(|e| named(&e))?
-    } else {
-        std::fs::read_to_string(path).map_err(|e| named(&e))?
-    };
-    let spec: T = if path.extension().is_some_and(|e| e == "toml") {
-        toml::from_str(&text).map_err(|e| named(&e))?
-    } else {
-        serde_json::from_str(&text).map_err(|e| named(&e))?
-    };
-    if spec.version() != SPEC_VERSION {
-        return Err(named(&format!(
-            "version {}: this speedy reads version {SPEC_VERSION}",
-            spec.version()
-        )));
-    }
-    Ok(spec)
+    speedy_net::text::read_spec(path, SPEC_VERSION, |s: &T| s.version())
 }
 
 /// A spec with a format version.

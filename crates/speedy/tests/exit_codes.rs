@@ -255,6 +255,69 @@ fn fetch_without_a_response_exits_1() {
 }
 
 #[test]
+fn fetch_from_its_printed_spec_fetches_what_the_flags_do() {
+    let (dir, srv) = site("fetch-spec", true);
+    let base = format!("https://{}", srv.addr);
+    let (a, b) = (format!("{base}/a.html"), format!("{base}/b.css"));
+    let flags = [
+        "-k",
+        "--protocol",
+        "h2",
+        "--concurrency",
+        "2",
+        "--no-crime-safe",
+        "-o",
+        "a.out",
+        &a,
+        &b,
+    ];
+    // What the lines say of the responses, without the timing, in URL order (they come
+    // as the responses end).
+    let what = |o: &Output| -> Vec<String> {
+        let mut w: Vec<String> = json_lines(o)
+            .iter()
+            .map(|l| {
+                let keys = ["url", "status", "protocol", "bytes", "sha256"];
+                keys.map(|k| l[k].to_string()).join(" ")
+            })
+            .collect();
+        w.sort();
+        w
+    };
+    let by_flags = speedy(&dir, &[&["fetch"][..], &flags].concat());
+    assert_eq!(by_flags.status.code(), Some(0), "{}", stderr(&by_flags));
+    let body = std::fs::read(dir.join("a.out")).unwrap();
+    std::fs::remove_file(dir.join("a.out")).unwrap();
+    // --print-spec prints the spec and fetches nothing.
+    let printed = speedy(&dir, &[&["fetch"][..], &flags, &["--print-spec"]].concat());
+    assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
+    assert!(!dir.join("a.out").exists());
+    let spec: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    assert_eq!(spec["urls"], serde_json::json!([a, b]), "{spec}");
+    assert_eq!(
+        (&spec["protocol"], &spec["crime_safe"]),
+        (&Value::from("h2"), &Value::from(false))
+    );
+    std::fs::write(dir.join("f.json"), &printed.stdout).unwrap();
+    let by_spec = speedy(&dir, &["fetch", "--spec", "f.json"]);
+    assert_eq!(by_spec.status.code(), Some(0), "{}", stderr(&by_spec));
+    assert_eq!(what(&by_spec), what(&by_flags));
+    assert_eq!(what(&by_spec).len(), 2);
+    assert_eq!(std::fs::read(dir.join("a.out")).unwrap(), body);
+    // --spec goes alone.
+    let o = speedy(&dir, &["fetch", "--spec", "f.json", &a]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A misspelt key: exit 2, the key named.
+    let text =
+        String::from_utf8_lossy(&printed.stdout).replace("\"concurrency\"", "\"concurency\"");
+    std::fs::write(dir.join("bad.json"), text).unwrap();
+    let o = speedy(&dir, &["fetch", "--spec", "bad.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--spec bad.json"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("concurency"), "{}", stderr(&o));
+}
+
+#[test]
 fn https_to_a_plain_port_says_so_in_words() {
     let (dir, srv) = site("plain-port", false);
     let url = format!("https://{}/a.html", srv.addr);

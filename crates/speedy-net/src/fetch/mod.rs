@@ -9,13 +9,16 @@
 //! as it ends; printing them is the caller's business.
 //!
 //! `origin.rs` runs one connection's requests, `response.rs` reads one response to its
-//! end, `schedule.rs` holds the [`Schedule`].
+//! end, `schedule.rs` holds the [`Schedule`], `spec.rs` the command's [`FetchSpec`] that
+//! makes the [`FetchOptions`].
 
 mod origin;
 mod response;
 mod schedule;
+mod spec;
 
 pub use schedule::Schedule;
+pub use spec::{FetchSpec, FETCH_SPEC_VERSION};
 
 use crate::client::{ClientConfig, ClientError, Http1Mode, Protocol};
 use crate::fetch_record::{FetchLine, ProgressLine};
