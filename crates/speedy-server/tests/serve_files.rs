@@ -3,41 +3,21 @@
 //! configures it, driven by hand over raw sockets. (Moved from the binary's
 //! `crates/speedy/tests/serve_fetch.rs`, which keeps what needs `speedy fetch`.)
 
-use speedy_net::server::ServerConfig;
 use speedy_server::files::FileServer;
-use speedy_server::run::LONE_DATA_FRAME;
+use speedy_server::run::files_config;
 use speedy_server::spec::ServeSpec;
-use speedy_test_support::TestServer;
+use speedy_test_support::{TempDir, TestServer};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A temporary site directory, removed on drop.
-struct Site(PathBuf);
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl std::ops::Deref for Site {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
 /// The site `serve_fetch.rs` serves: a page, a style sheet, a script in a folder and a
 /// 300 KB binary.
-fn site() -> Site {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("speedy-files-{}-{nanos}", std::process::id()));
+fn site() -> TempDir {
+    let site = TempDir::new("files");
+    let dir = site.to_path_buf();
     std::fs::create_dir_all(dir.join("sub")).unwrap();
     std::fs::write(dir.join("index.html"), "<html>hi</html>").unwrap();
     std::fs::write(dir.join("a.css"), "body{}").unwrap();
@@ -46,17 +26,13 @@ fn site() -> Site {
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
     std::fs::write(dir.join("big.bin"), big).unwrap();
-    Site(dir)
+    site
 }
 
 /// What `speedy serve --root ROOT` runs, in-process: the file server (no push map, echo
 /// or reset paths) with the command's default limits and SPDY settings.
 fn serve(root: &Path) -> TestServer {
-    let spec = ServeSpec::default();
-    let mut cfg = ServerConfig::default();
-    spec.apply_limits(&mut cfg);
-    spec.apply_spdy(&mut cfg);
-    cfg.spdy.lone_data_frame = LONE_DATA_FRAME;
+    let cfg = files_config(&ServeSpec::default()).unwrap();
     let root = root.canonicalize().unwrap();
     let files = FileServer::new(root, HashMap::new(), false, HashSet::new());
     TestServer::start(Arc::new(files), cfg)

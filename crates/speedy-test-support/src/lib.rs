@@ -20,5 +20,7 @@
 
 pub mod raw;
 mod server;
+mod tempdir;
 
 pub use server::{with_self_signed_tls, TestServer};
+pub use tempdir::TempDir;

@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use speedy_test_support::TempDir;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,28 +25,9 @@ impl Drop for Server {
     }
 }
 
-/// A temporary site directory, removed on drop.
-struct Site(PathBuf);
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl std::ops::Deref for Site {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-fn site() -> Site {
-    let dir = std::env::temp_dir().join(format!(
-        "speedy-e2e-{}-{}",
-        std::process::id(),
-        rand_suffix()
-    ));
+fn site() -> TempDir {
+    let site = TempDir::new("e2e");
+    let dir = site.to_path_buf();
     std::fs::create_dir_all(dir.join("sub")).unwrap();
     std::fs::write(dir.join("index.html"), "<html>hi</html>").unwrap();
     std::fs::write(dir.join("a.css"), "body{}").unwrap();
@@ -59,7 +41,7 @@ fn site() -> Site {
         "# comment\n/index.html: /a.css /sub/b.js\n",
     )
     .unwrap();
-    Site(dir)
+    site
 }
 
 fn rand_suffix() -> u128 {

@@ -37,7 +37,7 @@ fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> S
 }
 
 /// The server a variant loads from.
-pub(super) fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
+fn server_key(corpora: &Corpora, exp: &Experiment, v: usize) -> ServerKey {
     // The CA directory is the lane's, the same for every variant.
     let spec = serve_spec(corpora, exp, v, Path::new(""));
     serde_json::to_string(&spec).expect("a ServeSpec serializes")
@@ -143,6 +143,8 @@ pub(super) struct Lane<'a> {
     /// The namespaces' own default congestion control, for variants that name none.
     default_cc: String,
     servers: Servers,
+    /// Per variant, the key of its server in `servers` (and `proxies`).
+    keys: Vec<ServerKey>,
     proxies: HashMap<ServerKey, ProxyServer>,
     /// Each page's last HAR in this lane (client prefetch learns from it).
     last_har: HashMap<String, PathBuf>,
@@ -186,6 +188,9 @@ impl<'a> Lane<'a> {
         .to_string();
         let servers = start_servers(exp, opts, &topo, corpora, sh.ca_dir)?;
         let proxies = start_proxies(exp, opts, &topo, corpora, sh.ca_dir, &servers, net, lane)?;
+        let keys = (0..exp.variants.len())
+            .map(|v| server_key(corpora, exp, v))
+            .collect();
         Ok(Lane {
             sh,
             net,
@@ -193,6 +198,7 @@ impl<'a> Lane<'a> {
             topo,
             default_cc,
             servers,
+            keys,
             proxies,
             last_har: HashMap::new(),
         })
@@ -229,9 +235,9 @@ impl<'a> Lane<'a> {
         let rel = file("hars", "har");
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
-        let skey = server_key(corpora, exp, job.variant);
-        let resolve = self.servers[&skey].resolve();
-        let proxy = variant.proxy.as_ref().map(|_| &self.proxies[&skey]);
+        let skey = &self.keys[job.variant];
+        let resolve = self.servers[skey].resolve();
+        let proxy = variant.proxy.as_ref().map(|_| &self.proxies[skey]);
         let series_from = proxy.map(|p| probes::file_len(&p.series));
         let spec = load::spec(
             exp,

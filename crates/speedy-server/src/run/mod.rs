@@ -12,7 +12,7 @@ mod serve;
 mod signal;
 
 pub use proxy::proxy;
-pub use serve::{serve, LONE_DATA_FRAME};
+pub use serve::{files_config, serve};
 use signal::Serving;
 
 use std::path::Path;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 /// The SPDY DATA frame size for a stream alone on its session, serving `--root`: a
 /// download alone goes out in 64 KiB frames (8 KiB once another stream has data).
-pub const LONE_DATA_FRAME: usize = 64 * 1024;
+const LONE_DATA_FRAME: usize = 64 * 1024;
 
 /// Runs `speedy serve` as `spec` asks: checks it, binds every listener, writes the
 /// start-up lines ([`ServeStartup`]) to `out`, and serves until SIGTERM/SIGINT and the
@@ -41,6 +41,16 @@ fn server_config(spec: &ServeSpec) -> Result<ServerConfig, String> {
     Ok(cfg)
 }
 
+/// The server configuration `--root` serves files with: the spec's limits, SPDY
+/// settings and TCP series, and 64 KiB DATA frames for a download alone on its session
+/// (archive replay keeps 8 KiB throughout, as the lab's SPDY loads have always been
+/// framed). TLS is set apart.
+pub fn files_config(spec: &ServeSpec) -> Result<ServerConfig, String> {
+    let mut cfg = server_config(spec)?;
+    cfg.spdy.lone_data_frame = LONE_DATA_FRAME;
+    Ok(cfg)
+}
+
 /// `root`: binds `listen` (and UDP beside it) and announces the files of the directory.
 async fn bind_files(spec: &ServeSpec, out: impl Write) -> Result<Serving, String> {
     let root_arg = spec.root.as_ref().expect("checked: root or archive");
@@ -54,11 +64,7 @@ async fn bind_files(spec: &ServeSpec, out: impl Write) -> Result<Serving, String
         Some(p) => parse_push_map(p)?,
         None => HashMap::new(),
     };
-    let mut cfg = server_config(spec)?;
-    // Files: a download alone on its session goes out in 64 KiB DATA frames (8 KiB once
-    // another stream has data). Archive replay keeps 8 KiB throughout, as the lab's
-    // SPDY loads have always been framed.
-    cfg.spdy.lone_data_frame = LONE_DATA_FRAME;
+    let mut cfg = files_config(spec)?;
     set_tls(
         &mut cfg,
         spec.tls_self_signed,

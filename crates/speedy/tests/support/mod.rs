@@ -115,34 +115,9 @@ impl Drop for Server {
     }
 }
 
-/// A temporary directory, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    /// A fresh directory named after `tag`, this process and the time.
-    pub fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!("speedy-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
+/// A temporary directory, removed on drop (shared with the crates' in-process tests).
+#[allow(unused_imports)] // each test binary uses a part of this module (dead_code above)
+pub use speedy_test_support::TempDir;
 
 /// A field of `/proc/PID/status` in KiB (`VmRSS`, `VmHWM`).
 pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
