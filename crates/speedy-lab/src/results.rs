@@ -28,6 +28,10 @@ pub struct Row {
     /// file's hash); `lab merge` refuses to mix builds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<String>,
+    /// The kernel the load ran on (its release, `uname -r`); absent in rows written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     /// Page name (archive page).
     pub page: String,
     /// Network name.

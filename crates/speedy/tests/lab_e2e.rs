@@ -207,6 +207,32 @@ notsent_lowat = 16384
         keys(&merged.join("results.jsonl")),
         keys(&out.join("results.jsonl"))
     );
+    // The merged shards against the unsharded run: every network × variant compared over
+    // both pages, the builds equal, as text and as JSON.
+    let o = Command::new(BIN)
+        .args(["lab", "compare"])
+        .arg(&out)
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("change B vs A (95% CI)"), "{text}");
+    assert!(!text.contains("build:"), "one build made both: {text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("spdy") && l.contains("4/4")),
+        "{text}"
+    );
+    let o = Command::new(BIN)
+        .args(["lab", "compare", "--json"])
+        .arg(&out)
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["cells"].as_array().unwrap().len(), 2, "{j}");
+    assert_eq!(j["cells"][0]["pages"], 2, "{j}");
     std::fs::remove_file(sharded.join("results-shard1of2.jsonl")).unwrap();
     let o = Command::new(BIN)
         .args(["lab", "merge"])

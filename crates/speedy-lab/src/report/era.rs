@@ -296,9 +296,12 @@ pub fn conditions_section(cx: &mut Ctx) -> String {
     let names: Vec<&str> = WHITEPAPER.iter().map(|(k, _)| *k).collect();
     let mut header: Vec<(&str, bool)> = vec![("Variant", true)];
     header.extend(names.iter().map(|n| (*n, true)));
-    header.push(("Not as in the whitepaper", true));
-    let mut rows = Vec::new();
-    for v in &cx.stats.variants {
+    // The whitepaper's own conditions first, so each column reads against them.
+    let mut wp = vec![Cell::raw("<i>the whitepaper</i>".into(), "l")];
+    wp.extend(WHITEPAPER.iter().map(|(_, v)| Cell::text(v)));
+    let mut rows = vec![(wp, false)];
+    let mut notes = Vec::new();
+    for (i, v) in cx.stats.variants.iter().enumerate() {
         let conds = variant_conditions(cx, &v.name);
         let mut cells = vec![Cell::raw(
             html::swatch(cx.style(&v.name).colour, &cx.variant_label(&v.name)),
@@ -315,21 +318,31 @@ pub fn conditions_section(cx: &mut Ctx) -> String {
             }
             cells.push(Cell::text(got));
         }
-        cells.push(Cell::text(if differs.is_empty() {
-            "—".to_string()
-        } else {
-            differs.join(", ")
-        }));
-        rows.push((cells, false));
+        if !differs.is_empty() {
+            notes.push(format!(
+                "<li><b>{}</b>: {}</li>",
+                svg::esc(&v.name),
+                svg::esc(&differs.join(", "))
+            ));
+        }
+        rows.push((cells, i == 0));
     }
     let mut out = table(&header, &rows);
+    if notes.is_empty() {
+        out.push_str(&html::p("Not as in the whitepaper: nothing."));
+    } else {
+        out.push_str(&format!(
+            "<p class=\"note\">Not as in the whitepaper:</p><ul class=\"notes\">{}</ul>",
+            notes.join("")
+        ));
+    }
     out.push_str(&html::p(
         "Recorded per load in results.jsonl. The whitepaper's conditions (lab-facts §6): pages \
          of its era (web-2010: 320 KB, 44 resources, 7 hosts), CUBIC with the RFC 3390 initial \
          window of 3 segments and Linux's loss recovery of 2009 (no RACK, no tail loss probes), \
          SPDY headers in one zlib context (before CRIME), Chrome's 6 connections per host. When the host does not let namespaces use CUBIC the lab runs the \
-         next algorithm the variant names and says so before any load; the column on the right \
-         shows every such difference. – : not recorded, or a TCP setting that a load over QUIC \
+         next algorithm the variant names and says so before any load; the list under the \
+         table shows every such difference. – : not recorded, or a TCP setting that a load over QUIC \
          (h3: its own loss recovery, the variant's congestion control and initial window) or \
          SCTP (its own congestion control and recovery) does not use.",
     ));
@@ -410,7 +423,15 @@ fn table1(cx: &Ctx) -> String {
     let http = HTTP.variant(cx).unwrap_or(HTTP.legacy);
     for (label, role, dsl, dsl_pct, cable, cable_pct) in TABLE1 {
         let var = role.variant(cx).unwrap_or(role.legacy);
-        let mut cells = vec![Cell::text(label), Cell::text(var)];
+        // The variant under the whitepaper's row name, to keep the table narrow.
+        let mut cells = vec![Cell::raw(
+            format!(
+                r#"{}<br><span class="ci">{}</span>"#,
+                svg::esc(label),
+                svg::esc(var)
+            ),
+            "l",
+        )];
         for (profile, ms, p) in [
             ("whitepaper-dsl", dsl, dsl_pct),
             ("whitepaper-cable", cable, cable_pct),
@@ -425,11 +446,10 @@ fn table1(cx: &Ctx) -> String {
                 _ => "–".into(),
             }));
             cells.push(network_speedup_cell(&cx.stats, net, var));
-            cells.push(Cell::num(format!("{ms:.0}")));
             cells.push(Cell::num(if p > 0.0 {
-                format!("{p:.1}%")
+                format!("{ms:.0} ({p:.1}%)")
             } else {
-                "–".into()
+                format!("{ms:.0}")
             }));
         }
         rows.push((cells, false));
@@ -437,18 +457,15 @@ fn table1(cx: &Ctx) -> String {
     let mut out = html::h3("Table 1: average page load times (1% loss)");
     out.push_str(&table(
         &[
-            ("Whitepaper row", true),
-            ("Variant", true),
+            ("Whitepaper row (variant)", true),
             ("DSL ms", false),
             ("DSL reduction", false),
             ("DSL speedup [CI]", false),
-            ("DSL ms (published)", false),
-            ("DSL reduction (published)", false),
+            ("DSL published ms (reduction)", false),
             ("Cable ms", false),
             ("Cable reduction", false),
             ("Cable speedup [CI]", false),
-            ("Cable ms (published)", false),
-            ("Cable reduction (published)", false),
+            ("Cable published ms (reduction)", false),
         ],
         &rows,
     ));
@@ -508,13 +525,22 @@ fn sweep_table(
     out
 }
 
-/// The factor chain: every variant that names the variant it is against, in order.
+/// The factor chain: every SPDY variant that names the HTTP/1.1 variant it is against, in
+/// order (other comparisons with `against`, such as h3 against HTTP/1.1 over TLS, are
+/// not steps of SPDY's chain).
 pub fn factors_section(cx: &mut Ctx) -> String {
+    let http1 = |name: &str| {
+        cx.stats
+            .variant(name)
+            .is_some_and(|v| v.protocol == speedy_net::Protocol::Http1)
+    };
     let steps: Vec<(String, String)> = cx
         .stats
         .variants
         .iter()
+        .filter(|v| matches!(v.protocol, speedy_net::Protocol::Spdy(_)))
         .filter_map(|v| v.against.clone().map(|a| (v.name.clone(), a)))
+        .filter(|(_, a)| http1(a))
         .collect();
     if steps.is_empty() {
         return String::new();

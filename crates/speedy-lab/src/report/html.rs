@@ -17,6 +17,7 @@ nav.toc { background: #f6f7f8; border: 1px solid #e4e4e4; border-radius: 6px;
   padding: 8px 14px; margin: 14px 0; font-size: 14px; }
 nav.toc a { margin-right: 14px; white-space: nowrap; color: #0b5394; }
 table { border-collapse: collapse; margin: 8px 0 6px; font-size: 13.5px; }
+div.tw { overflow-x: auto; max-width: 100%; }
 th, td { padding: 4px 9px; border-bottom: 1px solid #e6e6e6; text-align: right;
   vertical-align: top; }
 th { background: #f3f4f5; font-weight: 600; border-bottom: 2px solid #d5d5d5; }
@@ -141,9 +142,11 @@ impl Cell {
     }
 }
 
-/// A table with a header row; `group_starts` marks rows that start a new group.
+/// A table with a header row; `group_starts` marks rows that start a new group. The
+/// tables are drawn to fit a laptop's window (1,300 pixels); one that would not scrolls
+/// within its own box rather than past the page's edge.
 pub fn table(header: &[(&str, bool)], rows: &[(Vec<Cell>, bool)]) -> String {
-    let mut o = String::from("<table><thead><tr>");
+    let mut o = String::from(r#"<div class="tw"><table><thead><tr>"#);
     for (h, left) in header {
         o.push_str(&format!(
             "<th{}>{}</th>",
@@ -167,7 +170,7 @@ pub fn table(header: &[(&str, bool)], rows: &[(Vec<Cell>, bool)]) -> String {
         }
         o.push_str("</tr>");
     }
-    o.push_str("</tbody></table>");
+    o.push_str("</tbody></table></div>");
     o
 }
 

@@ -25,14 +25,16 @@ mod links;
 mod sctp;
 mod sections;
 mod sst;
+pub(crate) mod summary;
 mod svg;
 mod transport;
 mod waterfall;
 
 pub use har::{parse as parse_har, read as read_har, Load as HarLoad, Object as HarObject};
 pub use links::file_url;
-pub use sections::{summary_text, READING_GUIDE};
+pub use sections::READING_GUIDE;
 pub use sst::{escape, fig7_chart, fig8_chart, fig9_chart};
+pub use summary::{summary_text, text_table};
 
 use crate::results::{read_rows, Row};
 use crate::stats::Stats;

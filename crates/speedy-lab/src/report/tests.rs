@@ -98,15 +98,46 @@ fn text_summary_has_one_line_per_network_and_variant() {
     assert!(lines[1].contains("baseline"), "{t}");
     assert!(lines[2].contains("spdy") && lines[2].contains("1.29×"));
     assert!(
-        lines[2].contains("6250") && lines[2].contains("+13.6% ⚠"),
+        lines[2].contains("6250") && lines[2].contains("+13.6% (") && lines[2].contains("⚠"),
         "{t}"
     );
+    // Every speedup and change carries its interval, and a verdict follows from it.
+    assert!(lines[0].contains("speedup (95% CI)") && lines[0].contains("verdict"));
+    let s = st
+        .network_cell("dsl", "spdy")
+        .unwrap()
+        .speedup
+        .clone()
+        .unwrap();
+    assert!(
+        lines[2].contains(&format!("({:.2}–{:.2})", s.ci.low, s.ci.high)),
+        "{t}"
+    );
+    assert!(lines[2].contains(s.verdict().text()), "{t}");
     assert!(t.contains("⚠ speedup and mean change point opposite ways"));
     // Columns line up: every row is as wide as the widest up to its last column.
     assert_eq!(
         lines[1].find("http1").unwrap(),
         lines[2].find("spdy").unwrap()
     );
+}
+
+#[test]
+fn text_summary_marks_an_encrypted_variant_against_a_plain_baseline() {
+    let mut rows = disagreeing();
+    for r in rows.iter_mut().filter(|r| r.variant == "spdy") {
+        r.variant = "h3".into();
+        r.protocol = speedy_net::Protocol::H3;
+        r.tls = true;
+    }
+    let t = summary_text(&Stats::compute(&rows));
+    assert!(t.contains("http1 †"), "{t}");
+    assert!(
+        t.contains("† h3 and its baseline http1 differ in encryption"),
+        "{t}"
+    );
+    // Both plain: no mark.
+    assert!(!summary_text(&Stats::compute(&disagreeing())).contains('†'));
 }
 
 /// The smallest HAR the report reads.
@@ -304,12 +335,14 @@ fn tcp_settings_are_not_compared_for_loads_over_quic_or_sctp() {
         .expect("a conditions section");
     let end = html[a + 4..].find("<h2 ").map_or(html.len(), |i| a + 4 + i);
     let sec = &html[a..end];
-    // The last cell of each variant's row: how it differs from the whitepaper.
+    // The list under the table: how each variant differs from the whitepaper.
+    // (None listed: no difference.)
     let differs = |variant: &str| {
-        let i = sec.find(&format!("{variant} (")).expect(variant);
-        let row_end = sec[i..].find("</tr>").map_or(sec.len(), |j| i + j);
-        let cells: Vec<&str> = sec[i..row_end].split("<td").collect();
-        cells.last().unwrap().to_string()
+        let Some(i) = sec.find(&format!("<li><b>{variant}</b>")) else {
+            return String::new();
+        };
+        let end = sec[i..].find("</li>").map_or(sec.len(), |j| i + j);
+        sec[i..end].to_string()
     };
     // Over TCP: the initial window and RACK/TLP differ from 2009's.
     assert!(differs("spdy").contains("initcwnd 10"), "{sec}");
@@ -369,13 +402,13 @@ fn the_whitepaper_tables_find_their_rows_by_conditions_not_names() {
         "{}",
         row_of("SPDY basic multi-domain")
     );
-    assert!(row_of("SPDY basic multi-domain").contains(">mux</td><td>2000<"));
+    assert!(row_of("SPDY basic multi-domain").contains(">mux</span></td><td>2000<"));
     assert!(row_of("SPDY basic single-domain connection").contains(">mux-one<"));
     assert!(row_of("server push").contains(">mux-one-pushing<"));
-    assert!(row_of("server push").contains(">mux-one-pushing</td><td>1700<"));
+    assert!(row_of("server push").contains(">mux-one-pushing</span></td><td>1700<"));
     // No variant ran the hint row: it names the built-in's variant, with dashes.
     assert!(
-        row_of("server hint").contains(">spdy-single-hint</td><td>–<"),
+        row_of("server hint").contains(">spdy-single-hint</span></td><td>–<"),
         "{}",
         row_of("server hint")
     );

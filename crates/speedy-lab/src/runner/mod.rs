@@ -274,6 +274,20 @@ pub(crate) fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// The running kernel's release (`/proc/sys/kernel/osrelease`, what `uname -r` prints),
+/// read once per process; `None` where it cannot be read.
+pub fn kernel_release() -> Option<&'static str> {
+    static RELEASE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    RELEASE
+        .get_or_init(|| {
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        })
+        .as_deref()
+}
+
 /// The build of the `speedy` program at `path`: its version and the first 16 hex digits of
 /// the file's SHA-256, computed once per process.
 pub fn build_id(path: &Path) -> &'static str {

@@ -65,6 +65,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         experiment: exp.name.clone(),
         seed: Some(exp.seed),
         build: Some(m.build.to_string()),
+        kernel: super::kernel_release().map(str::to_string),
         page: page.name.clone(),
         network: net.name.clone(),
         network_desc: net.desc.clone(),

@@ -46,6 +46,9 @@
 use crate::results::{Row, SweepPoint};
 use std::collections::BTreeMap;
 
+pub mod change;
+pub use change::{Change, RunChange, Verdict};
+
 /// Bootstrap resamples per confidence interval.
 pub const RESAMPLES: usize = 2000;
 /// Confidence level of every interval.
@@ -409,6 +412,11 @@ impl Setup {
 }
 
 impl VariantInfo {
+    /// Whether its pages came encrypted: over TLS, or HTTP/3 (QUIC always is).
+    pub fn encrypted(&self) -> bool {
+        self.tls || self.protocol == speedy_net::Protocol::H3
+    }
+
     /// What the protocol ran over, for captions: `QUIC` (h3), `SCTP`, `TLS` or `TCP`.
     pub fn carrier(&self) -> &'static str {
         if self.protocol == speedy_net::Protocol::H3 {
@@ -469,6 +477,10 @@ pub struct NetworkCell {
     pub baseline: Option<String>,
     /// Overall speedup (geometric mean over pages).
     pub speedup: Option<Speedup>,
+    /// Mean change against the baseline over the pages both loaded, with its interval
+    /// ([`change::mean_change`]; read it through [`Stats::mean_change_ci`], which also
+    /// checks that the two cells hold the same pages).
+    pub change: Option<Change>,
 }
 
 /// A load left out of the statistics.
@@ -722,6 +734,9 @@ impl Stats {
                 speedup: baseline.as_ref().and_then(|_| {
                     overall_speedup(&pairs, seed_for(&["speedup", network, &var.name]))
                 }),
+                change: baseline.as_ref().and_then(|_| {
+                    change::mean_change(&pairs, seed_for(&["change", network, &var.name]))
+                }),
                 baseline,
             });
         (page_cells, network_cell)
@@ -777,6 +792,13 @@ impl Stats {
             return None;
         }
         mean_change_pct(base.summary.mean, cell.summary.mean)
+    }
+
+    /// The mean change of `network` × `variant` with its 95% interval; `None` where
+    /// [`Stats::mean_change`] is.
+    pub fn mean_change_ci(&self, network: &str, variant: &str) -> Option<Change> {
+        self.mean_change(network, variant)?;
+        self.network_cell(network, variant)?.change
     }
 
     /// Whether the overall speedup of `network` × `variant` and its mean change point

@@ -3,8 +3,14 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use speedy_lab::runner::{run, RunOptions};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+mod results;
+mod sst;
+
+use results::write_report;
+use sst::{sst, SstArgs};
 
 /// Arguments of `speedy lab`.
 #[derive(Args, Debug)]
@@ -62,6 +68,16 @@ enum LabCmd {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+    /// Compare two result sets of an experiment (before and after a change, this kernel
+    /// and that one): per network × variant, the change of load time from A to B over the
+    /// pages both ran, with its 95% interval, a permutation test's p-value and a verdict,
+    /// and the recorded conditions that differ (build, seed, kernel, congestion control,
+    /// the variants' knobs).
+    #[command(after_help = "Examples:\n  \
+speedy lab compare lab-out/quick lab-out/quick-after\n  \
+speedy lab compare a/results.jsonl b/results.jsonl --json > change.json\n\n\
+Results of different experiments are refused unless --any-experiment.")]
+    Compare(results::CompareArgs),
     /// Fidelity check: load the experiment's pages through its networks with headless
     /// Chromium and with the loader (HTTP/1.1, HTTP/2 and HTTP/3, over TLS) and report each page's
     /// onLoad ratio (loader / Chromium). Writes DIR/validate.json and prints a table.
@@ -103,46 +119,6 @@ sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
     Sst(SstArgs),
 }
 
-/// Arguments of `speedy lab sst`.
-#[derive(Args, Debug)]
-struct SstArgs {
-    /// Output directory (default: lab-out/sst).
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-    /// Figures to run, comma-separated: 7, 8 and 9.
-    #[arg(
-        long,
-        default_value = "7,8,9",
-        value_delimiter = ',',
-        value_name = "LIST"
-    )]
-    figures: Vec<u32>,
-    /// Fig 9's protocols, comma-separated: spdy/3.1, h2 and h3.
-    #[arg(
-        long,
-        default_value = "spdy/3.1,h2,h3",
-        value_delimiter = ',',
-        value_name = "LIST"
-    )]
-    protocols: Vec<String>,
-    /// Fig 9's bytes per download (the paper: 1.5 MB).
-    #[arg(long, default_value_t = 1_500_000, value_name = "BYTES")]
-    size: usize,
-    /// Fig 7's response sizes in bytes, comma-separated (default 32 B to 2 MiB).
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    sizes: Vec<usize>,
-    /// Fig 7's transactions per size and variant (the median is reported).
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    reps: usize,
-    /// Fig 8's pages (synthetic, web-2010 calibration).
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pages: usize,
-    /// Fig 8's flavours, comma-separated: http1.0-serial, http1.0-parallel,
-    /// http1.1-persistent, http1.1-pipelined, spdy/3.1, h2, h3 (default all).
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    flavours: Vec<String>,
-}
-
 /// Runs `speedy lab`.
 pub fn run_cmd(a: LabArgs) -> ExitCode {
     match lab(a) {
@@ -179,6 +155,7 @@ fn lab(mut a: LabArgs) -> Result<()> {
             chromium,
         }) => validate(experiment, runs, out, chromium),
         Some(LabCmd::Sst(s)) => sst(s),
+        Some(LabCmd::Compare(c)) => results::compare(c),
         None => run_experiment(&a),
     }
 }
@@ -208,72 +185,6 @@ fn validate(
     let report = speedy_lab::validate::validate(&exp, &opts).map_err(anyhow::Error::msg)?;
     print!("{}", report.table());
     println!("validate: {}", opts.out.join("validate.json").display());
-    Ok(())
-}
-
-/// `speedy lab sst`.
-fn sst(a: SstArgs) -> Result<()> {
-    let SstArgs {
-        out,
-        figures,
-        protocols,
-        size,
-        sizes,
-        reps,
-        pages,
-        flavours,
-    } = a;
-    speedy_lab::sst::Choice {
-        figures: &figures,
-        protocols: &protocols,
-        size,
-        sizes: &sizes,
-        reps,
-        pages,
-        flavours: &flavours,
-    }
-    .check()
-    .map_err(anyhow::Error::msg)?;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("sst needs root (network namespaces and TUN devices); run it with sudo");
-    }
-    let speedy = std::env::current_exe().context("finding the speedy program")?;
-    let out = out.unwrap_or_else(|| PathBuf::from("lab-out").join("sst"));
-    if figures.contains(&7) {
-        let mut o = speedy_lab::sst::Fig7Options::paper(speedy.clone(), out.clone());
-        if !sizes.is_empty() {
-            o.sizes = sizes;
-        }
-        o.reps = reps;
-        let r = speedy_lab::sst::fig7(&o).map_err(anyhow::Error::msg)?;
-        println!("Fig 7:");
-        print!("{}", speedy_lab::sst::fig7_table(&r));
-        let html = o.out.join("fig7.html");
-        println!("report: {}", speedy_lab::report::file_url(&html));
-    }
-    if figures.contains(&8) {
-        let mut o = speedy_lab::sst::Fig8Options::paper(speedy.clone(), out.clone());
-        o.pages = pages;
-        if !flavours.is_empty() {
-            o.flavours = flavours;
-        }
-        let r = speedy_lab::sst::fig8(&o).map_err(anyhow::Error::msg)?;
-        println!("Fig 8:");
-        print!("{}", speedy_lab::sst::fig8_table(&r));
-        let html = o.out.join("fig8.html");
-        println!("report: {}", speedy_lab::report::file_url(&html));
-    }
-    if figures.contains(&9) {
-        let mut o = speedy_lab::sst::Fig9Options::paper(speedy, out);
-        o.protocols = protocols;
-        o.size = size;
-        let runs = speedy_lab::sst::fig9(&o).map_err(anyhow::Error::msg)?;
-        println!("Fig 9:");
-        print!("{}", speedy_lab::sst::table(&runs));
-        let html = o.out.join("sst.html");
-        println!("report: {}", speedy_lab::report::file_url(&html));
-    }
     Ok(())
 }
 
@@ -328,18 +239,5 @@ fn run_experiment(a: &LabArgs) -> Result<()> {
     if !a.no_report && shard.1 == 1 {
         write_report(&out)?;
     }
-    Ok(())
-}
-
-/// Writes DIR/report.html, then prints the summary table (the report's own numbers) and
-/// the report's `file://` URL.
-fn write_report(dir: &Path) -> Result<()> {
-    let html = dir.join("report.html");
-    let stats = speedy_lab::report::write_report(&dir.join("results.jsonl"), &html)
-        .map_err(anyhow::Error::msg)?;
-    println!();
-    print!("{}", speedy_lab::report::summary_text(&stats));
-    let abs = html.canonicalize().unwrap_or(html);
-    println!("report: {}", speedy_lab::report::file_url(&abs));
     Ok(())
 }
