@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod experiment;
+pub mod export;
 pub mod interrupt;
 pub mod merge;
 pub mod report;

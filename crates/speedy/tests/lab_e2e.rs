@@ -233,6 +233,55 @@ notsent_lowat = 16384
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["cells"].as_array().unwrap().len(), 2, "{j}");
     assert_eq!(j["cells"][0]["pages"], 2, "{j}");
+    // The run as flat tables, both formats, read back by the docs' DuckDB example, whose
+    // means must be the rows' own.
+    let tables = dir.0.join("tables");
+    for format in ["csv", "parquet"] {
+        let o = Command::new(BIN)
+            .args(["lab", "export"])
+            .arg(&out)
+            .args(["--format", format, "--out"])
+            .arg(&tables)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(said.contains("8 loads →"), "{said}");
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = root.join("docs/examples/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test, or python3 -m venv docs/examples/.venv && \
+         docs/examples/.venv/bin/pip install -r docs/examples/requirements.txt",
+        python.display()
+    );
+    let o = Command::new(&python)
+        .arg(root.join("docs/examples/export_duckdb.py"))
+        .arg(&tables)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(said.contains("CSV and Parquet agree"), "{said}");
+    let rows = speedy_lab::results::read_rows(&out.join("results.jsonl")).unwrap();
+    for v in ["http1", "spdy"] {
+        let ms: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.variant == v)
+            .map(|r| r.on_load_ms)
+            .collect();
+        let mean = ms.iter().sum::<f64>() / ms.len() as f64;
+        let line = said
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(v))
+            .unwrap_or_else(|| panic!("{v} in {said}"));
+        assert!(line.contains(&format!("{mean:.1}")), "{mean:.1} in {line}");
+    }
     std::fs::remove_file(sharded.join("results-shard1of2.jsonl")).unwrap();
     let o = Command::new(BIN)
         .args(["lab", "merge"])

@@ -78,6 +78,14 @@ speedy lab compare lab-out/quick lab-out/quick-after\n  \
 speedy lab compare a/results.jsonl b/results.jsonl --json > change.json\n\n\
 Results of different experiments are refused unless --any-experiment.")]
     Compare(results::CompareArgs),
+    /// Write a results directory as two flat tables for pandas, R or DuckDB: loads (one
+    /// record per load, a column per field of its row) and objects (one per HAR entry);
+    /// CSV or Parquet, every column's type and unit in docs/export.md.
+    #[command(after_help = "Examples:\n  \
+speedy lab export lab-out/quick\n  \
+speedy lab export lab-out/quick --format parquet --out /tmp/quick-tables\n\n\
+A worked example with DuckDB: docs/examples/export_duckdb.py.")]
+    Export(results::ExportArgs),
     /// Fidelity check: load the experiment's pages through its networks with headless
     /// Chromium and with the loader (HTTP/1.1, HTTP/2 and HTTP/3, over TLS) and report each page's
     /// onLoad ratio (loader / Chromium). Writes DIR/validate.json and prints a table.
@@ -156,6 +164,7 @@ fn lab(mut a: LabArgs) -> Result<()> {
         }) => validate(experiment, runs, out, chromium),
         Some(LabCmd::Sst(s)) => sst(s),
         Some(LabCmd::Compare(c)) => results::compare(c),
+        Some(LabCmd::Export(e)) => results::export(e),
         None => run_experiment(&a),
     }
 }

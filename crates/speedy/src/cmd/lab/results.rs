@@ -22,6 +22,28 @@ pub(super) struct CompareArgs {
     any_experiment: bool,
 }
 
+/// Arguments of `speedy lab export`.
+#[derive(Args, Debug)]
+pub(super) struct ExportArgs {
+    /// A results directory (results.jsonl and the HARs it names).
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Where the tables go (default: DIR/export).
+    #[arg(long, value_name = "OUT")]
+    out: Option<PathBuf>,
+    /// csv or parquet.
+    #[arg(long, default_value = "csv", value_name = "FORMAT")]
+    format: speedy_lab::export::Format,
+}
+
+/// `speedy lab export DIR`.
+pub(super) fn export(e: ExportArgs) -> Result<()> {
+    let out = e.out.unwrap_or_else(|| e.dir.join("export"));
+    let done = speedy_lab::export::export(&e.dir, &out, e.format).map_err(anyhow::Error::msg)?;
+    println!("{done}");
+    Ok(())
+}
+
 /// `speedy lab compare A B`.
 pub(super) fn compare(c: CompareArgs) -> Result<()> {
     let cmp =
