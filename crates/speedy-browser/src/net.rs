@@ -173,6 +173,8 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
         if spec.tls.is_some() || spec.tunnel.is_some() {
             return Err(format!("{}: SCTP carries plain SPDY only", spec.host));
         }
+        // At the server's SCTP port (`--sctp-port`), where it has one of its own.
+        let peer = sctp.peer(peer);
         let io = speedy_net::sctp::dial(peer, sctp)
             .await
             .map_err(|e| format!("SCTP association to {peer} for {}: {e}", spec.host))?;

@@ -60,9 +60,9 @@ pub struct LoadSpec {
     /// Plain TCP on every connection (SPDY and h2 by prior knowledge).
     #[arg(long)]
     pub plain: bool,
-    /// tcp, or sctp: SPDY sessions over SCTP over UDP to the same port numbers (plain
-    /// SPDY only: with --protocol spdy and --plain; `speedy serve --sctp` answers;
-    /// docs/sctp.md).
+    /// tcp, or sctp: SPDY sessions over SCTP over UDP to the same port numbers, or to
+    /// --sctp-port (plain SPDY only: with --protocol spdy and --plain; `speedy serve
+    /// --sctp` answers; docs/sctp.md).
     #[arg(long, default_value = "tcp", value_name = "tcp|sctp")]
     #[serde(with = "speedy_net::text::by_name")]
     pub transport: Carrier,
@@ -74,6 +74,11 @@ pub struct LoadSpec {
     /// says 1000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(1..=60_000))]
     pub sctp_rto_initial_ms: Option<u32>,
+    /// With --transport sctp: the servers' SCTP port on UDP, when `speedy serve
+    /// --sctp-port` put it apart from the TCP port (default: each server's TCP port, from
+    /// the URL or --resolve); the address stays the one --resolve gives.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub sctp_port: Option<u16>,
     /// Map a host to an address: HOST=IP[:PORT]; HOST `*` matches every other host.
     #[arg(long, value_name = "HOST=IP[:PORT]")]
     pub resolve: Vec<String>,
@@ -244,6 +249,7 @@ impl LoadSpec {
             self.transport,
             self.cookie_bundling,
             self.sctp_rto_initial_ms,
+            self.sctp_port,
         )?;
         if cfg.proto == Proto::H3 && (self.plain || self.proxy.is_some()) {
             return Err("--protocol h3: QUIC is always encrypted and goes to the origin (not with --plain or --proxy)".into());
@@ -348,6 +354,7 @@ mod tests {
         s.resolve = vec!["*=10.0.0.1:443".into()];
         s.partition = false;
         s.sctp_rto_initial_ms = Some(1000);
+        s.sctp_port = Some(9443);
         let json = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<LoadSpec>(&json).unwrap(), s);
         let toml_text = toml::to_string(&s).unwrap();
@@ -374,5 +381,16 @@ mod tests {
         s.sessions = 1;
         s.cookie_bundling = false;
         assert!(s.config().unwrap_err().contains("--no-cookie-bundling"));
+        s.cookie_bundling = true;
+        s.sctp_port = Some(9443);
+        assert_eq!(
+            s.config().unwrap_err(),
+            "--sctp-port: only with --transport sctp"
+        );
+        s.transport = Carrier::Sctp;
+        (s.protocol, s.plain) = (Protocol::Spdy(spdy::Version::V3_1), true);
+        assert_eq!(s.config().unwrap().sctp.unwrap().port, Some(9443));
+        s.sctp_port = Some(0);
+        assert!(s.config().unwrap_err().starts_with("--sctp-port 0"));
     }
 }

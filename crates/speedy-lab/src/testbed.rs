@@ -9,7 +9,7 @@
 
 use linkem::{Side, Topology, TopologyConfig};
 use speedy_server::spec::{ProxySpec, ServeSpec};
-pub use speedy_server::startup::{ServeStartup, ServedOrigin};
+pub use speedy_server::startup::{Listener, ListenerKind, ServeStartup, ServedOrigin};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -48,7 +48,9 @@ pub fn topology_for(
 /// How to start one replay server: the `speedy` program and its [`ServeSpec`] (the
 /// archive, the CA, the port in `listen`, the variant's server options).
 /// [`ReplayServer::start`] fills in what the bed owns: the addresses
-/// (`bind_origins`) and, with SCTP, the counters file.
+/// (`bind_origins`) and, with SCTP, the counters file and SCTP's own UDP port (any free
+/// one unless the spec names it: the QUIC listeners of `h3` take the TCP port's number),
+/// read back from the start-up line ([`ReplayServer::sctp_port`]).
 #[derive(Clone, Debug)]
 pub struct ReplaySpec<'a> {
     /// The `speedy` program.
@@ -67,6 +69,8 @@ pub struct ReplayServer {
     /// With SCTP: the file the server keeps its SCTP counters in (`--sctp-counters`), a
     /// temporary file removed with the server.
     sctp_counters: Option<PathBuf>,
+    /// With SCTP: the UDP port its SCTP listeners are at, at every origin's address.
+    sctp_port: Option<u16>,
 }
 
 impl ReplayServer {
@@ -79,24 +83,35 @@ impl ReplayServer {
             let path = temp_path("sctp-counters", "json");
             serve.sctp_counters = Some(path.clone());
             sctp_counters = Some(path);
+            serve.sctp_port.get_or_insert(0);
         }
         let mut cmd = topo.command(Side::Server, spec.speedy);
         cmd.args(["serve", "--spec", "-"]);
         let json = serde_json::to_vec(&serve).map_err(|e| format!("the serve spec: {e}"))?;
         let (child, startup) = spawn_announced(cmd, json, spec.speedy, "the replay server")?;
-        let server = ReplayServer {
+        let mut server = ReplayServer {
             child,
             startup,
             sctp_counters,
+            sctp_port: None,
         };
+        // Dropping `server` on an error kills it.
         if server.startup.origins.is_empty() {
-            // Dropping `server` kills it.
             return Err(format!(
                 "the replay server reported no origins for {}",
                 serve.archive.unwrap_or_default().display()
             ));
         }
+        if serve.sctp {
+            server.sctp_port = Some(sctp_port_of(&server.startup)?);
+        }
         Ok(server)
+    }
+
+    /// With SCTP: the UDP port of its SCTP listeners, the same at every origin's address
+    /// (the loader's `sctp_port`); `None` for a server without SCTP.
+    pub fn sctp_port(&self) -> Option<u16> {
+        self.sctp_port
     }
 
     /// What the server announced.
@@ -136,6 +151,32 @@ impl Drop for ReplayServer {
             let _ = std::fs::remove_file(p.with_extension("tmp"));
         }
     }
+}
+
+/// The one port SCTP listens on at every origin's address, as `startup` announces its
+/// listeners; an error naming the origin without one, or the two ports when they differ
+/// (the loader dials one port everywhere).
+fn sctp_port_of(startup: &ServeStartup) -> Result<u16, String> {
+    let mut port = None;
+    for o in &startup.origins {
+        let Some(p) = startup.port_at(ListenerKind::Sctp, o.addr.ip()) else {
+            return Err(format!(
+                "the replay server announced no SCTP listener at {} (origin {})",
+                o.addr.ip(),
+                o.host
+            ));
+        };
+        match port {
+            Some(q) if q != p => {
+                return Err(format!(
+                    "the replay server's SCTP listeners are on ports {q} and {p}: the loader \
+                     dials one"
+                ))
+            }
+            _ => port = Some(p),
+        }
+    }
+    port.ok_or_else(|| "the replay server reported no origins".into())
 }
 
 /// A path in the temporary directory no other call of this process returns:
@@ -367,6 +408,7 @@ mod tests {
             ],
             sctp: true,
             h3: true,
+            listeners: Vec::new(),
         }
     }
 
@@ -379,6 +421,34 @@ mod tests {
         );
         let got = read_startup(std::io::Cursor::new(text), Duration::from_secs(5)).unwrap();
         assert_eq!(got, sample());
+    }
+
+    #[test]
+    fn the_sctp_port_is_read_from_the_listeners_never_guessed() {
+        let mut s = sample();
+        // A version 1 line: SCTP at the origins' own addresses and ports.
+        assert_eq!(sctp_port_of(&s), Ok(8443));
+        for (kind, addr) in [
+            (ListenerKind::Tcp, "10.0.0.2:8443"),
+            (ListenerKind::H3, "10.0.0.2:8443"),
+            (ListenerKind::Sctp, "10.0.0.2:41000"),
+        ] {
+            let addr = addr.parse().unwrap();
+            s.listeners.push(Listener { kind, addr });
+        }
+        let e = sctp_port_of(&s).unwrap_err();
+        assert!(
+            e.contains("no SCTP listener at fd00::2 (origin b.example:8080)"),
+            "{e}"
+        );
+        s.listeners.push(Listener {
+            kind: ListenerKind::Sctp,
+            addr: "[fd00::2]:41001".parse().unwrap(),
+        });
+        let e = sctp_port_of(&s).unwrap_err();
+        assert!(e.contains("ports 41000 and 41001"), "{e}");
+        s.listeners.last_mut().unwrap().addr.set_port(41000);
+        assert_eq!(sctp_port_of(&s), Ok(41000));
     }
 
     #[test]

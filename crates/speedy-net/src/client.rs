@@ -523,10 +523,10 @@ impl<'a> Origin<'a> {
                 proto.alpn()
             )));
         }
-        let addr = resolve(host, port, cfg.connect_to).await?;
+        let addr = sctp.peer(resolve(host, port, cfg.connect_to).await?);
         let io = crate::transport::sctp::dial(addr, sctp)
             .await
-            .map_err(|e| ClientError::Connect(format!("{host}:{port} over SCTP: {e}")))?;
+            .map_err(|e| ClientError::Connect(format!("{host}:{port} over SCTP ({addr}): {e}")))?;
         Ok(Dialled {
             io: Some(io),
             proto,

@@ -164,9 +164,16 @@ pub struct ServeSpec {
     #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
     pub tcp_interval_ms: u64,
     /// Also accept SPDY over SCTP (SCTP over UDP, RFC 6951 framing) on the same
-    /// addresses and port numbers, over UDP (docs/sctp.md).
+    /// addresses and port numbers, over UDP (docs/sctp.md); --sctp-port moves it to a
+    /// port of its own.
     #[arg(long)]
     pub sctp: bool,
+    /// With --sctp: SCTP's UDP port at every address, instead of the --listen port (so
+    /// that --h3 or --udp-get can have that one); 0 picks a free port, the same at every
+    /// address. The start-up line tells where it is (`listeners`). Clients dial it with
+    /// `--sctp-port`.
+    #[arg(long, value_name = "PORT", requires = "sctp")]
+    pub sctp_port: Option<u16>,
     /// With --sctp: SCTP's RTO.Initial in ms, the timeout before an association's first
     /// round trip is measured (default 3000, as Linux; RFC 9260 says 1000).
     #[arg(long, value_name = "MS", requires = "sctp", value_parser = clap::value_parser!(u32).range(1..=60_000))]
@@ -179,9 +186,9 @@ pub struct ServeSpec {
     pub sctp_counters: Option<PathBuf>,
     /// Also accept HTTP/3 over QUIC on UDP at the same addresses and port numbers, with
     /// the TLS certificate of the TCP side (so it needs TLS: --tls-self-signed,
-    /// --tls-cert, or an archive of https origins). UDP's port is SCTP's too: not with
-    /// --sctp.
-    #[arg(long, conflicts_with = "sctp")]
+    /// --tls-cert, or an archive of https origins). With --sctp, SCTP needs a port of
+    /// its own (--sctp-port).
+    #[arg(long)]
     pub h3: bool,
     /// With --h3: QUIC's initial congestion window in bytes (quinn's CUBIC; default
     /// 14720, RFC 9002's), as `ip route ... initcwnd` sets TCP's.
@@ -196,8 +203,9 @@ pub struct ServeSpec {
     /// Also answer one-datagram GETs on UDP at the same addresses and port numbers: a
     /// datagram holding a path gets the file back in one datagram (at most 65,506
     /// bytes), SST's Fig 7 UDP baseline (`speedy fetch --protocol udp`). It amplifies
-    /// (a small datagram gets up to 64 KiB back): labs and loopback only.
-    #[arg(long, conflicts_with_all = ["sctp", "h3"])]
+    /// (a small datagram gets up to 64 KiB back): labs and loopback only. Not with
+    /// --h3; with --sctp, SCTP needs a port of its own (--sctp-port).
+    #[arg(long, conflicts_with = "h3")]
     pub udp_get: bool,
 }
 
@@ -344,11 +352,15 @@ impl ServeSpec {
                 self.header_level
             ));
         }
-        if self.h3 && (self.sctp || self.udp_get) || self.sctp && self.udp_get {
-            return Err("--h3, --sctp and --udp-get share the UDP port: one of them".into());
-        }
-        if !self.sctp && (self.sctp_rto_initial_ms.is_some() || self.sctp_counters.is_some()) {
-            return Err("--sctp-rto-initial-ms and --sctp-counters: only with --sctp".into());
+        self.check_udp_ports()?;
+        if !self.sctp
+            && (self.sctp_rto_initial_ms.is_some()
+                || self.sctp_counters.is_some()
+                || self.sctp_port.is_some())
+        {
+            return Err(
+                "--sctp-rto-initial-ms, --sctp-counters and --sctp-port: only with --sctp".into(),
+            );
         }
         if !self.h3 && (self.quic_initial_window.is_some() || self.quic_cc.is_some()) {
             return Err("--quic-initial-window and --quic-cc: only with --h3".into());
@@ -357,6 +369,35 @@ impl ServeSpec {
             return Err("--tcp-interval-ms 0: at least 1".into());
         }
         Ok(())
+    }
+
+    /// The UDP listeners on distinct ports: --h3 and --udp-get both take the --listen
+    /// port, and --sctp does too unless --sctp-port gives it another (0: a free one).
+    fn check_udp_ports(&self) -> Result<(), String> {
+        if self.h3 && self.udp_get {
+            return Err("--h3 and --udp-get share the --listen port on UDP: one of them".into());
+        }
+        let other = match (self.h3, self.udp_get) {
+            (true, _) => "--h3",
+            (_, true) => "--udp-get",
+            _ => return Ok(()),
+        };
+        if !self.sctp {
+            return Ok(());
+        }
+        let listen_port = self
+            .listen
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse::<u16>().ok());
+        match self.sctp_port {
+            None => Err(format!(
+                "--sctp and {other} both take the --listen port on UDP: give SCTP a port of                  its own with --sctp-port PORT (0: any free port)"
+            )),
+            Some(p) if p != 0 && Some(p) == listen_port => Err(format!(
+                "--sctp-port {p} is the --listen port, which {other} takes on UDP: give SCTP                  another port (0: any free port)"
+            )),
+            Some(_) => Ok(()),
+        }
     }
 
     /// QUIC's congestion control from `quic_cc` and `quic_initial_window`.
@@ -449,5 +490,67 @@ mod tests {
         assert!(s.check().unwrap_err().contains("--quic-cc"));
         let e = serde_json::from_str::<ServeSpec>(r#"{"rooot":"."}"#).unwrap_err();
         assert!(e.to_string().contains("rooot"), "{e}");
+    }
+
+    #[test]
+    fn h3_and_sctp_go_together_on_distinct_udp_ports_only() {
+        let mut s = ServeSpec {
+            root: Some(PathBuf::from(".")),
+            listen: "10.0.0.1:8443".into(),
+            sctp: true,
+            h3: true,
+            ..ServeSpec::default()
+        };
+        // Both on the --listen port: refused, naming the flags and the way out.
+        let e = s.check().unwrap_err();
+        assert!(
+            e.contains("--sctp") && e.contains("--h3") && e.contains("--sctp-port"),
+            "{e}"
+        );
+        // SCTP at the --listen port named explicitly: the same port, refused.
+        s.sctp_port = Some(8443);
+        let e = s.check().unwrap_err();
+        assert!(
+            e.contains("--sctp-port 8443") && e.contains("--listen") && e.contains("--h3"),
+            "{e}"
+        );
+        // A port of its own, or any free one: accepted.
+        for p in [9443, 0] {
+            s.sctp_port = Some(p);
+            assert_eq!(s.check(), Ok(()), "--sctp-port {p}");
+        }
+        // The same with --udp-get; --h3 and --udp-get still cannot share.
+        (s.h3, s.udp_get, s.sctp_port) = (false, true, None);
+        assert!(s.check().unwrap_err().contains("--udp-get"));
+        s.sctp_port = Some(9443);
+        assert_eq!(s.check(), Ok(()));
+        s.h3 = true;
+        assert!(s.check().unwrap_err().contains("--h3 and --udp-get"));
+        // --sctp-port without --sctp, by name; the spec round-trips with it.
+        (s.h3, s.udp_get, s.sctp) = (true, false, false);
+        assert!(s.check().unwrap_err().contains("--sctp-port"));
+        s.sctp = true;
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains(r#""sctp_port":9443"#), "{json}");
+        assert_eq!(serde_json::from_str::<ServeSpec>(&json).unwrap(), s);
+        // The command line says the same (clap accepts both; check refuses the clash).
+        let cli = |args: &[&str]| {
+            let cmd = <ServeSpec as clap::Args>::augment_args(clap::Command::new("serve"));
+            let m = cmd.try_get_matches_from(args).unwrap();
+            <ServeSpec as clap::FromArgMatches>::from_arg_matches(&m).unwrap()
+        };
+        let s = cli(&[
+            "serve",
+            "--root",
+            ".",
+            "--sctp",
+            "--h3",
+            "--sctp-port",
+            "9443",
+        ]);
+        assert_eq!((s.sctp, s.h3, s.sctp_port), (true, true, Some(9443)));
+        assert_eq!(s.check(), Ok(()));
+        let s = cli(&["serve", "--root", ".", "--sctp", "--h3"]);
+        assert!(s.check().unwrap_err().contains("--sctp-port"));
     }
 }

@@ -4,10 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
-/// The format version of [`ServeStartup`] this build writes.
-pub const STARTUP_VERSION: u32 = 1;
+/// The format version of [`ServeStartup`] this build writes: 2 added `listeners`.
+pub const STARTUP_VERSION: u32 = 2;
 
 fn first_version() -> u32 {
     1
@@ -48,6 +48,37 @@ pub struct ServeStartup {
     /// `--h3`: HTTP/3 over QUIC is accepted on UDP at the same addresses.
     #[serde(default)]
     pub h3: bool,
+    /// Every listener, TCP and UDP, and its address, port resolved (version 2; a line
+    /// without it reads as version 1 said: [`ServeStartup::listeners_of`]). With
+    /// `--sctp-port`, SCTP's port differs from the TCP listeners'.
+    #[serde(default)]
+    pub listeners: Vec<Listener>,
+}
+
+/// What a listener accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ListenerKind {
+    /// TCP: SPDY, h2 and HTTP/1.1, plain or in TLS.
+    Tcp,
+    /// `--sctp`: SPDY over SCTP over UDP.
+    Sctp,
+    /// `--h3`: HTTP/3 over QUIC over UDP.
+    H3,
+    /// `--udp-get`: one-datagram GETs over UDP.
+    UdpGet,
+    /// A kind a later build announces (read, never written).
+    #[serde(other)]
+    Other,
+}
+
+/// One listener of a server: what it accepts and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listener {
+    /// What it accepts.
+    pub kind: ListenerKind,
+    /// Where: the address bound, port resolved.
+    pub addr: SocketAddr,
 }
 
 /// One origin of an archive and where it is served.
@@ -62,8 +93,8 @@ pub struct ServedOrigin {
 impl ServeStartup {
     /// The start-up of a server listening on `listening`, with TLS or not. Plain TCP is
     /// always accepted (the first byte tells a ClientHello from anything else); the
-    /// protocols are the server's ALPN list. `root`, `archive` and `origins` are the
-    /// caller's to fill.
+    /// protocols are the server's ALPN list; `listeners` is the TCP one at `listening`.
+    /// `root`, `archive`, `origins` and further listeners are the caller's to fill.
     pub fn new(listening: SocketAddr, tls: bool) -> ServeStartup {
         ServeStartup {
             version: STARTUP_VERSION,
@@ -76,7 +107,54 @@ impl ServeStartup {
             origins: Vec::new(),
             sctp: false,
             h3: false,
+            listeners: vec![Listener {
+                kind: ListenerKind::Tcp,
+                addr: listening,
+            }],
         }
+    }
+
+    /// The addresses of the `kind` listeners. A line without `listeners` (version 1)
+    /// reads as it was meant: TCP at every origin's address (or `listening`), and SCTP
+    /// and h3, when on, at the same addresses and ports.
+    pub fn listeners_of(&self, kind: ListenerKind) -> Vec<SocketAddr> {
+        if !self.listeners.is_empty() {
+            return self
+                .listeners
+                .iter()
+                .filter(|l| l.kind == kind)
+                .map(|l| l.addr)
+                .collect();
+        }
+        let on = match kind {
+            ListenerKind::Tcp => true,
+            ListenerKind::Sctp => self.sctp,
+            ListenerKind::H3 => self.h3,
+            ListenerKind::UdpGet | ListenerKind::Other => false,
+        };
+        if !on {
+            return Vec::new();
+        }
+        let mut addrs = vec![self.listening];
+        for a in self.origins.iter().map(|o| o.addr) {
+            if !addrs.contains(&a) {
+                addrs.push(a);
+            }
+        }
+        addrs
+    }
+
+    /// The port of the `kind` listener at `ip` (or at the unspecified address, which
+    /// takes every IP of its family); `None` when there is none.
+    pub fn port_at(&self, kind: ListenerKind, ip: IpAddr) -> Option<u16> {
+        let all = self.listeners_of(kind);
+        all.iter()
+            .find(|a| a.ip() == ip)
+            .or_else(|| {
+                all.iter()
+                    .find(|a| a.ip().is_unspecified() && a.is_ipv4() == ip.is_ipv4())
+            })
+            .map(|a| a.port())
     }
 
     /// The line as `speedy serve` prints it (no newline).
@@ -168,5 +246,61 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert_eq!(ServeStartup::parse(text.lines().nth(1).unwrap()), Some(s));
+    }
+
+    #[test]
+    fn listeners_say_where_each_protocol_is_and_version_1_lines_still_tell() {
+        let a: SocketAddr = "10.0.0.1:8443".parse().unwrap();
+        let b: SocketAddr = "10.0.0.2:8443".parse().unwrap();
+        let mut s = ServeStartup::new(a, true);
+        (s.sctp, s.h3) = (true, true);
+        for (host, addr) in [("a.example", a), ("b.example", b), ("c.example", a)] {
+            s.origins.push(ServedOrigin {
+                host: host.into(),
+                addr,
+            });
+        }
+        assert_eq!(s.listeners_of(ListenerKind::Tcp), [a]);
+        for (kind, addr) in [
+            (ListenerKind::Tcp, b),
+            (ListenerKind::H3, a),
+            (ListenerKind::H3, b),
+            (ListenerKind::Sctp, "10.0.0.1:40000".parse().unwrap()),
+            (ListenerKind::Sctp, "10.0.0.2:40000".parse().unwrap()),
+        ] {
+            s.listeners.push(Listener { kind, addr });
+        }
+        let line = s.to_line();
+        assert!(
+            line.contains(r#"{"kind":"sctp","addr":"10.0.0.2:40000"}"#),
+            "{line}"
+        );
+        assert!(line.contains(r#""version":2"#), "{line}");
+        let back = ServeStartup::parse(&line).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.port_at(ListenerKind::Sctp, b.ip()), Some(40000));
+        assert_eq!(back.port_at(ListenerKind::H3, b.ip()), Some(8443));
+        assert_eq!(back.port_at(ListenerKind::UdpGet, b.ip()), None);
+        assert_eq!(back.listeners_of(ListenerKind::Tcp), [a, b]);
+        // A version 1 line (no listeners): SCTP at each origin's address and port.
+        let old = r#"{"version":1,"listening":"10.0.0.1:8443","tls":false,"plain":true,
+            "protocols":["h2"],"origins":[{"host":"a.example","addr":"10.0.0.1:8443"},
+            {"host":"b.example","addr":"10.0.0.2:8443"}],"sctp":true}"#
+            .replace('\n', "");
+        let o = ServeStartup::parse(&old).expect("a version 1 line reads");
+        assert_eq!(o.listeners_of(ListenerKind::Sctp), [a, b]);
+        assert_eq!(o.port_at(ListenerKind::Sctp, b.ip()), Some(8443));
+        assert!(o.listeners_of(ListenerKind::H3).is_empty());
+        // A listener of a kind a later build adds reads as `Other`; a wildcard address
+        // serves every IP of its family.
+        let later = r#"{"listening":"0.0.0.0:80","tls":false,"plain":true,"protocols":[],
+            "listeners":[{"kind":"tcp","addr":"0.0.0.0:80"},{"kind":"webtransport","addr":"0.0.0.0:81"}]}"#
+            .replace('\n', "");
+        let l = ServeStartup::parse(&later).expect("an unknown kind reads");
+        assert_eq!(l.listeners[1].kind, ListenerKind::Other);
+        assert_eq!(
+            l.port_at(ListenerKind::Tcp, "10.1.2.3".parse().unwrap()),
+            Some(80)
+        );
     }
 }

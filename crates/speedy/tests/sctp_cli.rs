@@ -3,11 +3,13 @@
 //! ECHO; through a relay that reorders packets, and one that loses a packet of one SCTP
 //! stream and holds its retransmission (the other stream's object must not wait); through
 //! `speedy link` with 1% and 5% loss and reordering (`--reorder`) in namespaces. Every object is checked byte for
-//! byte by its SHA-256.
+//! byte by its SHA-256. SCTP beside HTTP/3 on a UDP port of its own (`--sctp-port`): on
+//! loopback, and in one lab experiment with SPDY over TCP, SPDY over SCTP and h3.
 
 mod support;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use speedy_server::startup::{ListenerKind, ServeStartup};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
 use std::process::Command;
@@ -546,4 +548,215 @@ fn an_association_completes_whichever_handshake_packet_is_lost() {
         check_all(&lines, &files, &what);
         assert_eq!(relay.dropped.load(Ordering::Relaxed), 1, "{what}");
     }
+}
+
+/// Starts `speedy serve --listen 127.0.0.1:0 ARGS...` and reads its start-up block up to
+/// the JSON line (at most 10 lines; the server is killed on drop).
+fn serve_announced(args: &[&str]) -> (Server, ServeStartup) {
+    use std::io::BufRead;
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut startup = None;
+    for _ in 0..10 {
+        line.clear();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(s) = ServeStartup::parse(&line) {
+            startup = Some(s);
+            break;
+        }
+    }
+    // Keep draining stdout so the server never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let startup = startup.expect("a JSON start-up line");
+    let addr = startup.listening.to_string();
+    (Server { child, addr }, startup)
+}
+
+/// `speedy serve --sctp --h3` needs `--sctp-port` (refused by name without it); with
+/// `--sctp-port 0` SCTP gets a free UDP port of its own, told by the start-up line's
+/// `listeners`, where `speedy fetch --transport sctp --sctp-port` reaches it, while h3
+/// answers on the TCP port's number.
+#[test]
+fn serve_runs_sctp_beside_h3_on_a_udp_port_of_its_own() {
+    let dir = TempDir::new("sctp-h3-serve");
+    let files = site(&dir.0);
+    let root = dir.0.to_str().unwrap();
+    let o = run_bounded(
+        Command::new(BIN).args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--root",
+            root,
+            "--tls-self-signed",
+            "--sctp",
+            "--h3",
+        ]),
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("--sctp and --h3") && err.contains("--sctp-port"),
+        "{err}"
+    );
+    let (server, startup) = serve_announced(&[
+        "--root",
+        root,
+        "--tls-self-signed",
+        "--sctp",
+        "--h3",
+        "--sctp-port",
+        "0",
+    ]);
+    let tcp = startup.listening;
+    let sctp = startup.port_at(ListenerKind::Sctp, tcp.ip()).expect("SCTP");
+    assert_eq!(
+        startup.port_at(ListenerKind::H3, tcp.ip()),
+        Some(tcp.port())
+    );
+    assert_ne!(sctp, tcp.port(), "{startup:?}");
+    assert!(startup.sctp && startup.h3 && startup.version >= 2);
+    // SPDY over SCTP at its own port; the URLs keep the TCP port.
+    let mut args: Vec<String> = ["--transport", "sctp", "--sctp-port", &sctp.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(urls(&server.addr, &files));
+    let (code, lines, err) = fetch(&args, Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{err}");
+    check_all(&lines, &files, "sctp at --sctp-port");
+    // HTTP/3 at the TCP port's number.
+    let h3_url = format!("https://localhost:{}/{}", tcp.port(), files[1].0);
+    let (code, lines, err) = fetch(
+        &["-k".into(), "--protocol".into(), "h3".into(), h3_url],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(lines[0]["protocol"], "h3", "{lines:?}");
+    assert_eq!(lines[0]["sha256"].as_str(), Some(files[1].1.as_str()));
+}
+
+/// One experiment with SPDY over TCP, SPDY over SCTP and h3 side by side, through the
+/// link (1 page, 1 run, 50 Mbit/s, 10 ms): one replay server answers all three (SCTP
+/// on a UDP port of its own, which the lab reads from the start-up line and hands the
+/// SCTP load), every load reaches onLoad, the server's SCTP counters are the SCTP load's
+/// alone, and `speedy lab report` writes the transport and SCTP sections.
+#[test]
+fn one_experiment_runs_spdy_over_tcp_and_over_sctp_beside_h3() {
+    if !can_run_link() {
+        return;
+    }
+    let t0 = Instant::now();
+    let dir = TempDir::new("sctp-h3-lab");
+    let exp = dir.0.join("sctp-h3.toml");
+    std::fs::write(
+        &exp,
+        "name = \"sctp-h3\"\nruns = 1\nseed = 7\ntimeout_s = 30\n[pages]\nsynth = 1\n\
+         [[network]]\nname = \"fast\"\ndown = \"50mbit\"\nup = \"20mbit\"\nrtt_ms = 10\n\
+         [[variant]]\nname = \"spdy-tcp\"\nprotocol = \"spdy\"\nbaseline = true\n\
+         [[variant]]\nname = \"spdy-sctp\"\nprotocol = \"spdy\"\ntransport = \"sctp\"\n\
+         [[variant]]\nname = \"h3\"\nprotocol = \"h3\"\n",
+    )
+    .unwrap();
+    let out = dir.0.join("out");
+    let o = run_bounded(
+        Command::new(BIN)
+            .arg("lab")
+            .arg(&exp)
+            .arg("--no-report")
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(240),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "speedy lab: {stderr}");
+    let rows: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "one page × three variants: {stderr}");
+    let objects = rows[0]["objects"].as_u64().unwrap();
+    // Each load's connections' peers (IP:PORT) from its HAR.
+    let peers = |r: &Value| -> Vec<std::net::SocketAddr> {
+        let har: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(r["har"].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        let page = &har["log"]["pages"][0];
+        assert!(page["pageTimings"]["onLoad"].as_f64() > Some(0.0), "{r}");
+        page["_connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["peer"].as_str()?.parse().ok())
+            .collect()
+    };
+    let mut ports = std::collections::BTreeMap::new();
+    for r in &rows {
+        assert_eq!(r["failed_objects"], 0, "{r}");
+        assert_eq!(r["objects"].as_u64(), Some(objects), "the same page: {r}");
+        assert!(r["on_load_ms"].as_f64() > Some(10.0), "an onLoad: {r}");
+        let variant = r["variant"].as_str().unwrap();
+        let (protocol, transport) = match variant {
+            "spdy-tcp" => ("spdy/3.1", None),
+            "spdy-sctp" => ("spdy/3.1", Some("sctp")),
+            "h3" => ("h3", None),
+            v => panic!("variant {v}"),
+        };
+        assert_eq!(r["protocol"], protocol, "{r}");
+        assert_eq!(r["transport"].as_str(), transport, "{r}");
+        if transport.is_some() {
+            // The server's counters over this load are this load's: as many associations
+            // as the loader set up, whose requests arrived.
+            let (server, loader) = (&r["server_sctp"], &r["loader_sctp"]);
+            assert!(server["associations"].as_u64() >= Some(1), "{r}");
+            assert_eq!(server["associations"], loader["associations"], "{r}");
+            assert!(server["data_chunks_in"].as_u64() >= Some(1), "{r}");
+        } else {
+            assert!(
+                r.get("server_sctp").is_none() && r.get("loader_sctp").is_none(),
+                "{r}"
+            );
+        }
+        let p: std::collections::BTreeSet<u16> = peers(r).iter().map(|a| a.port()).collect();
+        assert!(!p.is_empty(), "{variant}: connections with peers");
+        ports.insert(variant.to_string(), p);
+    }
+    // SCTP went to a port of its own; TCP and QUIC to the origins' port.
+    assert_eq!(ports["spdy-tcp"], ports["h3"], "{ports:?}");
+    assert!(
+        ports["spdy-sctp"].is_disjoint(&ports["spdy-tcp"]),
+        "{ports:?}"
+    );
+    let o = run_bounded(
+        Command::new(BIN).args(["lab", "report"]).arg(&out),
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for id in ["phases", "traffic", "sctp"] {
+        assert!(
+            report.contains(&format!(r#"<h2 id="{id}">"#)),
+            "section {id}"
+        );
+    }
+    assert!(
+        report.contains("spdy-tcp (TCP) against spdy-sctp"),
+        "the SCTP table"
+    );
+    eprintln!(
+        "the lab experiment and its report took {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
 }

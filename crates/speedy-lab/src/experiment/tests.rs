@@ -184,3 +184,36 @@ fn a_variants_server_options_reach_the_servers_spec() {
     .unwrap_err();
     assert!(e.contains("notsent_lowat = 0"), "{e}");
 }
+
+#[test]
+fn sctp_and_h3_variants_share_an_experiment() {
+    let base = "[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\n";
+    let e = p(&format!(
+        "{base}[[variant]]\nname=\"tcp\"\nprotocol=\"spdy\"\nbaseline = true\n\
+         [[variant]]\nname=\"sctp\"\nprotocol=\"spdy\"\ntransport = \"sctp\"\n\
+         [[variant]]\nname=\"h3\"\nprotocol=\"h3\"\n"
+    ))
+    .unwrap();
+    let kinds: Vec<(bool, Protocol)> = e
+        .variants
+        .iter()
+        .map(|v| (v.is_sctp(), v.protocol))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (false, Protocol::Spdy(spdy::Version::V3_1)),
+            (true, Protocol::Spdy(spdy::Version::V3_1)),
+            (false, Protocol::H3)
+        ]
+    );
+    // h3 over SCTP is still no variant.
+    let e = p(&format!(
+        "{base}[[variant]]\nname=\"x\"\nprotocol=\"h3\"\ntransport = \"sctp\"\n"
+    ))
+    .unwrap_err();
+    assert!(
+        e.contains("transport = \"sctp\": protocol = \"spdy\""),
+        "{e}"
+    );
+}

@@ -189,8 +189,8 @@ impl Variant {
     }
 
     /// Sets what this variant asks of the replay server on `spec` (which listeners it
-    /// runs is the experiment's: every variant's server listens for SCTP or QUIC when
-    /// one variant needs it).
+    /// runs, and on which ports, is the runner's: every variant's server listens for
+    /// SCTP or QUIC when one variant needs it, SCTP on a UDP port of its own).
     pub fn configure_serve(&self, spec: &mut ServeSpec) {
         spec.push = self.push;
         spec.hint = self.hint;
@@ -474,12 +474,6 @@ pub(super) fn variants_of(
     }
     if variants.is_empty() {
         return Err(format!("{origin}: no [[variant]]"));
-    }
-    if variants.iter().any(|v| v.is_sctp()) && variants.iter().any(|v| v.protocol == Protocol::H3) {
-        return Err(format!(
-            "{origin}: SCTP and h3 variants both need the replay server's UDP port: run them \
-             in separate experiments"
-        ));
     }
     for v in &variants {
         if let Some(a) = &v.against {

@@ -24,7 +24,8 @@ fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> S
         archive: Some(corpora.list[corpora.of_variant[v]].0.clone()),
         ca_dir: Some(ca_dir.to_path_buf()),
         // Every server of an experiment with SCTP (or h3) variants listens for them,
-        // so one server serves its TCP and UDP variants alike.
+        // so one server serves its TCP and UDP variants alike (SCTP on a UDP port of
+        // its own, which the test bed reads back from the start-up line).
         sctp: exp.variants.iter().any(|v| v.is_sctp()),
         h3: exp
             .variants
@@ -236,7 +237,6 @@ impl<'a> Lane<'a> {
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
         let skey = &self.keys[job.variant];
-        let resolve = self.servers[skey].resolve();
         let proxy = variant.proxy.as_ref().map(|_| &self.proxies[skey]);
         let series_from = proxy.map(|p| probes::file_len(&p.series));
         let spec = load::spec(
@@ -246,7 +246,7 @@ impl<'a> Lane<'a> {
                 visits: &visits,
                 archive: corpora.page(job.variant, job.visits[0]).1,
                 ca_dir: self.sh.ca_dir,
-                resolve: &resolve,
+                server: &self.servers[skey],
                 proxy: proxy.map(|p| p.addr),
                 har: &har,
                 earlier: self.last_har.get(&visits[0].name),

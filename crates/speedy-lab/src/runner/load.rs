@@ -4,6 +4,7 @@
 use super::plan::PageInfo;
 use super::{RunOptions, SS_EVERY};
 use crate::experiment::{Experiment, Variant};
+use crate::testbed::ReplayServer;
 use linkem::{Side, Topology};
 use speedy_browser::LoadSpec;
 use std::net::SocketAddr;
@@ -19,8 +20,9 @@ pub(super) struct Target<'a> {
     pub archive: &'a Path,
     /// The lab CA's directory (the loader trusts its `ca.pem`).
     pub ca_dir: &'a Path,
-    /// Every origin's address, (host, IP:PORT).
-    pub resolve: &'a [(String, String)],
+    /// The replay server: every origin's address, and its SCTP port when it has SCTP
+    /// (both from its start-up line).
+    pub server: &'a ReplayServer,
     /// The proxy to load through, if the variant has one.
     pub proxy: Option<SocketAddr>,
     /// Where the HAR goes.
@@ -54,9 +56,13 @@ pub(super) fn spec(exp: &Experiment, v: &Variant, to: &Target) -> LoadSpec {
     if v.prefetch {
         spec.prefetch = to.earlier.cloned();
     }
-    spec.resolve = to.resolve.iter().map(|(h, a)| format!("{h}={a}")).collect();
+    let resolve = to.server.resolve();
+    spec.resolve = resolve.iter().map(|(h, a)| format!("{h}={a}")).collect();
     spec.cacert = Some(to.ca_dir.join("ca.pem"));
     v.configure_load(&mut spec);
+    if v.is_sctp() {
+        spec.sctp_port = to.server.sctp_port();
+    }
     spec.har = Some(to.har.to_path_buf());
     spec.timeout = exp.timeout.as_secs_f64();
     spec

@@ -141,8 +141,9 @@ pub struct FetchSpec {
     /// (repeatable, most preferred first); the chosen one is printed on stderr.
     #[arg(long, value_name = "PROTOCOL", requires = "upgrade")]
     pub stream_protocol: Vec<String>,
-    /// tcp, or sctp: SPDY over SCTP over UDP to the same port number (plain http://
-    /// SPDY only; `speedy serve --sctp` answers; docs/sctp.md).
+    /// tcp, or sctp: SPDY over SCTP over UDP to the same port number, or to
+    /// --sctp-port (plain http:// SPDY only; `speedy serve --sctp` answers;
+    /// docs/sctp.md).
     #[arg(long, default_value = "tcp", value_name = "tcp|sctp")]
     #[serde(with = "crate::text::by_name")]
     pub transport: Carrier,
@@ -154,6 +155,10 @@ pub struct FetchSpec {
     /// round trip is measured (default 3000, as Linux; RFC 9260 says 1000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(1..=60_000))]
     pub sctp_rto_initial_ms: Option<u32>,
+    /// With --transport sctp: the servers' SCTP port on UDP, when `speedy serve
+    /// --sctp-port` put it apart from the TCP port (default: the URL's port).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub sctp_port: Option<u16>,
 }
 
 impl Default for FetchSpec {
@@ -323,6 +328,7 @@ impl FetchSpec {
             self.transport,
             self.cookie_bundling,
             self.sctp_rto_initial_ms,
+            self.sctp_port,
         )?;
         let (flag, mode) = match (self.pipeline, self.connection_per_request) {
             (true, _) => ("--pipeline", Http1Mode::Pipelined),
@@ -396,6 +402,7 @@ mod tests {
         s.crime_safe = false;
         s.transport = Carrier::Sctp;
         s.sctp_rto_initial_ms = Some(1000);
+        s.sctp_port = Some(9443);
         s.flow_control = spdy::session::FlowControl::Strict;
         s.reprioritize = vec!["1:2=0".into()];
         let json = serde_json::to_string(&s).unwrap();
@@ -436,6 +443,12 @@ mod tests {
         s.stream_protocol = vec!["v4.channel.k8s.io".into()];
         assert!(err(&s).contains("--upgrade"));
         s.stream_protocol.clear();
+        s.sctp_port = Some(9443);
+        assert_eq!(err(&s), "--sctp-port: only with --transport sctp");
+        s.transport = Carrier::Sctp;
+        s.sctp_port = Some(0);
+        assert!(err(&s).starts_with("--sctp-port 0"), "{}", err(&s));
+        (s.transport, s.sctp_port) = (Carrier::Tcp, None);
         assert!(s.options().is_ok());
         assert!(err(&FetchSpec::default()).contains("no URL"));
     }

@@ -62,6 +62,11 @@ impl H3Listener {
         let endpoint = quinn::Endpoint::server(cfg, addr)?;
         Ok(H3Listener { endpoint })
     }
+
+    /// The UDP address it listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.endpoint.local_addr()
+    }
 }
 
 /// A QUIC sender's congestion control: quinn's algorithm and initial window.

@@ -4,6 +4,7 @@
 
 use super::named;
 use crate::spec::ServeSpec;
+use crate::startup::{Listener, ListenerKind};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use speedy_net::h3::{H3Listener, QuicCc};
 use speedy_net::sctp::{SctpConfig, SctpListener};
@@ -110,19 +111,46 @@ impl Udp {
         cfg: &ServerConfig,
         addrs: &[SocketAddr],
     ) -> Result<Udp, String> {
+        // The listeners on the TCP ports first, so that SCTP's free port (--sctp-port 0)
+        // is none of theirs.
+        let h3 = bind_h3(spec.h3, spec.quic_cc(), cfg, addrs)?;
+        let udp_get = bind_udp_get(spec.udp_get, addrs).await?;
         Ok(Udp {
-            sctp: bind_sctp(spec.sctp, spec.sctp_rto_initial_ms, addrs).await?,
+            sctp: bind_sctp(spec, addrs).await?,
             sctp_counters: spec.sctp_counters.clone(),
-            h3: bind_h3(spec.h3, spec.quic_cc(), cfg, addrs)?,
-            udp_get: bind_udp_get(spec.udp_get, addrs).await?,
+            h3,
+            udp_get,
         })
     }
 
+    /// Every UDP listener and its address, for the start-up line.
+    pub(super) fn listeners(&self) -> Result<Vec<Listener>, String> {
+        let mut out = Vec::new();
+        for l in &self.sctp {
+            out.push((ListenerKind::Sctp, l.local_addr()));
+        }
+        for l in &self.h3 {
+            let addr = l.local_addr().map_err(|e| named("--h3", &e))?;
+            out.push((ListenerKind::H3, addr));
+        }
+        for s in &self.udp_get {
+            let addr = s.local_addr().map_err(|e| named("--udp-get", &e))?;
+            out.push((ListenerKind::UdpGet, addr));
+        }
+        Ok(out
+            .into_iter()
+            .map(|(kind, addr)| Listener { kind, addr })
+            .collect())
+    }
+
     /// The human start-up line's notes on SCTP and HTTP/3 (empty without them).
-    pub(super) fn notes(&self) -> String {
+    pub(super) fn notes(&self, tcp_port: u16) -> String {
         let mut s = String::new();
-        if !self.sctp.is_empty() {
-            s.push_str("; SPDY over SCTP on UDP, same port");
+        if let Some(l) = self.sctp.first() {
+            match l.local_addr().port() {
+                p if p == tcp_port => s.push_str("; SPDY over SCTP on UDP, same port"),
+                p => s.push_str(&format!("; SPDY over SCTP on UDP port {p}")),
+            }
         }
         if !self.h3.is_empty() {
             s.push_str("; h3 over QUIC on UDP, same port");
@@ -168,21 +196,25 @@ fn bind_h3(
         .collect()
 }
 
-/// With `--sctp`: an SCTP endpoint on UDP at each of `addrs`.
-async fn bind_sctp(
-    on: bool,
-    rto_initial_ms: Option<u32>,
-    addrs: &[SocketAddr],
-) -> Result<Vec<SctpListener>, String> {
-    let cfg = SctpConfig::default().with_rto_initial_ms(rto_initial_ms);
+/// With `--sctp`: an SCTP endpoint on UDP at each of `addrs`, at their ports or at
+/// `--sctp-port` (0: the free port the first bind picks, then the same at every address).
+async fn bind_sctp(spec: &ServeSpec, addrs: &[SocketAddr]) -> Result<Vec<SctpListener>, String> {
+    let cfg = SctpConfig::default().with_rto_initial_ms(spec.sctp_rto_initial_ms);
+    let mut port = spec.sctp_port;
     let mut out = Vec::new();
-    if on {
-        for a in addrs {
-            let l = SctpListener::bind(*a, &cfg)
-                .await
-                .map_err(|e| named(format!("--sctp: binding UDP {a}"), &e))?;
-            out.push(l);
+    for a in addrs.iter().filter(|_| spec.sctp) {
+        let at = SocketAddr::new(a.ip(), port.unwrap_or(a.port()));
+        let l = SctpListener::bind(at, &cfg).await.map_err(|e| {
+            let flag = match spec.sctp_port {
+                Some(p) => format!("--sctp-port {p}"),
+                None => "--sctp".into(),
+            };
+            named(format!("{flag}: binding UDP {at}"), &e)
+        })?;
+        if port == Some(0) {
+            port = Some(l.local_addr().port());
         }
+        out.push(l);
     }
     Ok(out)
 }

@@ -4,7 +4,7 @@
 use super::bind::{bind_tcp, set_tls, tcp_series, use_pair, Udp};
 use super::{named, not_a_file, Serving};
 use crate::spec::ServeSpec;
-use crate::startup::{ServeStartup, ServedOrigin};
+use crate::startup::{Listener, ListenerKind, ServeStartup, ServedOrigin};
 use speedy_net::server::{Handler, Request, ResponseFuture, ServerConfig};
 use std::collections::HashMap;
 use std::io::Write;
@@ -83,13 +83,14 @@ async fn bind_files(spec: &ServeSpec, out: impl Write) -> Result<Serving, String
         root: Some(root.display().to_string()),
         sctp: !udp.sctp.is_empty(),
         h3: !udp.h3.is_empty(),
+        listeners: all_listeners(&[addr], &udp)?,
         ..ServeStartup::new(addr, cfg.tls.is_some())
     };
     let human = format!(
         "listening on {addr} ({mode}; {}; root {}){}\n",
         speedy_net::tls::SERVER_ALPN.join(", "),
         root.display(),
-        udp.notes()
+        udp.notes(addr.port())
     );
     startup
         .announce(&human, out)
@@ -156,7 +157,7 @@ async fn bind_archive(spec: &ServeSpec, dir: &Path, out: impl Write) -> Result<S
         speedy_net::tls::SERVER_ALPN.join(", "),
         dir.display(),
         hosts.len(),
-        udp.notes()
+        udp.notes(addrs[0].port())
     );
     for o in &origins {
         human.push_str(&format!("origin {} {}\n", o.host, o.addr));
@@ -166,6 +167,7 @@ async fn bind_archive(spec: &ServeSpec, dir: &Path, out: impl Write) -> Result<S
         origins,
         sctp: !udp.sctp.is_empty(),
         h3: !udp.h3.is_empty(),
+        listeners: all_listeners(&addrs, &udp)?,
         ..ServeStartup::new(addrs[0], cfg.tls.is_some())
     };
     startup
@@ -201,6 +203,15 @@ fn origin_binds(spec: &ServeSpec) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Every listener for the start-up line: TCP at `tcp`, then the UDP ones.
+fn all_listeners(tcp: &[SocketAddr], udp: &Udp) -> Result<Vec<Listener>, String> {
+    let tcp = tcp.iter().map(|&addr| Listener {
+        kind: ListenerKind::Tcp,
+        addr,
+    });
+    Ok(tcp.chain(udp.listeners()?).collect())
 }
 
 /// A listener's address (port resolved).

@@ -13,13 +13,16 @@ use std::path::{Path, PathBuf};
 first bytes, and an HTTP/1.1 request with `Connection: Upgrade` and `Upgrade: SPDY/3.1` switches \
 its connection to SPDY/3.1 (101; --stream-protocol for Kubernetes' X-Stream-Protocol-Version). \
 TLS: by ALPN (spdy/3.1, spdy/3, spdy/2, h2, http/1.1). With --h3, HTTP/3 over QUIC too, on UDP \
-at the same address and port, with the same certificate (clients by prior knowledge: no Alt-Svc).\n\n\
+at the same address and port, with the same certificate (clients by prior knowledge: no Alt-Svc). \
+--sctp beside --h3 (or --udp-get) needs --sctp-port: UDP has one listener per port.\n\n\
 Start-up lines (stdout, once every address is bound): `listening on IP:PORT (...)`, with \
 --archive one `origin HOST IP:PORT` per origin, then one JSON line for programs:\n  \
 {\"listening\":\"IP:PORT\",\"tls\":BOOL,\"plain\":BOOL,\"protocols\":[\"spdy/3.1\",\"spdy/3\",\
-\"spdy/2\",\"h2\",\"http/1.1\"],\"root\":DIR | \"archive\":DIR,\"origins\":[{\"host\":HOST,\"addr\":\"IP:PORT\"},...],\"sctp\":BOOL,\"h3\":BOOL}\n\
+\"spdy/2\",\"h2\",\"http/1.1\"],\"root\":DIR | \"archive\":DIR,\"origins\":[{\"host\":HOST,\"addr\":\"IP:PORT\"},...],\"sctp\":BOOL,\"h3\":BOOL,\
+\"listeners\":[{\"kind\":\"tcp\"|\"sctp\"|\"h3\"|\"udp-get\",\"addr\":\"IP:PORT\"},...]}\n\
 `tls`/`plain`: which connections the port accepts (an archive with https origins: both); \
-`origins` is empty with --root. Read the first line that starts with `{`; fields may be \
+`origins` is empty with --root; `listeners` says where each listener is (SCTP's port \
+with --sctp-port). Read the first line that starts with `{`; fields may be \
 added, so ignore unknown ones. Details: docs/serve.md.\n\n\
 Limits: request bodies over --max-body are refused unread (HTTP/1.1 413 and close, h2 413, \
 SPDY RST_STREAM REFUSED_STREAM; past it mid-body: CANCEL); a handler that does not read a \

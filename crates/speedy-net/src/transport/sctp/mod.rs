@@ -53,6 +53,10 @@ pub struct SctpConfig {
     /// (INIT, COOKIE ECHO, the first DATA). Default 3 s, RFC 4960's and Linux's
     /// (`net.sctp.rto_initial`); RFC 9260 lowered it to 1 s.
     pub rto_initial: Duration,
+    /// Client: the server's SCTP (UDP) port, where it differs from the TCP port a URL or
+    /// `--resolve` names (`--sctp-port`; `speedy serve --sctp-port`); `None`: the same
+    /// port. [`dial`] takes its address as given: callers apply this ([`SctpConfig::peer`]).
+    pub port: Option<u16>,
 }
 
 impl SctpConfig {
@@ -64,27 +68,38 @@ impl SctpConfig {
         }
         self
     }
+
+    /// Where a client dials SCTP for a server at `tcp` (its TCP address): `tcp` itself, or
+    /// its IP at [`SctpConfig::port`].
+    pub fn peer(&self, tcp: SocketAddr) -> SocketAddr {
+        SocketAddr::new(tcp.ip(), self.port.unwrap_or(tcp.port()))
+    }
 }
 
 /// The SCTP settings of a client that asked for `carrier`: `None` over TCP, where the
-/// SCTP options must be left at their defaults (bundling on, no RTO.Initial), else an
-/// error naming the option given without `sctp`.
+/// SCTP options must be left at their defaults (bundling on, no RTO.Initial, no port),
+/// else an error naming the option given without `sctp`; port 0 is refused by name.
 pub fn client_config(
     carrier: crate::protocol::Carrier,
     cookie_bundling: bool,
     rto_initial_ms: Option<u32>,
+    port: Option<u16>,
 ) -> Result<Option<SctpConfig>, String> {
     if carrier != crate::protocol::Carrier::Sctp {
-        if !cookie_bundling {
-            return Err("--no-cookie-bundling: only with --transport sctp".into());
-        }
-        if rto_initial_ms.is_some() {
-            return Err("--sctp-rto-initial-ms: only with --transport sctp".into());
-        }
-        return Ok(None);
+        let unused = match (cookie_bundling, rto_initial_ms, port) {
+            (false, _, _) => "--no-cookie-bundling",
+            (_, Some(_), _) => "--sctp-rto-initial-ms",
+            (_, _, Some(_)) => "--sctp-port",
+            _ => return Ok(None),
+        };
+        return Err(format!("{unused}: only with --transport sctp"));
+    }
+    if port == Some(0) {
+        return Err("--sctp-port 0: the server's SCTP port, 1 to 65535".into());
     }
     let cfg = SctpConfig {
         bundle_cookie_echo: cookie_bundling,
+        port,
         ..Default::default()
     };
     Ok(Some(cfg.with_rto_initial_ms(rto_initial_ms)))
@@ -96,6 +111,7 @@ impl Default for SctpConfig {
             bundle_cookie_echo: true,
             streams: 256,
             rto_initial: Duration::from_secs(3),
+            port: None,
         }
     }
 }
