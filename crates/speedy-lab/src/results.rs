@@ -84,6 +84,15 @@ pub struct Row {
     /// TCP congestion control in the namespaces (`cubic`, `bbr`, `reno`).
     #[serde(default)]
     pub tcp_cc: String,
+    /// QUIC's congestion control on the replay server (quinn's `cubic`, `bbr` or
+    /// `newreno`), for h3 loads; absent for the others and in rows written before it was
+    /// recorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "speedy_net::text::opt_by_name"
+    )]
+    pub quic_cc: Option<speedy_net::h3::QuicCcAlgorithm>,
     /// TCP retransmissions summed over the connections (TCP_INFO).
     pub tcp_retransmissions: u64,
     /// The HAR of this load, relative to the results file's directory.

@@ -217,3 +217,22 @@ fn sctp_and_h3_variants_share_an_experiment() {
         "{e}"
     );
 }
+
+#[test]
+fn an_h3_variant_asks_quinn_for_its_congestion_control() {
+    use speedy_net::h3::QuicCcAlgorithm as Q;
+    let e = p(
+        "[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\n\
+               [[variant]]\nname = \"h1\"\nprotocol = \"http1\"\ncc = \"bbr\"\n\
+               [[variant]]\nname = \"q\"\nprotocol = \"h3\"\n\
+               [[variant]]\nname = \"qb\"\nprotocol = \"h3\"\ncc = [\"bbr\", \"cubic\"]\n\
+               [[variant]]\nname = \"qr\"\nprotocol = \"h3\"\ncc = \"reno\"\n",
+    )
+    .unwrap();
+    let got: Vec<Option<Q>> = e.variants.iter().map(|v| v.quic_cc()).collect();
+    assert_eq!(got, [None, Some(Q::Cubic), Some(Q::Bbr), Some(Q::NewReno)]);
+    // ... and the replay server is told so.
+    let mut spec = speedy_server::spec::ServeSpec::default();
+    e.variants[2].configure_serve(&mut spec);
+    assert_eq!(spec.quic_cc, Some(Q::Bbr));
+}

@@ -188,6 +188,18 @@ impl Variant {
         }
     }
 
+    /// QUIC's congestion control for an h3 variant: the first algorithm of its `cc`
+    /// preference (quinn has all three; `reno` is NewReno), else quinn's default, CUBIC.
+    /// `None` for the other protocols (their congestion control is the kernel's TCP).
+    pub fn quic_cc(&self) -> Option<speedy_net::h3::QuicCcAlgorithm> {
+        use speedy_net::h3::QuicCcAlgorithm as Q;
+        (self.protocol == Protocol::H3).then(|| match self.cc_preference.first() {
+            Some(CcName::Reno) => Q::NewReno,
+            Some(CcName::Bbr) => Q::Bbr,
+            Some(CcName::Cubic) | None => Q::Cubic,
+        })
+    }
+
     /// Sets what this variant asks of the replay server on `spec` (which listeners it
     /// runs, and on which ports, is the runner's: every variant's server listens for
     /// SCTP or QUIC when one variant needs it, SCTP on a UDP port of its own).
@@ -203,6 +215,7 @@ impl Variant {
             .initcwnd
             .filter(|_| self.protocol == Protocol::H3)
             .map(|n| u64::from(n) * 1460);
+        spec.quic_cc = self.quic_cc();
         spec.notsent_lowat = self.notsent_lowat.map(|n| n as usize);
     }
 }

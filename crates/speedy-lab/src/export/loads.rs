@@ -109,6 +109,7 @@ fn measures() -> Vec<C> {
 fn settings() -> Vec<C> {
     vec![
         C::opt_str("tcp_cc", |r| non_empty(&r.tcp_cc)),
+        C::opt_str("quic_cc", |r| r.quic_cc.map(|c| c.name())),
         C::int("initcwnd", "segments", |r| r.initcwnd),
         C::opt_int("initrwnd", "segments", |r| r.initrwnd),
         C::bool("slow_start_after_idle", |r| r.slow_start_after_idle),

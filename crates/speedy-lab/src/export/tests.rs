@@ -463,6 +463,7 @@ fn every_row_field_has_a_column() {
         header_bytes_received_compressed: 1,
         connections: 1,
         tcp_cc: "cubic".into(),
+        quic_cc: Some(speedy_net::h3::QuicCcAlgorithm::Bbr),
         tcp_retransmissions: 0,
         har: "h".into(),
         calibration: "web-2010".into(),

@@ -227,9 +227,23 @@ fn conditions(r: &Row) -> Vec<(&'static str, String)> {
             n.to_string()
         }
     };
+    // Header compression: SPDY's setting for SPDY; the others compress (or not) their own
+    // way, which the whitepaper's SPDY column does not compare.
+    let headers = match r.protocol {
+        speedy_net::Protocol::Spdy(_) => or_dash(&r.header_compression),
+        speedy_net::Protocol::H2 => "– (HPACK)".into(),
+        speedy_net::Protocol::H3 => "– (QPACK)".into(),
+        _ => "–".into(),
+    };
+    // QUIC's congestion control is quinn's on the server, not the namespaces' TCP one.
+    let cc = if quic {
+        r.quic_cc.map_or("–".into(), |c| format!("{c} (quinn)"))
+    } else {
+        not_sctp(or_dash(&r.tcp_cc))
+    };
     vec![
         ("pages", or_dash(&r.calibration)),
-        ("congestion control", not_sctp(or_dash(&r.tcp_cc))),
+        ("congestion control", cc),
         ("initcwnd", not_sctp(num(r.initcwnd))),
         (
             "initrwnd",
@@ -247,7 +261,7 @@ fn conditions(r: &Row) -> Vec<(&'static str, String)> {
             "TCP metrics cache",
             tcp_only(if r.no_metrics_save { "off" } else { "on" }.into()),
         ),
-        ("SPDY headers", or_dash(&r.header_compression)),
+        ("SPDY headers", headers),
         ("HTTP/1.1 conns per host", num(r.connections_per_host)),
         ("HTTP/1.1 conns in all", num(r.max_connections)),
     ]
@@ -313,7 +327,10 @@ pub fn conditions_section(cx: &mut Ctx) -> String {
                 .iter()
                 .find(|(n, _)| *n == k)
                 .map_or("–".to_string(), |(_, v)| v.clone());
-            if got != want && got != "–" && want != "?" {
+            // `–…`: not recorded, or a setting the load did not use; `cubic (quinn)` is
+            // compared as `cubic`.
+            let cmp = got.trim_end_matches(" (quinn)");
+            if cmp != want && !got.starts_with('–') && want != "?" {
                 differs.push(format!("{k} {got}"));
             }
             cells.push(Cell::text(got));

@@ -3,6 +3,7 @@
 
 use super::*;
 use serde_json::json;
+use speedy_net::h3::QuicCcAlgorithm;
 
 /// A load of `page` with onLoad `ms`; the baseline is `http1`.
 fn row(page: &str, variant: &str, run: u32, ms: f64, har: &str) -> Row {
@@ -350,12 +351,46 @@ fn tcp_settings_are_not_compared_for_loads_over_quic_or_sctp() {
         differs("spdy").contains("TCP RACK and tail loss probes on"),
         "{sec}"
     );
-    // QUIC takes its window from the variant, not the TCP knobs.
+    // QUIC takes its window from the variant, not the TCP knobs, and its congestion
+    // control is quinn's (none recorded here: not compared); QPACK is not SPDY's zlib.
     assert!(differs("quic").contains("initcwnd 10"), "{sec}");
+    assert!(!differs("quic").contains("congestion control"), "{sec}");
+    assert!(!differs("quic").contains("headers"), "{sec}");
+    assert!(sec.contains("– (QPACK)"), "{sec}");
     assert!(!differs("quic").contains("RACK"), "{sec}");
     // SCTP takes neither.
     assert!(!differs("sctp").contains("initcwnd"), "{sec}");
     assert!(!differs("sctp").contains("RACK"), "{sec}");
+}
+
+#[test]
+fn quic_loads_show_quinns_congestion_control_not_the_namespaces_tcp_one() {
+    let mut rows = Vec::new();
+    for (variant, cc) in [
+        ("h3-cubic", QuicCcAlgorithm::Cubic),
+        ("h3-bbr", QuicCcAlgorithm::Bbr),
+    ] {
+        let mut r = row("a", variant, 0, 1000.0, "");
+        r.protocol = speedy_net::Protocol::H3;
+        r.tls = true;
+        r.tcp_cc = "bbr".into(); // the namespaces' default, which QUIC does not use
+        r.quic_cc = Some(cc);
+        r.initcwnd = 3;
+        rows.push(r);
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    let a = html.find(r#"<h2 id="conditions">"#).unwrap();
+    let sec = &html[a..];
+    assert!(
+        sec.contains("cubic (quinn)") && sec.contains("bbr (quinn)"),
+        "{sec}"
+    );
+    // CUBIC is the whitepaper's; BBR is listed as a difference.
+    assert!(!sec.contains("<li><b>h3-cubic</b>"), "{sec}");
+    assert!(
+        sec.contains("<li><b>h3-bbr</b>: congestion control bbr (quinn)"),
+        "{sec}"
+    );
 }
 
 #[test]

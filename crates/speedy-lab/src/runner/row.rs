@@ -95,6 +95,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         header_bytes_received_compressed: t.header_bytes_received,
         connections: t.connections as u32,
         tcp_cc: m.cc.to_string(),
+        quic_cc: v.quic_cc(),
         tcp_retransmissions: t.retransmits,
         har: m.rel.to_string(),
         calibration: calibration(m),
