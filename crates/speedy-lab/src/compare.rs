@@ -166,7 +166,15 @@ fn differences(a: &[Row], b: &[Row]) -> Vec<Difference> {
             });
         }
     }
-    for v in variant_order(a) {
+    let mut order = variant_order(a);
+    order.sort_by_key(|v| {
+        let r = a.iter().find(|r| &r.variant == v);
+        (
+            !r.is_some_and(|r| r.baseline),
+            r.and_then(|r| r.variant_index).unwrap_or(u32::MAX),
+        )
+    });
+    for v in order {
         if !b.iter().any(|r| r.variant == v) {
             continue;
         }
@@ -346,18 +354,7 @@ impl Comparison {
             out.push_str("conditions: none of those recorded differ\n");
         } else {
             out.push_str("conditions that differ:\n");
-            for d in &self.differences {
-                let who = d
-                    .variant
-                    .as_ref()
-                    .map_or(String::new(), |v| format!(" ({v})"));
-                out.push_str(&format!(
-                    "  {}{who}: A {} | B {}\n",
-                    d.condition,
-                    d.a.join(", "),
-                    d.b.join(", ")
-                ));
-            }
+            out.push_str(&self.differences_text());
         }
         out.push('\n');
         out.push_str(&self.table());
@@ -371,6 +368,44 @@ impl Comparison {
              page); verdict: faster or slower when the interval excludes 0, else no \
              detectable difference.",
         ));
+        out
+    }
+
+    /// One line per differing condition; a change made alike to every compared variant
+    /// is said once, as `(every variant)`.
+    fn differences_text(&self) -> String {
+        let variants: BTreeSet<&str> = self.cells.iter().map(|c| c.variant.as_str()).collect();
+        let mut out = String::new();
+        let mut said: Vec<(&str, &[String], &[String])> = Vec::new();
+        for d in &self.differences {
+            let key = (d.condition.as_str(), d.a.as_slice(), d.b.as_slice());
+            let alike = self
+                .differences
+                .iter()
+                .filter(|e| {
+                    e.variant.is_some()
+                        && (e.condition.as_str(), e.a.as_slice(), e.b.as_slice()) == key
+                })
+                .count();
+            let every = d.variant.is_some() && variants.len() > 1 && alike == variants.len();
+            if every && said.contains(&key) {
+                continue;
+            }
+            let who = match &d.variant {
+                _ if every => {
+                    said.push(key);
+                    " (every variant)".to_string()
+                }
+                Some(v) => format!(" ({v})"),
+                None => String::new(),
+            };
+            out.push_str(&format!(
+                "  {}{who}: A {} | B {}\n",
+                d.condition,
+                d.a.join(", "),
+                d.b.join(", ")
+            ));
+        }
         out
     }
 
@@ -409,7 +444,11 @@ impl Comparison {
                 format!("{:.0}", c.mean_a_ms),
                 format!("{:.0}", c.mean_b_ms),
                 change_with_ci(&change),
-                format!("{:.3}", c.p),
+                if c.p < 0.001 {
+                    "<0.001".into()
+                } else {
+                    format!("{:.3}", c.p)
+                },
                 c.verdict.clone(),
             ]);
             last_net = &c.network;
@@ -498,6 +537,16 @@ mod tests {
         let t = c.text();
         assert!(t.contains("initcwnd (spdy): A 10 | B 3"), "{t}");
         assert!(t.contains("+25.0% ("), "{t}");
+        assert!(t.contains("<0.001"), "the smallest p the test can give: {t}");
+        // The same change to every variant is said once.
+        let mut both = c.clone();
+        both.differences.push(Difference {
+            variant: Some("http1".into()),
+            ..c.differences[0].clone()
+        });
+        let t = both.text();
+        assert!(t.contains("initcwnd (every variant): A 10 | B 3"), "{t}");
+        assert_eq!(t.matches("initcwnd").count(), 1, "{t}");
     }
 
     #[test]

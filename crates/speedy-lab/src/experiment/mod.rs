@@ -526,7 +526,7 @@ pub struct BuiltIn {
 
 /// The built-in experiments.
 pub const BUILT_INS: &[BuiltIn] = &[
-    BuiltIn { name: "quick", about: "the default: 3 web-2010 pages, whitepaper DSL, HTTP/1.1 against SPDY under the whitepaper's conditions (and HTTP/3 over QUIC beside them), 3 runs", toml: include_str!("../../experiments/quick.toml") },
+    BuiltIn { name: "quick", about: "the default: 24 web-2010 pages, whitepaper DSL, HTTP/1.1 against SPDY under the whitepaper's conditions, and HTTP/3 over QUIC against HTTP/1.1 over TLS beside them, 4 runs (384 loads, about 2 minutes on 2 cores)", toml: include_str!("../../experiments/quick.toml") },
     BuiltIn {
         name: "cellular",
         about: "the cellular study: HTTP/1.1 proxy against SPDY proxy across 3G and LTE radios (constant rate and real traces), browsing sessions of 20 cellular-2013 pages in one fixed random order 20 s apart on the same connections, 3 runs; mitigations: no slow start after idle, Reno vs CUBIC, a 3 s minimum RTO (the paper's recommendation, per route), TCP metrics caching, a keep-alive ping, 20 SPDY connections; the proxy's cwnd over time",
