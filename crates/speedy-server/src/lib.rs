@@ -13,6 +13,7 @@
 //! responses carry `x-subresources: TYPE; URL; TYPE; URL ...` listing every object the
 //! document's parser discovers directly (any origin), in discovery order.
 
+pub mod allow;
 pub mod ca;
 pub mod files;
 pub mod proxy;

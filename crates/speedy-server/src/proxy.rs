@@ -13,12 +13,19 @@
 //! the origin's and a slow client holds the origin back by flow control. Request bodies
 //! are read whole before forwarding (bounded by `max_body`; page loads upload little).
 //!
+//! Access: every request's target (host and port; CONNECT's as much as an origin's) must
+//! be allowed first ([`ProxyOptions::permits`]: a `--resolve` entry or an `--allow` rule,
+//! [`crate::allow`]); any other gets 403 with the reason in its body, on its own stream
+//! (SPDY, h2: the connection goes on serving the others). A host that is not a plain
+//! name or an address in its usual form gets 400.
+//!
 //! CONNECT (HTTP/1.1; how a browser reaches an https origin through an HTTP proxy)
-//! opens a TCP connection to the target, found through `resolve` as any origin, and
+//! opens a TCP connection to the target, found as any origin is, and
 //! copies bytes both ways through the same bounded buffer until either side ends. A
 //! tunnel's log line has method `CONNECT`, the target as `url`, origin protocol `tcp`,
 //! and the time the target accepted the connection as its first byte from the origin.
 
+use crate::allow::{refusal, Allow, Host};
 use bytes::Bytes;
 use speedy_net::client::{Client, ClientConfig, ClientError, ClientRequest, Protocol};
 use speedy_net::server::{Handler, Request, Response, ResponseFuture};
@@ -34,14 +41,19 @@ use tokio::sync::mpsc;
 /// Chunks of a response held between the origin and the client.
 pub const BUFFER_CHUNKS: usize = 64;
 
-/// How the proxy reaches origins.
+/// How the proxy reaches origins, and which it may reach.
 #[derive(Clone)]
 pub struct ProxyOptions {
-    /// Host (lower case) → address; the port defaults to the request's.
-    pub resolve: HashMap<String, (IpAddr, Option<u16>)>,
-    /// Where every host not in `resolve` goes (`--resolve '*=IP:PORT'`); without it
-    /// such hosts are refused (502): the lab has no DNS.
+    /// (host, port if the entry names one) → address, the port defaulting to the
+    /// request's (`--resolve HOST[:PORT]=IP[:PORT]`). Every host named here is allowed
+    /// (at the entry's port, if it names one).
+    pub resolve: HashMap<(Host, Option<u16>), (IpAddr, Option<u16>)>,
+    /// Where every host not in `resolve` goes (`--resolve '*=IP:PORT'`); with it every
+    /// host is allowed (the lab's proxies: there is nowhere else to go).
     pub fallback: Option<(IpAddr, Option<u16>)>,
+    /// The `--allow` rules: hosts allowed besides those of `resolve`. One that `resolve`
+    /// does not name is looked up with the system's resolver (an address: as it is).
+    pub allow: Allow,
     /// Protocol towards plain-http origins (default HTTP/1.1); TLS origins use ALPN
     /// unless this forces one.
     pub upstream: Option<Protocol>,
@@ -51,6 +63,34 @@ pub struct ProxyOptions {
     pub timeout: Duration,
     /// Largest request body forwarded.
     pub max_body: usize,
+}
+
+impl ProxyOptions {
+    /// Whether a client may reach `host` at `port`: `resolve` names it (or has a `*`
+    /// entry), or an `allow` rule does.
+    pub fn permits(&self, host: &Host, port: u16) -> bool {
+        self.fallback.is_some()
+            || self.resolve.contains_key(&(host.clone(), Some(port)))
+            || self.resolve.contains_key(&(host.clone(), None))
+            || self.allow.permits(host, port)
+    }
+
+    /// The `resolve` entry for `host` at `port`: the one naming that port first.
+    fn resolved(&self, host: &Host, port: u16) -> Option<(IpAddr, Option<u16>)> {
+        let key = (host.clone(), Some(port));
+        self.resolve
+            .get(&key)
+            .or_else(|| self.resolve.get(&(key.0, None)))
+            .copied()
+    }
+}
+
+/// A request's target once allowed: the host as the request spelled it (what the
+/// origin connection names: SNI, `Host`), in its normal form, and the port.
+struct Target {
+    name: String,
+    host: Host,
+    port: u16,
 }
 
 /// The proxy handler; see the module doc.
@@ -83,26 +123,58 @@ impl Inner {
         }
     }
 
-    /// Where `host` (no port) is reached.
-    fn address(&self, host: &str, port: u16) -> Option<SocketAddr> {
-        let (ip, p) = self
-            .opts
-            .resolve
-            .get(&host.to_ascii_lowercase())
-            .copied()
-            .or(self.opts.fallback)?;
-        Some(SocketAddr::new(ip, p.unwrap_or(port)))
+    /// Where an allowed target is reached: its `--resolve` entry, the `*` entry, its
+    /// address, or what the system's resolver says of its name.
+    async fn address(&self, t: &Target) -> Result<SocketAddr, String> {
+        if let Some((ip, p)) = self.opts.resolved(&t.host, t.port).or(self.opts.fallback) {
+            return Ok(SocketAddr::new(ip, p.unwrap_or(t.port)));
+        }
+        match &t.host {
+            Host::Ip(ip) => Ok(SocketAddr::new(*ip, t.port)),
+            Host::Name(n) => tokio::net::lookup_host((n.as_str(), t.port))
+                .await
+                .map_err(|e| format!("no address for {n}: {e}"))?
+                .next()
+                .ok_or_else(|| format!("no address for {n}")),
+        }
+    }
+
+    /// Checks a request's target and hands it to [`Inner::tunnel`] (CONNECT) or
+    /// [`Inner::forward`]: 400 for a target that names no host (or, for CONNECT, no
+    /// port) or not a plain one, 403 for one not allowed.
+    async fn route(self: Arc<Self>, req: Request) -> Response {
+        let connect = req.method == "CONNECT";
+        let default_port = match (connect, req.scheme.as_str()) {
+            (true, _) => 0,
+            (false, "https") => 443,
+            (false, _) => 80,
+        };
+        let (name, port) = split_host(&req.host, default_port);
+        if connect && (name.is_empty() || port == 0) {
+            return error(400, "CONNECT needs a host:port target");
+        }
+        if name.is_empty() {
+            return error(400, "the request names no host (absolute-form or :host)");
+        }
+        let host = match Host::parse(&name) {
+            Ok(h) => h,
+            Err(e) => return error(400, &format!("bad target: {e}")),
+        };
+        if !self.opts.permits(&host, port) {
+            return error(403, &refusal(&host, port));
+        }
+        let target = Target { name, host, port };
+        if connect {
+            self.tunnel(req, target).await
+        } else {
+            self.forward(req, target).await
+        }
     }
 
     /// The pooled connection to an origin, dialled if there is none (`fresh`: replace
     /// the pooled one, which failed).
-    async fn client(
-        &self,
-        scheme: &str,
-        host: &str,
-        port: u16,
-        fresh: bool,
-    ) -> Result<Arc<Client>, String> {
+    async fn client(&self, scheme: &str, t: &Target, fresh: bool) -> Result<Arc<Client>, String> {
+        let (host, port) = (t.name.as_str(), t.port);
         let key = format!("{scheme}://{host}:{port}");
         let mut pool = self.pool.lock().await;
         if !fresh {
@@ -110,9 +182,7 @@ impl Inner {
                 return Ok(c.clone());
             }
         }
-        let addr = self
-            .address(host, port)
-            .ok_or_else(|| format!("no address for {host} (give --resolve {host}=IP:PORT)"))?;
+        let addr = self.address(t).await?;
         let mut cfg = self.opts.client.clone();
         cfg.connect_to = Some(addr);
         cfg.protocol = match (scheme, self.opts.upstream) {
@@ -129,17 +199,11 @@ impl Inner {
         Ok(c)
     }
 
-    async fn forward(self: Arc<Self>, mut req: Request) -> Response {
+    /// A request to an origin; see the module doc.
+    async fn forward(self: Arc<Self>, mut req: Request, target: Target) -> Response {
         let t0 = Instant::now();
-        if req.method == "CONNECT" {
-            return self.tunnel(req).await;
-        }
         let scheme = req.scheme.clone();
-        let default_port = if scheme == "https" { 443 } else { 80 };
-        let (host, port) = split_host(&req.host, default_port);
-        if host.is_empty() {
-            return error(400, "the request names no host (absolute-form or :host)");
-        }
+        let (host, port) = (target.name.as_str(), target.port);
         let url = format!("{scheme}://{}{}", req.host, req.path);
         let body = std::mem::take(&mut req.body);
         let body = match body.collect(self.opts.max_body).await {
@@ -158,7 +222,7 @@ impl Inner {
         };
         let mut fresh = false;
         let resp = loop {
-            let client = match self.client(&scheme, &host, port, fresh).await {
+            let client = match self.client(&scheme, &target, fresh).await {
                 Ok(c) => c,
                 Err(e) => return error(502, &format!("bad gateway: {e}")),
             };
@@ -235,18 +299,13 @@ impl Inner {
     }
 
     /// A CONNECT tunnel; see the module doc.
-    async fn tunnel(self: Arc<Self>, mut req: Request) -> Response {
+    async fn tunnel(self: Arc<Self>, mut req: Request, target: Target) -> Response {
         use tokio::io::AsyncReadExt;
         let t0 = Instant::now();
-        let (host, port) = split_host(&req.host, 0);
-        if host.is_empty() || port == 0 {
-            return error(400, "CONNECT needs a host:port target");
-        }
-        let Some(addr) = self.address(&host, port) else {
-            return error(
-                502,
-                &format!("bad gateway: no address for {host} (give --resolve {host}=IP:PORT)"),
-            );
+        let (host, port) = (target.name.as_str(), target.port);
+        let addr = match self.address(&target).await {
+            Ok(a) => a,
+            Err(e) => return error(502, &format!("bad gateway: {e}")),
         };
         let connect = tokio::net::TcpStream::connect(addr);
         let sock = match tokio::time::timeout(self.opts.timeout, connect).await {
@@ -403,7 +462,7 @@ impl Record {
 
 impl Handler for Proxy {
     fn handle(&self, req: Request) -> ResponseFuture {
-        Box::pin(self.0.clone().forward(req))
+        Box::pin(self.0.clone().route(req))
     }
 }
 

@@ -234,9 +234,18 @@ pub struct ProxySpec {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_self_signed"])]
     pub tls_ca_dir: Option<PathBuf>,
     /// Reach HOST at IP (and PORT, default the request's); `*` for every other host
-    /// (repeatable).
+    /// (repeatable). A host named here is allowed (at any port; at PORT only when
+    /// written HOST:PORT=...); a `*` entry allows every host.
     #[arg(long, value_name = "HOST=IP[:PORT]")]
     pub resolve: Vec<String>,
+    /// Let clients reach HOST (at PORT only, if given; IPv6 as [ADDR]:PORT), CONNECT
+    /// included: a name, an address, `*.example.com` (every name under example.com),
+    /// `*:443` (every host at port 443) or `*` (every host: an open proxy). Repeatable.
+    /// Hosts of --resolve are allowed too; with neither flag nothing is, and every
+    /// request gets 403. A host not in --resolve is looked up with the system's
+    /// resolver.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub allow: Vec<String>,
     /// Protocol towards http:// origins: http1 (default) or spdy (SPDY/3.1).
     #[arg(long, value_name = "PROTOCOL")]
     pub upstream: Option<String>,
@@ -446,7 +455,14 @@ impl ProxySpec {
         if self.insecure && self.cacert.is_some() {
             return Err("--insecure and --cacert: one or the other".into());
         }
+        crate::allow::Allow::parse(&self.allow)?;
         Ok(())
+    }
+
+    /// Whether neither `--allow` nor `--resolve` lets anything through: every request
+    /// gets 403.
+    pub fn allows_nothing(&self) -> bool {
+        self.allow.is_empty() && self.resolve.is_empty()
     }
 }
 
@@ -477,8 +493,36 @@ mod tests {
         let p = ProxySpec::default();
         assert_eq!(p.listen, "127.0.0.1:3128");
         assert_eq!(p.timeout, 30);
+        assert!(p.allow.is_empty() && p.allows_nothing(), "safe by default");
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<ProxySpec>(&json).unwrap(), p);
+    }
+
+    #[test]
+    fn the_proxy_allow_list_round_trips_and_is_checked() {
+        let p = ProxySpec {
+            allow: vec![
+                "*.example.com".into(),
+                "10.0.0.1:443".into(),
+                "[::1]:8443".into(),
+            ],
+            ..ProxySpec::default()
+        };
+        assert_eq!(p.check(), Ok(()));
+        assert!(!p.allows_nothing());
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""allow":["*.example.com","10.0.0.1:443","[::1]:8443"]"#));
+        assert_eq!(serde_json::from_str::<ProxySpec>(&json).unwrap(), p);
+        let toml_text = toml::to_string(&p).unwrap();
+        assert_eq!(toml::from_str::<ProxySpec>(&toml_text).unwrap(), p);
+        // A spec file without the key: nothing allowed (the flag's default).
+        let old: ProxySpec = serde_json::from_str(r#"{"version":1}"#).unwrap();
+        assert!(old.allows_nothing());
+        let bad = ProxySpec {
+            allow: vec!["a.*.com".into()],
+            ..ProxySpec::default()
+        };
+        assert!(bad.check().unwrap_err().contains("--allow \"a.*.com\""));
     }
 
     #[test]

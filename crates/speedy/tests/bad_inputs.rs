@@ -1069,6 +1069,21 @@ fn bad_value_cases(fx: &Fx) -> Vec<Case> {
         case(&proxy(&["--resolve", "foo"]), ANY, &["--resolve", "foo"]),
         case(&proxy(&["--resolve", "*=bar"]), ANY, &["--resolve", "bar"]),
         case(&proxy(&["--upstream", "h3"]), ANY, &["--upstream h3"]),
+        case(
+            &proxy(&["--allow", "a.*.com"]),
+            ANY,
+            &["--allow", "a.*.com"],
+        ),
+        case(
+            &proxy(&["--allow", "127.1:443"]),
+            ANY,
+            &["--allow", "127.1"],
+        ),
+        case(
+            &proxy(&["--allow", "x.example:0"]),
+            ANY,
+            &["--allow", "x.example:0"],
+        ),
         case(&proxy(&["--timeout", "abc"]), ANY, &["--timeout", "abc"]),
         case(
             &proxy(&["--tls-self-signed", "--tls-ca-dir", "ca-a"]),

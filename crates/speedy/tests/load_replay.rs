@@ -604,11 +604,18 @@ fn the_proxy_answers_502_and_504_with_a_reason() {
             std::thread::sleep(Duration::from_secs(5));
         }
     });
+    // A port nothing listens on.
+    let closed_addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let mut guard = Guard(None, tmp("proxy-errors"));
     let addr = proxy(
         &[
             "--resolve".into(),
             format!("silent.example={silent_addr}"),
+            "--resolve".into(),
+            format!("closed.example={closed_addr}"),
             "--timeout".into(),
             "1".into(),
         ],
@@ -629,9 +636,13 @@ fn the_proxy_answers_502_and_504_with_a_reason() {
         let _ = c.read_to_string(&mut text);
         text
     };
-    let t = ask("http://nowhere.example/a");
+    let t = ask("http://closed.example/a");
     assert!(t.starts_with("HTTP/1.1 502"), "{t}");
-    assert!(t.contains("no address for nowhere.example"), "{t}");
+    assert!(t.contains("bad gateway: http://closed.example/a"), "{t}");
+    // A host no --resolve (or --allow) names is refused before anything is dialled.
+    let t = ask("http://nowhere.example/a");
+    assert!(t.starts_with("HTTP/1.1 403"), "{t}");
+    assert!(t.contains("nowhere.example:80 is not allowed"), "{t}");
     let t = ask("http://silent.example/a");
     assert!(t.starts_with("HTTP/1.1 504"), "{t}");
     assert!(t.contains("no response from silent.example"), "{t}");
@@ -688,9 +699,9 @@ fn the_proxy_tunnels_connect_both_ways_and_refuses_what_it_cannot_reach() {
     // The target closed: so does the tunnel.
     let mut rest = Vec::new();
     assert_eq!(r.read_to_end(&mut rest).unwrap(), 0, "{rest:?}");
-    // No address for the target, and a target without a port.
+    // A target no --resolve (or --allow) names, and one without a port.
     for (req, want) in [
-        ("CONNECT nowhere.example:443", "HTTP/1.1 502"),
+        ("CONNECT nowhere.example:443", "HTTP/1.1 403"),
         ("CONNECT echo.example", "HTTP/1.1 400"),
     ] {
         let mut c = std::net::TcpStream::connect(&addr).unwrap();

@@ -11,7 +11,7 @@ mod proxy;
 mod serve;
 mod signal;
 
-pub use proxy::proxy;
+pub use proxy::{proxy, proxy_options};
 pub use serve::{files_config, serve};
 use signal::Serving;
 

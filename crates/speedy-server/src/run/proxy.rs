@@ -4,6 +4,7 @@
 use super::bind::{bind_tcp, set_tls, tcp_series, use_pair, Udp};
 use super::serve::local_addr;
 use super::{named, not_a_file, Serving};
+use crate::allow::{split_port, Allow, Host};
 use crate::proxy::{Proxy, ProxyOptions};
 use crate::spec::ProxySpec;
 use crate::startup::ServeStartup;
@@ -12,6 +13,7 @@ use speedy_net::server::ServerConfig;
 use speedy_net::tls::Verify;
 use std::collections::HashMap;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +31,8 @@ pub async fn proxy(spec: &ProxySpec, out: impl Write) -> Result<(), String> {
     if let Some(d) = &spec.tls_ca_dir {
         not_a_file("--tls-ca-dir", d)?;
     }
-    let handler = Arc::new(Proxy::new(options(spec)?, open_log(spec)?));
+    let opts = proxy_options(spec)?;
+    let handler = Arc::new(Proxy::new(opts.clone(), open_log(spec)?));
     let mut cfg = ServerConfig {
         tcp_series: tcp_series(spec.tcp_series.as_deref(), spec.tcp_interval_ms)?,
         ..Default::default()
@@ -73,6 +76,9 @@ pub async fn proxy(spec: &ProxySpec, out: impl Write) -> Result<(), String> {
     startup
         .announce(&human, out)
         .map_err(|e| super::with_causes(&e))?;
+    for line in warnings(spec, &opts, addr) {
+        eprintln!("speedy proxy: {line}");
+    }
     let serving = Serving {
         listeners,
         udp: Udp::default(),
@@ -83,17 +89,22 @@ pub async fn proxy(spec: &ProxySpec, out: impl Write) -> Result<(), String> {
     serving.until_signal().await
 }
 
-/// How the proxy reaches origins: `resolve`, `upstream`, certificate checking, timeout.
-fn options(spec: &ProxySpec) -> Result<ProxyOptions, String> {
+/// How the proxy reaches origins, and which: `resolve`, `allow`, `upstream`,
+/// certificate checking, timeout (what `speedy proxy` serves with; in-process tests
+/// build their proxies from a spec with it too).
+pub fn proxy_options(spec: &ProxySpec) -> Result<ProxyOptions, String> {
     let mut resolve = HashMap::new();
     let mut fallback = None;
     for r in &spec.resolve {
         let (host, addr) = speedy_net::client::parse_resolve(r)?;
         if host == "*" {
             fallback = Some(addr);
-        } else {
-            resolve.insert(host, addr);
+            continue;
         }
+        let key = split_port(&host)
+            .and_then(|(h, port)| Ok((Host::parse(h)?, port)))
+            .map_err(|e| format!("--resolve {r:?}: HOST[:PORT]: {e}"))?;
+        resolve.insert(key, addr);
     }
     let upstream = match spec.upstream.as_deref() {
         None => None,
@@ -113,6 +124,7 @@ fn options(spec: &ProxySpec) -> Result<ProxyOptions, String> {
     Ok(ProxyOptions {
         resolve,
         fallback,
+        allow: Allow::parse(&spec.allow)?,
         upstream,
         client: ClientConfig {
             verify,
@@ -121,6 +133,37 @@ fn options(spec: &ProxySpec) -> Result<ProxyOptions, String> {
         timeout: Duration::from_secs(spec.timeout),
         max_body: MAX_BODY,
     })
+}
+
+/// What the proxy says on standard error at start: that nothing is allowed (every
+/// request will get 403), and that it listens where other machines can reach it (not a
+/// loopback address), with what they can reach through it. One line each.
+fn warnings(spec: &ProxySpec, opts: &ProxyOptions, addr: SocketAddr) -> Vec<String> {
+    let mut out = Vec::new();
+    if spec.allows_nothing() {
+        out.push(
+            "nothing is allowed: every request gets 403; pass --allow HOST[:PORT] (repeatable; \
+             '*.example.com', or '*' for every host) or --resolve HOST=IP[:PORT]"
+                .into(),
+        );
+    }
+    if !addr.ip().to_canonical().is_loopback() {
+        let reach = if let Some((ip, port)) = opts.fallback {
+            let at = port.map_or(ip.to_string(), |p| SocketAddr::new(ip, p).to_string());
+            format!("{at} under any host name (--resolve '*=...')")
+        } else if opts.allow.is_everything() {
+            "any host at any port (--allow '*': an open proxy)".into()
+        } else if spec.allows_nothing() {
+            "nothing yet (nothing is allowed)".into()
+        } else {
+            "the hosts --allow and --resolve name".into()
+        };
+        out.push(format!(
+            "listening on {addr}, reachable from other machines: whoever can connect can use \
+             it to reach {reach} (--listen 127.0.0.1:PORT keeps it to this machine)"
+        ));
+    }
+    out
 }
 
 /// `log`: the request log, opened for appending.

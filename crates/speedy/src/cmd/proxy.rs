@@ -1,6 +1,7 @@
 //! `speedy proxy`: a forward proxy speaking SPDY/3.1 (TLS with ALPN, as Chrome's SPDY
 //! proxy), HTTP/1.1 (absolute-form requests) and h2 to clients, and HTTP/1.1 or SPDY to
-//! origins over pooled connections (`speedy_server::proxy`).
+//! origins over pooled connections (`speedy_server::proxy`), to the hosts `--allow` and
+//! `--resolve` name and no others.
 
 use anyhow::Result;
 use clap::Args;
@@ -14,8 +15,16 @@ use std::path::PathBuf;
 in :host/:authority and :scheme; HTTP/1.1 requests use absolute form \
 (GET http://host/path HTTP/1.1). Over TLS (--tls-self-signed or --tls-cert/--tls-key), ALPN \
 picks the protocol, as Chrome's SPDY proxy. HTTP/1.1 CONNECT host:port opens a tunnel to \
-the target (found through --resolve).\n\n\
-Origins: reached at the addresses of --resolve (the lab has no DNS), over one pooled \
+the target.\n\n\
+Access (safe by default): the proxy listens on 127.0.0.1 unless --listen says otherwise \
+(and then says on stderr that other machines can reach it), and lets clients reach only \
+the hosts --resolve names (all of them with a `*` entry) and those --allow HOST[:PORT] \
+names (`*.example.com`: every name under example.com; `*`: every host, an open proxy). \
+Requests and CONNECT targets are matched by host and port, IP addresses as addresses; \
+anything else gets 403 with the reason in the body (on its own stream over SPDY and h2). \
+With neither flag nothing is allowed, and the proxy says so at start.\n\n\
+Origins: reached at the addresses of --resolve (the lab has no DNS), else looked up with \
+the system's resolver, over one pooled \
 connection per origin: HTTP/1.1 for http:// (--upstream spdy for SPDY/3.1), ALPN for https://. \
 An origin that cannot be reached gives 502, one that does not answer in --timeout 504, each \
 with the reason in the body and in x-speedy-proxy-error.\n\n\
@@ -25,7 +34,10 @@ last_byte_to_client_ms (from the request's arrival; the last is when the final c
 handed to the client's connection).\n\n\
 Example (./corpus from `speedy corpus synth --out ./corpus`, served by `speedy serve \
 --listen 127.0.0.1:8080 --archive ./corpus`):\n  \
-speedy proxy --listen 127.0.0.1:3128 --tls-self-signed --resolve '*=127.0.0.1:8080' -k --log proxy.jsonl"
+speedy proxy --listen 127.0.0.1:3128 --tls-self-signed --resolve '*=127.0.0.1:8080' -k --log proxy.jsonl\n\n\
+Example (curl --proxy http://127.0.0.1:3128 reaching example.com over https and the hosts \
+under example.org, nothing else):\n  \
+speedy proxy --listen 127.0.0.1:3128 --allow example.com:443 --allow '*.example.org'"
 )]
 pub struct ProxyArgs {
     /// Read every option from FILE instead of flags: JSON (TOML for a `.toml` name; `-`
