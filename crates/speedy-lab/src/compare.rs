@@ -81,11 +81,17 @@ pub struct Comparison {
 }
 
 /// The results file of `p`: `p` itself, or `p/results.jsonl` for a directory.
-fn results_file(p: &Path) -> PathBuf {
+fn results_file(p: &Path) -> Result<PathBuf, String> {
     if p.is_dir() {
-        p.join("results.jsonl")
+        Ok(p.join("results.jsonl"))
+    } else if p.exists() {
+        Ok(p.to_path_buf())
     } else {
-        p.to_path_buf()
+        Err(format!(
+            "{}: no such results directory or file (a directory holding results.jsonl, \
+             or a results file)",
+            p.display()
+        ))
     }
 }
 
@@ -228,7 +234,7 @@ fn times(rows: &[Row]) -> Times {
 /// Compares the result sets at `a` and `b` (directories or results files). Different
 /// experiments are refused unless `any_experiment`.
 pub fn compare(a: &Path, b: &Path, any_experiment: bool) -> Result<Comparison, String> {
-    let (fa, fb) = (results_file(a), results_file(b));
+    let (fa, fb) = (results_file(a)?, results_file(b)?);
     let ra = read_rows(&fa)?;
     let rb = read_rows(&fb)?;
     for (f, rows) in [(&fa, &ra), (&fb, &rb)] {
@@ -537,7 +543,10 @@ mod tests {
         let t = c.text();
         assert!(t.contains("initcwnd (spdy): A 10 | B 3"), "{t}");
         assert!(t.contains("+25.0% ("), "{t}");
-        assert!(t.contains("<0.001"), "the smallest p the test can give: {t}");
+        assert!(
+            t.contains("<0.001"),
+            "the smallest p the test can give: {t}"
+        );
         // The same change to every variant is said once.
         let mut both = c.clone();
         both.differences.push(Difference {

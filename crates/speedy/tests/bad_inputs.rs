@@ -687,6 +687,37 @@ fn bad_file_cases(fx: &Fx) -> Vec<Case> {
             ANY,
             &["regular/x"],
         ),
+        // lab compare and export: results directories and files
+        case(
+            &["lab", "compare", "missing", "truncres"],
+            ANY,
+            &["missing", "no such results directory or file"],
+        ),
+        case(
+            &["lab", "compare", "garbres", "truncres"],
+            ANY,
+            &["garbres/results.jsonl", "UTF-8"],
+        ),
+        case(
+            &["lab", "compare", "jsonres", "jsonres"],
+            ANY,
+            &["jsonres/results.jsonl:1", "experiment"],
+        ),
+        case(
+            &["lab", "export", "missing"],
+            ANY,
+            &["missing/results.jsonl"],
+        ),
+        case(
+            &["lab", "export", "truncres", "--format", "xlsx"],
+            ANY,
+            &["xlsx", "csv or parquet"],
+        ),
+        case(
+            &["lab", "export", "jsonres"],
+            ANY,
+            &["jsonres/results.jsonl:1"],
+        ),
         // load
         case(
             &["load", p, "--archive", "missing"],
