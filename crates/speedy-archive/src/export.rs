@@ -198,6 +198,8 @@ pub fn har_of(a: &Archive) -> Har {
             connections: None,
             dns_cost_ms: None,
             timed_out: false,
+            fcp_ms: None,
+            lcp_ms: None,
             speedy: Some(PageSpeedy {
                 name: page.name.clone(),
             }),

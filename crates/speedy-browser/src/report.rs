@@ -253,6 +253,8 @@ pub fn to_har(res: &LoadResult) -> Har {
         connections: Some(res.conns.iter().map(|c| conn_json(c, res.start)).collect()),
         dns_cost_ms: Some(har::round_ms(ms(res.dns_cost))),
         timed_out: res.timed_out,
+        fcp_ms: None,
+        lcp_ms: None,
         speedy: None,
         extra: Map::new(),
     };

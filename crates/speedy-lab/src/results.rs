@@ -51,12 +51,25 @@ pub struct Row {
     pub protocol: speedy_net::Protocol,
     /// Over TLS.
     pub tls: bool,
+    /// Which client loaded the page: `loader` (`speedy load`) or `chromium` (headless
+    /// Chromium); rows written before it was recorded are the loader's.
+    #[serde(default, with = "speedy_net::text::by_name")]
+    pub client: crate::experiment::Client,
     /// Run index (0-based); variants alternate run by run.
     pub run: u32,
     /// onLoad, ms from navigation start.
     pub on_load_ms: f64,
     /// onContentLoad (DOMContentLoaded), ms.
     pub on_content_load_ms: f64,
+    /// First Contentful Paint, ms from navigation start (Paint Timing's
+    /// `first-contentful-paint`): Chromium's loads only (the loader paints nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fcp_ms: Option<f64>,
+    /// Largest Contentful Paint, ms from navigation start: the last
+    /// `largest-contentful-paint` entry Chromium reported by the end of the load (read
+    /// after onLoad); Chromium's loads only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lcp_ms: Option<f64>,
     /// Objects loaded (including failed ones).
     pub objects: u32,
     /// Objects that failed (4xx/5xx, reset, connection errors).
@@ -71,15 +84,23 @@ pub struct Row {
     pub packets_up: u64,
     /// Packets the link dropped (loss and queues), both directions.
     pub link_drops: u64,
-    /// Request header bytes before compression (SPDY) or as sent (HTTP/1.1).
-    pub header_bytes_sent_raw: u64,
-    /// Request header bytes on the wire.
-    pub header_bytes_sent_compressed: u64,
-    /// Response header bytes before decompression (SPDY) or as received.
-    pub header_bytes_received_raw: u64,
-    /// Response header bytes on the wire.
-    pub header_bytes_received_compressed: u64,
-    /// TCP connections opened.
+    /// Request header bytes before compression (SPDY) or as sent (HTTP/1.1), as the
+    /// loader counted them (its HAR's `_totals`); absent from Chromium's rows, which
+    /// cannot count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_bytes_sent_raw: Option<u64>,
+    /// Request header bytes on the wire (the loader's; absent from Chromium's rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_bytes_sent_compressed: Option<u64>,
+    /// Response header bytes before decompression (SPDY) or as received (the loader's;
+    /// absent from Chromium's rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_bytes_received_raw: Option<u64>,
+    /// Response header bytes on the wire (the loader's; absent from Chromium's rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_bytes_received_compressed: Option<u64>,
+    /// Connections opened: the loader's dials that succeeded; for Chromium, the distinct
+    /// connections its responses came over (DevTools' `connectionId`).
     pub connections: u32,
     /// TCP congestion control in the namespaces (`cubic`, `bbr`, `reno`).
     #[serde(default)]
@@ -93,8 +114,11 @@ pub struct Row {
         with = "speedy_net::text::opt_by_name"
     )]
     pub quic_cc: Option<speedy_net::h3::QuicCcAlgorithm>,
-    /// TCP retransmissions summed over the connections (TCP_INFO).
-    pub tcp_retransmissions: u64,
+    /// TCP retransmissions summed over the loader's connections (TCP_INFO); absent from
+    /// Chromium's rows (its sockets' TCP_INFO is not visible: see
+    /// `loader_retransmissions`, the client namespace's count, which is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_retransmissions: Option<u64>,
     /// The HAR of this load, relative to the results file's directory.
     pub har: String,
     /// Where the pages came from: a synthetic calibration (`web-2010`, `cellular-2013`,
@@ -121,10 +145,10 @@ pub struct Row {
     /// each other's cached TCP metrics).
     #[serde(default)]
     pub no_metrics_save: bool,
-    /// HTTP/1.1 connections per host the loader allowed.
+    /// HTTP/1.1 connections per host the loader allowed (Chromium's rows: its own 6).
     #[serde(default)]
     pub connections_per_host: u32,
-    /// HTTP/1.1 connections in all the loader allowed.
+    /// HTTP/1.1 connections in all the loader allowed (Chromium's rows: its own 256).
     #[serde(default)]
     pub max_connections: u32,
     /// The variant's position in its experiment (report order; older files lack it).
@@ -145,7 +169,8 @@ pub struct Row {
     #[serde(default)]
     pub server_segments_out: u64,
     /// Segments the client namespace retransmitted during the load (`RetransSegs`: the
-    /// loader's requests and acknowledgements; absent from rows of older speedy).
+    /// client's requests and acknowledgements, the loader's or Chromium's; absent from
+    /// rows of older speedy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loader_retransmissions: Option<u64>,
     /// Retransmission timeouts that fired on the loader's sockets (`TCPTimeouts`).
@@ -166,9 +191,10 @@ pub struct Row {
     /// The link emulator's largest lateness during the load, µs.
     #[serde(default)]
     pub link_late_max_us: u64,
-    /// The loader's largest event-loop lag during the load, µs.
-    #[serde(default)]
-    pub loader_lag_max_us: u64,
+    /// The loader's largest event-loop lag during the load, µs; absent from Chromium's
+    /// rows and from rows written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_lag_max_us: Option<u64>,
     /// TCP_NOTSENT_LOWAT on the replay server's connections, bytes, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notsent_lowat: Option<u32>,

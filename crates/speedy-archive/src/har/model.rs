@@ -7,8 +7,8 @@
 //! `connect` and `ssl` absent mean -1). Errors of [`Har::read`] name the file.
 //!
 //! Custom fields start with `_` as the format allows. Per page: `_protocol`, `_totals`
-//! ([`Totals`]), `_connections`, `_dns_cost_ms`, `_timed_out` (the loader) and `_speedy`
-//! (the export). Per entry: `_priority`, `_spdy_priority`, `_initiator`,
+//! ([`Totals`]), `_connections`, `_dns_cost_ms`, `_timed_out` (the loader), `_fcp_ms`
+//! and `_lcp_ms` (the lab's Chromium loads) and `_speedy` (the export). Per entry: `_priority`, `_spdy_priority`, `_initiator`,
 //! `_resourceType`, `_was_pushed`, `_archive_id`, `_error`, `_connection_id` (the loader)
 //! and `_speedy` (the export); `response._transferSize`. Fields of other writers are kept
 //! in `extra`.
@@ -104,6 +104,14 @@ pub struct Page {
     /// `_timed_out`: the load hit its time limit (written only when true).
     #[serde(rename = "_timed_out", default, skip_serializing_if = "is_false")]
     pub timed_out: bool,
+    /// `_fcp_ms`: First Contentful Paint, ms from the page start (a browser's HAR, as
+    /// the lab writes Chromium's; the loader paints nothing).
+    #[serde(rename = "_fcp_ms", default, skip_serializing_if = "Option::is_none")]
+    pub fcp_ms: Option<f64>,
+    /// `_lcp_ms`: Largest Contentful Paint, ms from the page start (the last candidate
+    /// by the end of the load).
+    #[serde(rename = "_lcp_ms", default, skip_serializing_if = "Option::is_none")]
+    pub lcp_ms: Option<f64>,
     /// `_speedy`: the archive page this page was exported from.
     #[serde(rename = "_speedy", default, skip_serializing_if = "Option::is_none")]
     pub speedy: Option<PageSpeedy>,

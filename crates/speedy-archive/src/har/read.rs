@@ -351,6 +351,8 @@ fn parse_page(i: usize, v: &Value) -> R<Page> {
         connections: None,
         dns_cost_ms: None,
         timed_out: false,
+        fcp_ms: None,
+        lcp_ms: None,
         speedy,
         extra: Map::new(),
     })

@@ -10,7 +10,7 @@
 mod variant;
 
 use variant::VariantSpec;
-pub use variant::{CcName, ProxyKind, Transport, Variant};
+pub use variant::{CcName, Client, ProxyKind, Transport, Variant};
 
 use linkem::{LinkConfig, LossModel, Server};
 use serde::Deserialize;
@@ -177,6 +177,12 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
     }
     let networks = networks_of(&spec, origin, base_dir, &at)?;
     let variants = variant::variants_of(&spec.variant, origin, &pages, &at)?;
+    variant::check_experiment_wide(
+        &variants,
+        spec.revisit_after_ms.is_some(),
+        spec.session_think_ms.is_some(),
+    )
+    .map_err(|e| format!("{origin}: {e}"))?;
     for n in &networks {
         for v in n.variants.iter().flatten() {
             if !variants.iter().any(|x: &Variant| &x.name == v) {

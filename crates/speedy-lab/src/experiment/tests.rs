@@ -236,3 +236,68 @@ fn an_h3_variant_asks_quinn_for_its_congestion_control() {
     e.variants[2].configure_serve(&mut spec);
     assert_eq!(spec.quic_cc, Some(Q::Bbr));
 }
+
+#[test]
+fn a_chromium_variant_is_refused_what_chromium_cannot_honour() {
+    let base = "[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\n";
+    let ok = |variant: &str| p(&format!("{base}[[variant]]\nname=\"c\"\n{variant}\n"));
+    let e = ok("protocol=\"h2\"\ntls=true\nclient=\"chromium\"").unwrap();
+    assert_eq!(e.variants[0].client, Client::Chromium);
+    // h3 implies TLS; server-side and namespace knobs apply to Chromium's loads too.
+    let e = ok("protocol=\"h3\"\nclient=\"chromium\"\ninitcwnd=3\ncc=\"cubic\"").unwrap();
+    assert_eq!(e.variants[0].client, Client::Chromium);
+    let e = ok("protocol=\"http1\"\ntls=true\nclient=\"chromium\"\nrto_min_ms=200").unwrap();
+    assert_eq!(e.variants[0].client, Client::Chromium);
+    // The default is the loader.
+    let e = ok("protocol=\"h2\"").unwrap();
+    assert_eq!(e.variants[0].client, Client::Loader);
+    for (variant, want) in [
+        (
+            "protocol=\"spdy\"\ntls=true",
+            "removed SPDY in version 51, 2016",
+        ),
+        ("protocol=\"h2\"", "needs tls = true"),
+        ("protocol=\"http1\"\ntls=false", "needs tls = true"),
+        ("protocol=\"h2\"\ntls=true\ntransport=\"sctp\"", "SCTP"),
+        ("protocol=\"http1\"\ntls=true\nproxy=\"http\"", "proxy"),
+        (
+            "protocol=\"h2\"\ntls=true\nsessions=4",
+            "cannot honour sessions",
+        ),
+        (
+            "protocol=\"h2\"\ntls=true\ntls_hello=\"plain\"",
+            "cannot honour tls_hello",
+        ),
+        (
+            "protocol=\"h2\"\ntls=true\nknown_servers=true",
+            "known_servers",
+        ),
+        ("protocol=\"h2\"\ntls=true\npartition=false", "partition"),
+        (
+            "protocol=\"h2\"\ntls=true\npush=\"all\"",
+            "cannot honour push",
+        ),
+        ("protocol=\"h2\"\ntls=true\nprefetch=true", "prefetch"),
+        (
+            "protocol=\"http1\"\ntls=true\nconnections_per_host=2",
+            "connections_per_host",
+        ),
+    ] {
+        let err = ok(&format!("{variant}\nclient=\"chromium\"")).unwrap_err();
+        assert!(
+            err.starts_with("x.toml:5:") && err.contains("variant \"c\"") && err.contains(want),
+            "{variant}: {err}"
+        );
+    }
+    let err = ok("protocol=\"h2\"\ntls=true\nclient=\"firefox\"").unwrap_err();
+    assert!(err.contains("loader or chromium"), "{err}");
+    // A revisit or a browsing session is the loader's: refused, naming the variant.
+    for key in ["revisit_after_ms", "session_think_ms"] {
+        let err = p(&format!(
+            "{key} = 1000\n{base}[[variant]]\nname=\"l\"\nprotocol=\"h2\"\ntls=true\n\
+             [[variant]]\nname=\"c\"\nprotocol=\"h2\"\ntls=true\nclient=\"chromium\"\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("variant \"c\"") && err.contains(key), "{err}");
+    }
+}

@@ -48,6 +48,43 @@ impl std::fmt::Display for ProxyKind {
     }
 }
 
+/// Which client loads a variant's pages (`client`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Client {
+    /// `speedy load`, the lab's page loader (the default).
+    #[default]
+    Loader,
+    /// Headless Chromium driven over the DevTools protocol (`crate::chromium`).
+    Chromium,
+}
+
+impl Client {
+    /// Its name in experiment files and rows: `loader` or `chromium`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Loader => "loader",
+            Client::Chromium => "chromium",
+        }
+    }
+}
+
+impl std::fmt::Display for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Client {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Client, String> {
+        [Client::Loader, Client::Chromium]
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("client = {s:?}: loader or chromium"))
+    }
+}
+
 /// A TCP congestion control a variant may ask for (`cc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcName {
@@ -147,6 +184,8 @@ pub struct Variant {
     /// the kernel's, no limit, when `None`): at most about this much unsent data waits in
     /// the socket, so the server's priorities act within a round trip.
     pub notsent_lowat: Option<u32>,
+    /// Which client loads the pages: the loader (default) or headless Chromium.
+    pub client: Client,
 }
 
 impl Variant {
@@ -253,6 +292,7 @@ pub(super) struct VariantSpec {
     cookie_bundling: Option<bool>,
     sctp_rto_initial_ms: Option<u32>,
     notsent_lowat: Option<u32>,
+    client: Option<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -265,6 +305,7 @@ pub(super) enum OneOrManyStr {
 /// A `[[variant]]` table, checked: every value in range, every combination possible.
 pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
     let protocol = protocol_of(v)?;
+    let client = client_of(v, protocol)?;
     let single_domain = match v.spdy_domains.as_deref() {
         None | Some("per-origin") => false,
         Some("single") => true,
@@ -338,7 +379,81 @@ pub(super) fn variant(v: &VariantSpec) -> Result<Variant, String> {
         partition: v.partition,
         transport,
         notsent_lowat: v.notsent_lowat,
+        client,
     })
+}
+
+/// `client`: the loader, or headless Chromium where Chromium can honour everything the
+/// variant asks (each refusal says why and names the variant).
+fn client_of(v: &VariantSpec, protocol: Protocol) -> Result<Client, String> {
+    let client = match &v.client {
+        None => Client::Loader,
+        Some(c) => c.parse()?,
+    };
+    if client == Client::Loader {
+        return Ok(client);
+    }
+    let refuse = |why: &str| Err(format!("variant {:?}: client = \"chromium\" {why}", v.name));
+    if protocol == SPDY {
+        return refuse("cannot speak SPDY: Chromium removed SPDY in version 51, 2016");
+    }
+    if protocol != Protocol::H3 && v.tls != Some(true) {
+        return refuse(
+            "needs tls = true: the archive's URLs are https, and Chromium speaks h2 only \
+             over TLS",
+        );
+    }
+    if v.transport.as_deref() == Some("sctp") {
+        return refuse("cannot run over SCTP (transport = \"sctp\" is the loader's SPDY)");
+    }
+    if v.proxy.is_some() {
+        return refuse("is not run through `speedy proxy` (proxy is the loader's)");
+    }
+    // What only the loader (or the replay server's SPDY) has: Chromium would ignore it.
+    let loader_only = [
+        (v.spdy_domains.is_some(), "spdy_domains"),
+        (v.push.is_some(), "push"),
+        (v.hint.is_some(), "hint"),
+        (v.prefetch.is_some(), "prefetch"),
+        (v.header_compression.is_some(), "header_compression"),
+        (v.connections_per_host.is_some(), "connections_per_host"),
+        (v.max_connections.is_some(), "max_connections"),
+        (v.sessions.is_some(), "sessions"),
+        (v.tls_hello.is_some(), "tls_hello"),
+        (v.known_servers.is_some(), "known_servers"),
+        (v.partition.is_some(), "partition"),
+        (v.keepalive_ms.is_some(), "keepalive_ms"),
+    ];
+    if let Some((_, key)) = loader_only.iter().find(|(set, _)| *set) {
+        return refuse(&format!(
+            "cannot honour {key}: it is a setting of the loader (or of the replay server's \
+             SPDY), which Chromium would ignore"
+        ));
+    }
+    Ok(client)
+}
+
+/// What an experiment asks of every load that Chromium cannot do: a revisit on the same
+/// connections (`revisit_after_ms`) or a browsing session (`session_think_ms`) is the
+/// loader's (`speedy load --then`); a Chromium variant beside them is refused by name.
+pub(super) fn check_experiment_wide(
+    variants: &[Variant],
+    revisit: bool,
+    session: bool,
+) -> Result<(), String> {
+    let key = match (revisit, session) {
+        (true, _) => "revisit_after_ms",
+        (false, true) => "session_think_ms",
+        (false, false) => return Ok(()),
+    };
+    match variants.iter().find(|v| v.client == Client::Chromium) {
+        Some(v) => Err(format!(
+            "variant {:?}: client = \"chromium\" loads one page per load; the experiment's \
+             {key} (a revisit or a browsing session on the same connections) is the loader's",
+            v.name
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The variant's protocol, of the one vocabulary (`speedy_net::protocol`); the loader

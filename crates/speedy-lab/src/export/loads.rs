@@ -62,6 +62,7 @@ fn identity() -> Vec<C> {
         C::opt_str("against", |r| r.against.as_deref()),
         C::text("protocol", |r| r.protocol.to_string()),
         C::bool("tls", |r| r.tls),
+        C::text("client", |r| r.client.to_string()),
         C::opt_text("transport", |r| r.transport.map(|t| t.to_string())),
         C::int("run", "", |r| r.run),
     ]
@@ -81,27 +82,29 @@ fn measures() -> Vec<C> {
         C::int("packets_down", "packets", |r| r.packets_down),
         C::int("packets_up", "packets", |r| r.packets_up),
         C::int("link_drops", "packets", |r| r.link_drops),
-        C::int("header_bytes_sent_raw", "bytes", |r| {
+        C::opt_float("fcp_ms", "ms", |r| r.fcp_ms),
+        C::opt_float("lcp_ms", "ms", |r| r.lcp_ms),
+        C::opt_int("header_bytes_sent_raw", "bytes", |r| {
             r.header_bytes_sent_raw
         }),
-        C::int("header_bytes_sent_compressed", "bytes", |r| {
+        C::opt_int("header_bytes_sent_compressed", "bytes", |r| {
             r.header_bytes_sent_compressed
         }),
-        C::int("header_bytes_received_raw", "bytes", |r| {
+        C::opt_int("header_bytes_received_raw", "bytes", |r| {
             r.header_bytes_received_raw
         }),
-        C::int("header_bytes_received_compressed", "bytes", |r| {
+        C::opt_int("header_bytes_received_compressed", "bytes", |r| {
             r.header_bytes_received_compressed
         }),
         C::int("connections", "", |r| r.connections),
-        C::int("tcp_retransmissions", "segments", |r| r.tcp_retransmissions),
+        C::opt_int("tcp_retransmissions", "segments", |r| r.tcp_retransmissions),
         C::opt_int("loader_retransmissions", "segments", |r| {
             r.loader_retransmissions
         }),
         C::opt_int("loader_rto_timeouts", "", |r| r.loader_rto_timeouts),
         C::int("link_late_mean_us", "µs", |r| r.link_late_mean_us),
         C::int("link_late_max_us", "µs", |r| r.link_late_max_us),
-        C::int("loader_lag_max_us", "µs", |r| r.loader_lag_max_us),
+        C::opt_int("loader_lag_max_us", "µs", |r| r.loader_lag_max_us),
     ]
 }
 

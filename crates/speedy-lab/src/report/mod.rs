@@ -6,7 +6,8 @@
 //! conditions of each variant, the whitepaper's tables beside the measured ones and the
 //! factor chain when the rows have them ([`era`]), speedup
 //! per page, the per-page scatter of the baseline against each other variant, box plots
-//! per page, CDFs, sweeps (tables and lines against loss or RTT), the split of object
+//! per page, CDFs, First and Largest Contentful Paint of the variants Chromium loaded,
+//! sweeps (tables and lines against loss or RTT), the split of object
 //! time into HAR phases, packets and bytes per load, header compression, one waterfall
 //! per page and variant (each linking its HAR file when it exists), what the lab cannot
 //! model, and notes (unreadable HARs, loads
@@ -22,6 +23,7 @@ mod era;
 mod har;
 mod html;
 mod links;
+mod paint;
 mod sctp;
 mod sections;
 mod sst;
@@ -136,6 +138,7 @@ fn render_linked(
         ("scatter", "Baseline vs variants", sections::scatter),
         ("boxes", "Distribution per page", sections::boxes),
         ("cdf", "CDFs", sections::cdfs),
+        ("paint", "Paint timings (Chromium)", paint::section),
         ("sweeps", "Sweeps", sections::sweeps),
         ("phases", "Object time", transport::phases),
         ("traffic", "Packets and bytes", transport::traffic),
@@ -226,10 +229,17 @@ impl<'a> Ctx<'a> {
         svg::style(i)
     }
 
-    /// `spdy (SPDY/3.1, TLS)`.
+    /// `spdy (SPDY/3.1, TLS)`; a variant Chromium loaded says so: `h2 (HTTP/2, TLS,
+    /// Chromium)`.
     pub fn variant_label(&self, variant: &str) -> String {
         match self.stats.variant(variant) {
-            Some(v) => format!("{} ({}, {})", v.name, proto_name(v.protocol), v.carrier()),
+            Some(v) => format!(
+                "{} ({}, {}{})",
+                v.name,
+                proto_name(v.protocol),
+                v.carrier(),
+                client_suffix(v.client)
+            ),
             None => variant.to_string(),
         }
     }
@@ -269,10 +279,15 @@ impl<'a> Ctx<'a> {
         for v in &self.stats.variants {
             if rows.iter().any(|r| r.variant == v.name) {
                 vars.push(format!(
-                    "{} = {} over {}{}",
+                    "{} = {} over {}{}{}",
                     v.name,
                     proto_name(v.protocol),
                     v.carrier(),
+                    if v.client == crate::experiment::Client::Chromium {
+                        ", loaded by Chromium"
+                    } else {
+                        ""
+                    },
                     if v.baseline { ", baseline" } else { "" }
                 ));
             }
@@ -343,6 +358,14 @@ impl<'a> Ctx<'a> {
                 None
             }
         }
+    }
+}
+
+/// `, Chromium` for a variant Chromium loaded, nothing for the loader's.
+pub(crate) fn client_suffix(c: crate::experiment::Client) -> &'static str {
+    match c {
+        crate::experiment::Client::Loader => "",
+        crate::experiment::Client::Chromium => ", Chromium",
     }
 }
 

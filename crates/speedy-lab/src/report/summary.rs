@@ -98,7 +98,10 @@ pub fn summary_text(stats: &Stats) -> String {
             };
             lines.push(vec![
                 if first { net.clone() } else { String::new() },
-                v.name.clone(),
+                match v.client {
+                    crate::experiment::Client::Loader => v.name.clone(),
+                    crate::experiment::Client::Chromium => format!("{} (Chromium)", v.name),
+                },
                 c.pages.to_string(),
                 c.summary.n.to_string(),
                 svg::ms(c.summary.mean),

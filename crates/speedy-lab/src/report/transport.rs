@@ -108,6 +108,16 @@ fn mean_of(rows: &[&Row], f: impl Fn(&Row) -> f64) -> f64 {
     rows.iter().map(|r| f(r)).sum::<f64>() / rows.len() as f64
 }
 
+/// The mean of a counter only some clients report (the loader's TCP_INFO, not
+/// Chromium's), over the rows that have it, one decimal; `–` when none has it.
+fn opt_mean(rows: &[&Row], f: fn(&Row) -> Option<u64>) -> String {
+    let have: Vec<u64> = rows.iter().filter_map(|r| f(r)).collect();
+    if have.is_empty() {
+        return "–".into();
+    }
+    format!("{:.1}", have.iter().sum::<u64>() as f64 / have.len() as f64)
+}
+
 /// The columns of the packets and bytes table: (title, left-aligned).
 const TRAFFIC_COLUMNS: [(&str, bool); 16] = [
     ("Network", true),
@@ -243,7 +253,7 @@ fn traffic_cells(cx: &Ctx, net: &str, v: &str, rs: &[&Row]) -> Vec<Cell> {
         Cell::num(svg::num(bd)),
         Cell::num(svg::num(bu)),
         Cell::num(one(|r| r.connections as f64)),
-        Cell::num(one(|r| r.tcp_retransmissions as f64)),
+        Cell::num(opt_mean(rs, |r| r.tcp_retransmissions)),
         Cell::num(one(|r| r.server_retransmissions as f64)),
         Cell::num(format!(
             "{:.2}",
@@ -301,18 +311,21 @@ pub fn headers(cx: &mut Ctx) -> String {
     let mut values = Vec::new();
     let ratio = |raw: u64, comp: u64| (raw > 0).then(|| 100.0 * (1.0 - comp as f64 / raw as f64));
     for v in cx.stats.variants.clone() {
+        // Only the loader counts header bytes (Chromium's rows have none): its rows.
         let rs: Vec<&Row> = cx
             .rows
             .iter()
             .filter(|r| nets.contains(&r.network) && r.variant == v.name)
+            .filter(|r| r.header_bytes_sent_raw.is_some())
             .collect();
         if rs.is_empty() {
             continue;
         }
-        let sr: u64 = rs.iter().map(|r| r.header_bytes_sent_raw).sum();
-        let sc: u64 = rs.iter().map(|r| r.header_bytes_sent_compressed).sum();
-        let rr: u64 = rs.iter().map(|r| r.header_bytes_received_raw).sum();
-        let rc: u64 = rs.iter().map(|r| r.header_bytes_received_compressed).sum();
+        let sum = |f: fn(&Row) -> Option<u64>| -> u64 { rs.iter().filter_map(|r| f(r)).sum() };
+        let sr = sum(|r| r.header_bytes_sent_raw);
+        let sc = sum(|r| r.header_bytes_sent_compressed);
+        let rr = sum(|r| r.header_bytes_received_raw);
+        let rc = sum(|r| r.header_bytes_received_compressed);
         let (s, r) = (ratio(sr, sc), ratio(rr, rc));
         let n = rs.len() as f64;
         let pct = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:.1}%"));
@@ -564,7 +577,7 @@ pub fn notes(cx: &Ctx) -> String {
              loader event-loop lag at worst {} ms (bounds {} µs, {} ms, {} ms).",
             worst(|r| r.link_late_mean_us),
             worst(|r| r.link_late_max_us) / 1000,
-            worst(|r| r.loader_lag_max_us) / 1000,
+            worst(|r| r.loader_lag_max_us.unwrap_or(0)) / 1000,
             h.link_late_mean.as_micros(),
             h.link_late_max.as_millis(),
             h.loader_lag_max.as_millis()

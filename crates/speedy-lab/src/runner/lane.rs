@@ -1,15 +1,17 @@
 //! A lane: its own namespace pair and link on one network, the replay servers and
 //! proxies its variants need, and the loads it takes from the run's queue, one at a time.
 
+use super::budget::Budget;
 use super::knobs::{self, Cc};
 use super::plan::{key, Corpora, Job, PageInfo};
 use super::probes::{self, visit_window, ServerKey, Servers, Watch};
-use super::{build_id, fmt_eta, load, load_seed, row, sanitize, RunOptions};
-use crate::experiment::{Experiment, Network};
+use super::{browser, build_id, fmt_eta, load, load_seed, row, sanitize, RunOptions};
+use crate::experiment::{Client, Experiment, Network};
 use crate::results::{append_row, Row};
 use crate::testbed::{topology_for, ProxyServer, ReplayServer, ReplaySpec};
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
+use speedy_browser::LoadSpec;
 use speedy_server::spec::ServeSpec;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -112,6 +114,28 @@ fn start_proxies(
     Ok(out)
 }
 
+/// What a job measured, from which its rows are made.
+struct Measured {
+    /// The load's HAR, as read back.
+    h: Har,
+    /// Where it is.
+    har: PathBuf,
+    /// Its path under the output directory.
+    rel: String,
+    /// The loader's spec (`None`: Chromium loaded the page).
+    spec: Option<LoadSpec>,
+    /// The counters and connections sampled around the load.
+    watch: Watch,
+    /// The link's mean and largest lateness writing packets, µs.
+    link_late: (u64, u64),
+    /// The proxy's TCP series of the load, under the output directory.
+    series: Option<String>,
+    /// How the client ended, for errors.
+    status: String,
+    /// When the load started.
+    t0: Instant,
+}
+
 /// What every lane of a run shares: the experiment, its plan, where rows go, and the
 /// progress line.
 pub(super) struct Shared<'a> {
@@ -133,6 +157,10 @@ pub(super) struct Shared<'a> {
     pub progress: &'a Mutex<(usize, Instant)>,
     /// Rows to write in all.
     pub total: usize,
+    /// The CPU the lanes share ([`Budget`]).
+    pub budget: &'a Budget,
+    /// Chromium's `--version`, when a variant has `client = "chromium"`.
+    pub chromium: Option<&'a str>,
 }
 
 /// One lane on one network: its namespaces and link, replay servers and proxies.
@@ -149,6 +177,10 @@ pub(super) struct Lane<'a> {
     proxies: HashMap<ServerKey, ProxyServer>,
     /// Each page's last HAR in this lane (client prefetch learns from it).
     last_har: HashMap<String, PathBuf>,
+    /// The lab CA's key hash, when a variant loads with Chromium (over QUIC).
+    ca_spki: Option<String>,
+    /// This lane's Chromium profile directory (made afresh for each load).
+    profile: PathBuf,
 }
 
 /// Runs jobs from `queue` on a lane of its own until the queue is empty.
@@ -163,7 +195,14 @@ pub(super) fn run_lane(
         let Some(job) = queue.lock().expect("lock").pop_front() else {
             break;
         };
+        // The job's share of the CPU, for as long as it runs.
+        let shares = match sh.exp.variants[job.variant].client {
+            Client::Loader => 1,
+            Client::Chromium => sh.budget.chromium,
+        };
+        let taken = sh.budget.take(shares);
         l.run_job(&job)?;
+        drop(taken);
         if !sh.exp.think_time.is_zero() {
             std::thread::sleep(sh.exp.think_time);
         }
@@ -192,6 +231,15 @@ impl<'a> Lane<'a> {
         let keys = (0..exp.variants.len())
             .map(|v| server_key(corpora, exp, v))
             .collect();
+        // The replay servers have made the lab CA by now.
+        let ca_spki = match sh.chromium {
+            Some(_) => Some(crate::chromium::ca_spki_hash(sh.ca_dir)?),
+            None => None,
+        };
+        let profile = opts.out.join(format!(
+            "chromium-profiles/{}-lane{lane}",
+            sanitize(&net.name)
+        ));
         Ok(Lane {
             sh,
             net,
@@ -202,11 +250,13 @@ impl<'a> Lane<'a> {
             keys,
             proxies,
             last_har: HashMap::new(),
+            ca_spki,
+            profile,
         })
     }
 
-    /// Runs one job: the variant's knobs, a fresh link, the loader (sampled), and a row
-    /// per measured page.
+    /// Runs one job: the variant's knobs, a fresh link, the client (the loader or
+    /// Chromium, sampled), and a row per measured page.
     fn run_job(&mut self, job: &Job) -> Result<(), String> {
         let (exp, opts, corpora) = (self.sh.exp, self.sh.opts, self.sh.corpora);
         let visits: Vec<&PageInfo> = job
@@ -222,7 +272,6 @@ impl<'a> Lane<'a> {
             visits[0].name.clone()
         };
         let variant = &exp.variants[job.variant];
-        let cc = self.sh.ccs[job.variant].as_ref();
         self.reset(job, &stem)?;
         // Where this load's files go under the output directory.
         let file = |dir: &str, ext: &str| {
@@ -239,29 +288,29 @@ impl<'a> Lane<'a> {
         let skey = &self.keys[job.variant];
         let proxy = variant.proxy.as_ref().map(|_| &self.proxies[skey]);
         let series_from = proxy.map(|p| probes::file_len(&p.series));
-        let spec = load::spec(
-            exp,
-            variant,
-            &load::Target {
-                visits: &visits,
-                archive: corpora.page(job.variant, job.visits[0]).1,
-                ca_dir: self.sh.ca_dir,
-                server: &self.servers[skey],
-                proxy: proxy.map(|p| p.addr),
-                har: &har,
-                earlier: self.last_har.get(&visits[0].name),
-            },
-        );
+        let spec = (variant.client == Client::Loader).then(|| {
+            load::spec(
+                exp,
+                variant,
+                &load::Target {
+                    visits: &visits,
+                    archive: corpora.page(job.variant, job.visits[0]).1,
+                    ca_dir: self.sh.ca_dir,
+                    server: &self.servers[skey],
+                    proxy: proxy.map(|p| p.addr),
+                    har: &har,
+                    earlier: self.last_har.get(&visits[0].name),
+                },
+            )
+        });
         let t0 = Instant::now();
         let mut watch = Watch::start(&self.topo, &self.servers, session)?;
-        let (topo, servers) = (&self.topo, &self.servers);
-        let status = load::run(topo, opts, &spec, &mut || watch.sample(topo, servers))?;
-        watch.finish(topo, servers)?;
+        let status = self.run_client(job, spec.as_ref(), &har, &mut watch)?;
         // Stopped here (restarted before the next load) for the forwarding thread's own
         // measure of this load's timing.
         self.topo.stop_link();
         let fwd = self.topo.forward_stats();
-        let h = Har::read(&har).map_err(|e| format!("{e} (loader exit {status})"))?;
+        let h = Har::read(&har).map_err(|e| format!("{e} ({status})"))?;
         let series = match (proxy, series_from) {
             (Some(p), Some(from)) => {
                 let rel = file("series", "jsonl");
@@ -270,9 +319,73 @@ impl<'a> Lane<'a> {
             }
             _ => None,
         };
+        let measured = Measured {
+            h,
+            har,
+            rel,
+            spec,
+            watch,
+            link_late: (
+                (fwd.late_sum.as_micros() as u64)
+                    .checked_div(fwd.written)
+                    .unwrap_or(0),
+                fwd.late_max.as_micros() as u64,
+            ),
+            series,
+            status,
+            t0,
+        };
+        self.write_rows(job, &visits, &measured)
+    }
+
+    /// Runs the variant's client for `job` (the loader with `spec`, or Chromium),
+    /// sampling `watch` meanwhile; returns what to say of how it ended.
+    fn run_client(
+        &self,
+        job: &Job,
+        spec: Option<&LoadSpec>,
+        har: &Path,
+        watch: &mut Watch,
+    ) -> Result<String, String> {
+        let (topo, servers) = (&self.topo, &self.servers);
+        let variant = &self.sh.exp.variants[job.variant];
+        let status = match spec {
+            Some(spec) => load::run(topo, self.sh.opts, spec, &mut || {
+                watch.sample(topo, servers)
+            })
+            .map(|st| format!("loader exit {st}"))?,
+            None => {
+                let page = self.sh.corpora.page(job.variant, job.visits[0]).0;
+                let chromium = self
+                    .sh
+                    .chromium
+                    .ok_or("no Chromium for a chromium variant")?;
+                let target = browser::Target {
+                    program: &self.sh.opts.chromium,
+                    version: chromium,
+                    page,
+                    server: &servers[&self.keys[job.variant]],
+                    ca_spki: self.ca_spki.as_deref().unwrap_or_default(),
+                    profile: &self.profile,
+                    har,
+                    timeout: self.sh.exp.timeout,
+                };
+                browser::run(topo, variant, &target, &mut || watch.sample(topo, servers))?
+            }
+        };
+        watch.finish(topo, servers)?;
+        Ok(status)
+    }
+
+    /// Appends the rows of a job's measured pages (a session's every visit, a revisit's
+    /// second, a load's one) to the results.
+    fn write_rows(&mut self, job: &Job, visits: &[&PageInfo], m: &Measured) -> Result<(), String> {
+        let (exp, opts) = (self.sh.exp, self.sh.opts);
+        let variant = &exp.variants[job.variant];
+        let session = exp.session_think.is_some();
+        let cc = self.sh.ccs[job.variant].as_ref();
         let cc = cc.map_or(self.default_cc.as_str(), |c| c.name.as_str());
-        // Which of the HAR's pages are measured: a session's every visit, a revisit's
-        // second, a load's one.
+        let (h, har, watch) = (&m.h, &m.har, &m.watch);
         let measured: Vec<(usize, &PageInfo)> = if session {
             visits.iter().copied().enumerate().collect()
         } else {
@@ -290,7 +403,7 @@ impl<'a> Lane<'a> {
             // visit's (the think time between is idle but for keep-alives); a load counts
             // all of it.
             let (before, after) = if session {
-                visit_window(&h, visit, &watch.snaps)
+                visit_window(h, visit, &watch.snaps)
                     .map_err(|e| format!("{}: {e}", har.display()))?
             } else {
                 (&watch.snaps[0], watch.snaps.last().expect("two snapshots"))
@@ -299,30 +412,28 @@ impl<'a> Lane<'a> {
                 exp,
                 net: self.net,
                 variant,
-                spec: &spec,
+                spec: m.spec.as_ref(),
                 page,
                 run: job.run,
-                har: &h,
-                har_path: &har,
-                rel: &rel,
+                har: h,
+                har_path: har,
+                rel: &m.rel,
                 visit,
                 before,
                 after,
                 cc: cc.trim(),
                 build: build_id(&opts.speedy),
                 conns: &watch.conns,
-                link_late_mean_us: (fwd.late_sum.as_micros() as u64)
-                    .checked_div(fwd.written)
-                    .unwrap_or(0),
-                link_late_max_us: fwd.late_max.as_micros() as u64,
-                series: series.clone(),
+                link_late_mean_us: m.link_late.0,
+                link_late_max_us: m.link_late.1,
+                series: m.series.clone(),
             })
-            .map_err(|e| format!("{}: {e} (loader exit {status})", har.display()))?;
+            .map_err(|e| format!("{}: {e} ({})", har.display(), m.status))?;
             append_row(self.sh.results, &row)?;
             if !session {
                 self.last_har.insert(page.name.clone(), har.clone());
             }
-            self.progress(&row, t0);
+            self.progress(&row, m.t0);
         }
         Ok(())
     }
@@ -348,7 +459,7 @@ impl<'a> Lane<'a> {
         let elapsed = p.1.elapsed().as_secs_f64();
         let eta = elapsed / p.0 as f64 * (self.sh.total - p.0) as f64;
         eprintln!(
-            "[{}/{}] {} | {} | {} | run {}: onLoad {:.0} ms ({:.1} s){} ETA {}",
+            "[{}/{}] {} | {} | {} | run {}: onLoad {:.0} ms{} ({:.1} s){} ETA {}",
             p.0,
             self.sh.total,
             self.net.name,
@@ -356,6 +467,11 @@ impl<'a> Lane<'a> {
             row.variant,
             row.run,
             row.on_load_ms,
+            match (row.fcp_ms, row.lcp_ms) {
+                (Some(f), Some(l)) => format!(", FCP {f:.0} ms, LCP {l:.0} ms"),
+                (Some(f), None) => format!(", FCP {f:.0} ms"),
+                _ => String::new(),
+            },
             t0.elapsed().as_secs_f64(),
             match (row.failed_objects, &row.headroom) {
                 (0, None) => String::new(),

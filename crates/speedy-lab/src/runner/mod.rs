@@ -10,11 +10,19 @@
 //! (`i/n` takes every n-th load starting at i) for batch schedulers, merged afterwards
 //! with [`merge`](crate::merge).
 //!
+//! A variant with `client = "chromium"` loads its pages with headless Chromium instead
+//! of the loader (`browser`), through the same link, replay server and CA, sampled the
+//! same way; a Chromium load takes more of the CPU the lanes share (`budget`,
+//! [`chromium_share`]).
+//!
 //! Rooms: [`plan`] (corpora, pages, the job list: pure), `lane` (a lane's namespaces,
-//! servers and proxies, and its loop), `load` (the loader's spec and process), `probes`
-//! (counters and connection samples around a load), `row` (one row from what was
-//! measured), `knobs` (a variant's TCP settings in the namespaces).
+//! servers and proxies, and its loop), `load` (the loader's spec and process), `browser`
+//! (a Chromium load and its HAR), `budget` (the CPU the lanes share), `probes` (counters
+//! and connection samples around a load), `row` (one row from what was measured),
+//! `knobs` (a variant's TCP settings in the namespaces).
 
+mod browser;
+mod budget;
 mod knobs;
 mod lane;
 mod load;
@@ -74,10 +82,11 @@ impl Headroom {
                 us(self.link_late_max) / 1000
             ));
         }
-        if r.loader_lag_max_us > us(self.loader_lag_max) {
+        let lag = r.loader_lag_max_us.unwrap_or(0);
+        if lag > us(self.loader_lag_max) {
             out.push(format!(
                 "loader lag {} ms > {} ms",
-                r.loader_lag_max_us / 1000,
+                lag / 1000,
                 us(self.loader_lag_max) / 1000
             ));
         }
@@ -88,9 +97,25 @@ impl Headroom {
 /// Lanes per CPU core that `--lanes auto` runs (measured: docs/lab.md, "Lanes").
 pub const LANES_PER_CORE: usize = 4;
 
+/// Lanes' shares of the CPU one Chromium load takes on `lanes` lanes and `cores` cores
+/// (a loader load takes one): a core's worth, `lanes / cores`, so that at most one
+/// Chromium load runs per core, beside loader loads in the shares left. A Chromium load
+/// of a web-2010 page over the DSL line takes ~2.4 s of CPU in a dozen processes, about
+/// ten times what a loader load, its replay server and the emulator take together; two
+/// at once on 2 cores left every cell's onLoad where one at a time had it, four at once
+/// made them 30% slower (measured: docs/lab.md, "Lanes").
+pub fn chromium_share(lanes: usize, cores: usize) -> usize {
+    (lanes.max(1) / cores.max(1)).clamp(1, lanes.max(1))
+}
+
 /// The lanes `--lanes auto` picks on a machine with `cores` cores.
 pub fn auto_lanes(cores: usize) -> usize {
     (cores.max(1) * LANES_PER_CORE).min(16)
+}
+
+/// This machine's cores (the CPUs this process may run on).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The lanes `--lanes` asks for: a number of at least 1, or `auto` ([`auto_lanes`] of
@@ -98,7 +123,7 @@ pub fn auto_lanes(cores: usize) -> usize {
 pub fn lanes(arg: &str) -> Result<usize, String> {
     match arg {
         "auto" => {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let cores = cores();
             let n = auto_lanes(cores);
             eprintln!(
                 "speedy lab: {n} lanes ({LANES_PER_CORE} per core × {cores} cores; --lanes N to choose)"
@@ -126,6 +151,24 @@ pub struct RunOptions {
     pub shard: (usize, usize),
     /// The `speedy` program (server and loader run as processes).
     pub speedy: PathBuf,
+    /// The Chromium program, for variants with `client = "chromium"`.
+    pub chromium: PathBuf,
+}
+
+/// What the lanes do about Chromium's CPU, said at the start of a run with Chromium
+/// variants: how many Chromium loads run at once on `lanes` lanes and `cores` cores, and
+/// beside how many loader loads.
+pub fn chromium_lanes_note(lanes: usize, cores: usize) -> String {
+    let lanes = lanes.max(1);
+    let share = chromium_share(lanes, cores);
+    let at_once = lanes / share;
+    format!(
+        "speedy lab: a Chromium load takes {share} of the {lanes} lanes' CPU shares (a \
+         core's worth of {cores}; a loader load takes one): at most {at_once} Chromium \
+         load{} at once, each beside at most {} loader loads",
+        if at_once == 1 { "" } else { "s" },
+        lanes - share
+    )
 }
 
 /// Runs (or resumes) an experiment; prints progress with an ETA on stderr.
@@ -201,6 +244,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
             format!(" ({} already done, resuming)", done.len())
         }
     );
+    let chromium = chromium_of(exp, opts)?;
+    let budget = budget::Budget::new(opts.lanes, chromium_share(opts.lanes, cores()));
     let progress = Mutex::new((0usize, Instant::now()));
     let ca_dir = opts.out.join("lab-ca");
     let shared = Shared {
@@ -213,6 +258,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         done: &done,
         progress: &progress,
         total,
+        budget: &budget,
+        chromium: chromium.as_deref(),
     };
     for (ni, net) in exp.networks.iter().enumerate() {
         let queue: VecDeque<Job> = todo.iter().filter(|j| j.network == ni).cloned().collect();
@@ -240,6 +287,21 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         }
     }
     Ok(results)
+}
+
+/// Chromium's `--version` when a variant of `exp` loads with Chromium (`None`
+/// otherwise), checked before anything runs; says what the lanes do about its CPU.
+fn chromium_of(exp: &Experiment, opts: &RunOptions) -> Result<Option<String>, String> {
+    if !exp
+        .variants
+        .iter()
+        .any(|v| v.client == crate::experiment::Client::Chromium)
+    {
+        return Ok(None);
+    }
+    let v = crate::chromium::version(&opts.chromium, "a variant with client = \"chromium\"")?;
+    eprintln!("{} ({v})", chromium_lanes_note(opts.lanes, cores()));
+    Ok(Some(v))
 }
 
 /// The link seed of one load: a hash of the experiment seed, the page and the run.
@@ -334,6 +396,24 @@ mod tests {
         assert_eq!(ccs, vec![None, cc("reno", false)]);
         let e = resolve_cc(&exp, "bbr", "bbr").unwrap_err();
         assert!(e.contains("modprobe tcp_cubic"), "{e}");
+    }
+
+    #[test]
+    fn a_chromium_load_takes_a_cores_worth_of_the_lanes() {
+        // auto on 2 cores: 8 lanes, a Chromium load takes 4: two at once.
+        assert_eq!(chromium_share(8, 2), 4);
+        assert_eq!(chromium_share(16, 2), 8, "more lanes, still one per core");
+        assert_eq!(chromium_share(1, 2), 1);
+        assert_eq!(
+            chromium_share(2, 4),
+            1,
+            "fewer lanes than cores: one lane each"
+        );
+        let note = chromium_lanes_note(8, 2);
+        assert!(
+            note.contains("takes 4 of the 8") && note.contains("at most 2 Chromium loads"),
+            "{note}"
+        );
     }
 
     #[test]

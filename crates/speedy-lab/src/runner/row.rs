@@ -1,5 +1,6 @@
 //! One row of `results.jsonl`, built once from everything measured about a load.
 
+use super::browser::CHROMIUM_HTTP1_LIMITS;
 use super::knobs::DEFAULT_INITCWND;
 use super::plan::PageInfo;
 use super::probes::Snapshot;
@@ -19,13 +20,13 @@ pub(super) struct Measured<'a> {
     pub net: &'a Network,
     /// The variant.
     pub variant: &'a Variant,
-    /// What the loader was asked to do.
-    pub spec: &'a LoadSpec,
+    /// What the loader was asked to do (`None`: Chromium loaded the page).
+    pub spec: Option<&'a LoadSpec>,
     /// The page.
     pub page: &'a PageInfo,
     /// The run.
     pub run: u32,
-    /// The loader's HAR.
+    /// The load's HAR (the loader's, or the one built from Chromium's events).
     pub har: &'a Har,
     /// Where it is.
     pub har_path: &'a Path,
@@ -51,12 +52,72 @@ pub(super) struct Measured<'a> {
     pub series: Option<String>,
 }
 
-/// The row of `m`. The loader's HAR is read through the one model: a missing field (a
-/// `_totals` counter, the page timings, `_protocol`) is an error, never a 0.
-pub(super) fn row(m: &Measured) -> Result<Row, String> {
-    let (exp, net, v, page) = (m.exp, m.net, m.variant, m.page);
+/// What the client itself reported of a page (the lab's probes give the rest).
+struct Reported {
+    /// The protocol the document came over.
+    protocol: speedy_net::Protocol,
+    /// onLoad and onContentLoad, ms.
+    on_load: f64,
+    on_content_load: f64,
+    /// First and Largest Contentful Paint, ms (Chromium's).
+    paints: (Option<f64>, Option<f64>),
+    /// Objects, failed objects, connections.
+    counts: (u32, u32, u32),
+    /// Header bytes: sent raw and compressed, received raw and compressed (the
+    /// loader's).
+    headers: Option<[u64; 4]>,
+    /// Retransmissions over its connections (TCP_INFO) and its event loop's largest lag,
+    /// µs (the loader's).
+    retransmits: Option<u64>,
+    lag_us: Option<u64>,
+}
+
+/// What the client reported of the page `m` measures. The loader's HAR is read through
+/// the one model: a missing field (a `_totals` counter, the page timings, `_protocol`) is
+/// an error, never a 0. Chromium's HAR has no `_totals` (what only the loader counts is
+/// left out of its row); its counts are its entries'.
+fn reported(m: &Measured) -> Result<Reported, String> {
+    let protocol = |p: &str| speedy_net::Protocol::parse(p).map_err(|e| format!("_protocol: {e}"));
+    if m.spec.is_none() {
+        let p = m.har.log.pages.first().ok_or("log.pages: no page")?;
+        let proto = p
+            .protocol
+            .as_deref()
+            .ok_or("log.pages[0]._protocol: missing")?;
+        return Ok(Reported {
+            protocol: protocol(proto)?,
+            on_load: p.page_timings.on_load,
+            on_content_load: p.page_timings.on_content_load,
+            paints: (p.fcp_ms, p.lcp_ms),
+            counts: crate::chromium::har::counts(m.har),
+            headers: None,
+            retransmits: None,
+            lag_us: None,
+        });
+    }
     let lp = m.har.loaded_page_at(m.visit)?;
     let (p, t) = (lp.page, lp.totals);
+    Ok(Reported {
+        protocol: protocol(lp.protocol)?,
+        on_load: p.page_timings.on_load,
+        on_content_load: p.page_timings.on_content_load,
+        paints: (None, None),
+        counts: (t.requests as u32, t.failed as u32, t.connections as u32),
+        headers: Some([
+            t.header_bytes_sent_raw,
+            t.header_bytes_sent,
+            t.header_bytes_received_raw,
+            t.header_bytes_received,
+        ]),
+        retransmits: Some(t.retransmits),
+        lag_us: Some(t.event_loop_lag_max_us),
+    })
+}
+
+/// The row of `m`.
+pub(super) fn row(m: &Measured) -> Result<Row, String> {
+    let (exp, net, v, page) = (m.exp, m.net, m.variant, m.page);
+    let r = reported(m)?;
     let (before, after) = (m.before, m.after);
     let (before_link, after_link) = (&before.link, &after.link);
     let drops =
@@ -76,27 +137,29 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         }),
         variant: v.name.clone(),
         baseline: v.baseline,
-        protocol: speedy_net::Protocol::parse(lp.protocol)
-            .map_err(|e| format!("_protocol: {e}"))?,
+        protocol: r.protocol,
         tls: v.tls,
+        client: v.client,
         run: m.run,
-        on_load_ms: p.page_timings.on_load,
-        on_content_load_ms: p.page_timings.on_content_load,
-        objects: t.requests as u32,
-        failed_objects: t.failed as u32,
+        on_load_ms: r.on_load,
+        on_content_load_ms: r.on_content_load,
+        fcp_ms: r.paints.0,
+        lcp_ms: r.paints.1,
+        objects: r.counts.0,
+        failed_objects: r.counts.1,
         bytes_down: after_link.down.bytes_out - before_link.down.bytes_out,
         bytes_up: after_link.up.bytes_out - before_link.up.bytes_out,
         packets_down: after_link.down.packets_out - before_link.down.packets_out,
         packets_up: after_link.up.packets_out - before_link.up.packets_out,
         link_drops: drops(after_link) - drops(before_link),
-        header_bytes_sent_raw: t.header_bytes_sent_raw,
-        header_bytes_sent_compressed: t.header_bytes_sent,
-        header_bytes_received_raw: t.header_bytes_received_raw,
-        header_bytes_received_compressed: t.header_bytes_received,
-        connections: t.connections as u32,
+        header_bytes_sent_raw: r.headers.map(|h| h[0]),
+        header_bytes_sent_compressed: r.headers.map(|h| h[1]),
+        header_bytes_received_raw: r.headers.map(|h| h[2]),
+        header_bytes_received_compressed: r.headers.map(|h| h[3]),
+        connections: r.counts.2,
         tcp_cc: m.cc.to_string(),
         quic_cc: v.quic_cc(),
-        tcp_retransmissions: t.retransmits,
+        tcp_retransmissions: r.retransmits,
         har: m.rel.to_string(),
         calibration: calibration(m),
         header_compression: v.header_compression.name().to_string(),
@@ -105,8 +168,12 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         slow_start_after_idle: v.slow_start_after_idle.unwrap_or(true),
         rack_tlp: v.rack_tlp,
         no_metrics_save: v.no_metrics_save,
-        connections_per_host: m.spec.connections_per_host as u32,
-        max_connections: m.spec.max_connections as u32,
+        connections_per_host: m
+            .spec
+            .map_or(CHROMIUM_HTTP1_LIMITS.0, |s| s.connections_per_host as u32),
+        max_connections: m
+            .spec
+            .map_or(CHROMIUM_HTTP1_LIMITS.1, |s| s.max_connections as u32),
         against: v.against.clone(),
         variant_index: exp
             .variants
@@ -123,23 +190,26 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         server_connections: m.conns.to_vec(),
         link_late_mean_us: m.link_late_mean_us,
         link_late_max_us: m.link_late_max_us,
-        loader_lag_max_us: t.event_loop_lag_max_us,
+        loader_lag_max_us: r.lag_us,
         headroom: None,
         proxy: v.proxy.map(|p| p.to_string()),
         transport: v.is_sctp().then_some(speedy_net::Carrier::Sctp),
-        cookie_bundling: v.is_sctp().then_some(m.spec.cookie_bundling),
-        sctp_rto_initial_ms: v.is_sctp().then(|| sctp_rto_initial_ms(m.spec)),
+        cookie_bundling: m.spec.filter(|_| v.is_sctp()).map(|s| s.cookie_bundling),
+        sctp_rto_initial_ms: m.spec.filter(|_| v.is_sctp()).map(sctp_rto_initial_ms),
         rto_min_ms: v.rto_min_ms,
         notsent_lowat: v.notsent_lowat,
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,
         known_servers: v.known_servers,
         partition: v.partition,
-        spdy_domains: Some(m.spec.spdy_domains),
+        spdy_domains: m.spec.map(|s| s.spdy_domains),
         push: Some(v.push),
         hint: Some(v.hint),
         prefetch: Some(v.prefetch),
-        tls_hello: v.tls.then(|| m.spec.tls_hello.name().to_string()),
+        tls_hello: m
+            .spec
+            .filter(|_| v.tls)
+            .map(|s| s.tls_hello.name().to_string()),
         revisit_after_ms: exp.revisit_after.map(|d| d.as_millis() as u64),
         session_think_ms: exp.session_think.map(|d| d.as_millis() as u64),
         session_visit: exp.session_think.map(|_| m.visit as u32),

@@ -384,6 +384,8 @@ pub struct VariantInfo {
     /// How its pages were fetched and served, when the rows record it (rows written
     /// before they did: `None`).
     pub setup: Option<Setup>,
+    /// Who loaded its pages: the loader or headless Chromium.
+    pub client: crate::experiment::Client,
 }
 
 /// A variant's fetching and serving set-up, as its rows record it.
@@ -605,6 +607,7 @@ fn variants_of(rows: &[Row]) -> Vec<VariantInfo> {
                 against: r.against.clone(),
                 transport: r.transport,
                 setup: Setup::of(r),
+                client: r.client,
             });
         }
     }

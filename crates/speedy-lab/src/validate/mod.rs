@@ -13,9 +13,8 @@
 //! other name fails at once, so nothing else crosses the link), skips certificate checks
 //! (the lab CA is not in its store), and gets `--disable-http2` for HTTP/1.1.
 //!
-//! Chromium is driven over the DevTools protocol (`cdp.rs`) on a pipe
-//! (`--remote-debugging-pipe`: JSON messages separated by NUL bytes, commands on fd 3,
-//! replies and events on fd 4).
+//! Chromium is started, pointed at the origins and driven over the DevTools protocol
+//! as the runner's Chromium variants are: [`crate::chromium`].
 //! Its onLoad and DOMContentLoaded are Navigation Timing's `loadEventStart` and
 //! `domContentLoadedEventStart` (ms since navigation start); the loader's are its
 //! `onLoad_ms` and `onContentLoad_ms`. The loaders differ in one definition: Chromium's
@@ -28,20 +27,17 @@
 //! random loss sequence, so a tail loss that one client draws and the other does not
 //! decides fewer ratios (the sequence is by packet index, so the pairing is partial).
 
-mod cdp;
-
+use crate::chromium::events::NetworkEvent;
+use crate::chromium::{self, own_group, Group};
 use crate::experiment::{Experiment, Network};
 use crate::runner::{prepare_pages, PageInfo};
 use crate::testbed::{ReplayServer, ReplaySpec};
-use cdp::Cdp;
 use linkem::{Side, Topology};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-use std::collections::VecDeque;
+use speedy_net::Protocol;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// How to run the fidelity check.
@@ -57,27 +53,14 @@ pub struct ValidateOptions {
     pub chromium: PathBuf,
 }
 
-/// The protocols compared: (name, `speedy load --protocol`, Chromium flags). For h3,
-/// Chromium also gets `--origin-to-force-quic-on` for every origin and the lab CA's key
-/// hash ([`NetLab::chromium_load_in`]).
-const PROTOCOLS: [(&str, &str, &[&str]); 3] = [
-    ("http/1.1", "http1", &["--disable-http2"]),
-    ("h2", "h2", &[]),
-    ("h3", "h3", &[]),
+/// The protocols compared: (name, `speedy load --protocol`, the protocol); Chromium's
+/// flags for each are [`crate::chromium`]'s (`--disable-http2` for HTTP/1.1, QUIC by
+/// prior knowledge and the lab CA's key hash for h3).
+const PROTOCOLS: [Compared; 3] = [
+    ("http/1.1", "http1", Protocol::Http1),
+    ("h2", "h2", Protocol::H2),
+    ("h3", "h3", Protocol::H3),
 ];
-
-/// The base64 SHA-256 of the lab CA's SubjectPublicKeyInfo (from `ca_dir/ca-key.pem`),
-/// as `--ignore-certificate-errors-spki-list` takes it: Chromium's QUIC does not honour
-/// `--ignore-certificate-errors`, but accepts a chain holding a key of that list.
-fn ca_spki_hash(ca_dir: &Path) -> Result<String, String> {
-    use base64::Engine;
-    use sha2::Digest;
-    let path = ca_dir.join("ca-key.pem");
-    let pem = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let key = rcgen::KeyPair::from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()))?;
-    let hash = sha2::Sha256::digest(key.public_key_der());
-    Ok(base64::engine::general_purpose::STANDARD.encode(hash))
-}
 
 /// One load by each client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -239,9 +222,9 @@ impl ValidateReport {
     }
 }
 
-/// One protocol compared: (name, `speedy load --protocol`, Chromium flags), as in
+/// One protocol compared: (name, `speedy load --protocol`, the protocol), as in
 /// [`PROTOCOLS`].
-type Compared = (&'static str, &'static str, &'static [&'static str]);
+type Compared = (&'static str, &'static str, Protocol);
 
 /// What every load of the check shares: the experiment, the options, the prepared pages.
 struct Check<'a> {
@@ -292,7 +275,7 @@ impl Progress {
 pub fn validate(exp: &Experiment, opts: &ValidateOptions) -> Result<ValidateReport, String> {
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
     crate::interrupt::tear_down_on_signals("speedy lab validate");
-    let version = chromium_version(&opts.chromium)?;
+    let version = chromium::version(&opts.chromium, "`speedy lab validate`")?;
     let (archive, pages) = prepare_pages(exp, &opts.out)?;
     let check = Check {
         exp,
@@ -446,73 +429,6 @@ fn load_pair(
     Ok(r)
 }
 
-fn chromium_version(chromium: &Path) -> Result<String, String> {
-    let o = std::process::Command::new(chromium)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            format!(
-                "{}: {e}; `speedy lab validate` needs headless Chromium \
-                 (Debian: apt-get install chromium; or --chromium PROGRAM)",
-                chromium.display()
-            )
-        })?;
-    if !o.status.success() {
-        return Err(format!(
-            "{} --version: {}",
-            chromium.display(),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
-
-/// Starts `cmd` in its own process group (so that [`Group`] can kill it with whatever it
-/// starts), and has the kernel kill it if this process dies first (an interrupted check
-/// leaves no browser or server behind: Ctrl-C does not reach other process groups).
-fn own_group(cmd: &mut std::process::Command) {
-    cmd.process_group(0);
-    crate::testbed::die_with_parent(cmd);
-}
-
-/// A child in its own process group; dropping it kills the group (the child and every
-/// process it started, e.g. Chromium's renderers) while the child is not yet reaped.
-struct Group(Child);
-
-impl Group {
-    fn kill(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            // The group id is the child's pid (process_group(0)), still ours while the
-            // child is unreaped; only processes we started are in it.
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe {
-                libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL);
-            }
-            let _ = self.0.wait();
-        }
-    }
-
-    /// Waits for the child until `deadline`; `None` if it is still running then.
-    fn wait_until(&mut self, deadline: Instant) -> Option<std::process::ExitStatus> {
-        loop {
-            if let Ok(Some(st)) = self.0.try_wait() {
-                return Some(st);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// onLoad, DOMContentLoaded and objects of one load.
 struct Timing {
     on_load_ms: f64,
@@ -530,7 +446,7 @@ struct NetLab {
     ca_dir: PathBuf,
     /// (host, address) of every origin.
     origins: Vec<(String, String)>,
-    /// The lab CA's key hash, for Chromium over QUIC ([`ca_spki_hash`]).
+    /// The lab CA's key hash, for Chromium over QUIC ([`chromium::ca_spki_hash`]).
     ca_spki: String,
     scratch: PathBuf,
 }
@@ -584,7 +500,7 @@ impl NetLab {
             archive: archive.to_path_buf(),
             ca_dir: ca_dir.to_path_buf(),
             origins,
-            ca_spki: ca_spki_hash(ca_dir)?,
+            ca_spki: chromium::ca_spki_hash(ca_dir)?,
             scratch,
         })
     }
@@ -610,11 +526,11 @@ impl NetLab {
         chromium_turn: bool,
         r: &mut ValidateRun,
     ) -> (&'static str, Result<f64, String>) {
-        let (proto, loader_proto, flags) = compared;
+        let (_, loader_proto, protocol) = compared;
         let (exp, opts) = (check.exp, check.opts);
         let before = self.topo.counters();
         let (what, res) = if chromium_turn {
-            let res = self.chromium_load(opts, exp, page, flags, proto);
+            let res = self.chromium_load(opts, exp, page, *protocol);
             if let Ok(t) = &res {
                 r.chromium_on_load_ms = Some(t.on_load_ms);
                 r.chromium_dom_content_loaded_ms = Some(t.dcl_ms);
@@ -729,246 +645,98 @@ impl NetLab {
         opts: &ValidateOptions,
         exp: &Experiment,
         page: &PageInfo,
-        flags: &[&str],
-        protocol: &str,
+        protocol: Protocol,
     ) -> Result<Timing, String> {
-        let profile = self.scratch.join(format!("p{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&profile);
-        std::fs::create_dir_all(&profile).map_err(|e| format!("{}: {e}", profile.display()))?;
-        let res = self.chromium_load_in(opts, exp, page, flags, protocol, &profile);
-        let _ = std::fs::remove_dir_all(&profile);
-        res
-    }
-
-    fn chromium_load_in(
-        &self,
-        opts: &ValidateOptions,
-        exp: &Experiment,
-        page: &PageInfo,
-        flags: &[&str],
-        protocol: &str,
-        profile: &Path,
-    ) -> Result<Timing, String> {
-        let mut rules: Vec<String> = self
-            .origins
-            .iter()
-            .map(|(h, a)| format!("MAP {h} {a}"))
-            .collect();
-        rules.push("MAP * ~NOTFOUND".into());
-        let mut cmd = self.topo.command(Side::Client, &opts.chromium);
-        cmd.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--disable-default-apps",
-            "--disable-breakpad",
-            "--ignore-certificate-errors",
-            "--remote-debugging-pipe",
-        ])
-        .args(flags)
-        .arg(format!("--host-resolver-rules={}", rules.join(", ")));
-        if protocol == "h3" {
-            // QUIC to every origin from the first request (prior knowledge, as the loader
-            // has it); the origins are the URLs' (port 443 unless they name one).
-            let quic: Vec<String> = self
-                .origins
-                .iter()
-                .map(|(h, _)| match h.rsplit_once(':') {
-                    Some((_, p)) if p.parse::<u16>().is_ok() => h.clone(),
-                    _ => format!("{h}:443"),
-                })
-                .collect();
-            cmd.arg(format!("--origin-to-force-quic-on={}", quic.join(",")))
-                .arg(format!(
-                    "--ignore-certificate-errors-spki-list={}",
-                    self.ca_spki
-                ));
+        let launch = chromium::Launch {
+            program: &opts.chromium,
+            origins: &self.origins,
+            ca_spki: &self.ca_spki,
+            protocol,
+            profile: &self.scratch.join(format!("p{}", std::process::id())),
+            after_paint: false,
+        };
+        let deadline = exp.timeout + Duration::from_secs(20);
+        let l = chromium::load(
+            &self.topo,
+            &launch,
+            &page.url,
+            deadline,
+            (Duration::from_secs(3600), &mut || {}),
+        )?;
+        if l.timed_out {
+            return Err(format!("no load event within {deadline:?}"));
         }
-        cmd.arg(format!("--user-data-dir={}", profile.display()))
-            .arg("about:blank");
-        let stderr = std::fs::File::create(profile.join("chromium.log"))
-            .map_err(|e| format!("{}: {e}", profile.display()))?;
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
-        let deadline = Instant::now() + exp.timeout + Duration::from_secs(20);
-        let (mut cdp, child) = Cdp::launch(cmd)?;
-        let res = chromium_navigate(&mut cdp, &page.url, protocol, deadline);
-        // Close the browser politely, then make sure the whole group is gone.
-        let _ = cdp.send(None, "Browser.close", json!({}));
-        let mut child = child;
-        if child
-            .wait_until(Instant::now() + Duration::from_secs(10))
-            .is_none()
-        {
-            child.kill();
-        }
-        res.map_err(|e| {
-            let log = std::fs::read_to_string(profile.join("chromium.log")).unwrap_or_default();
-            let tail: Vec<&str> = log
-                .lines()
-                .filter(|l| !l.contains("dbus"))
-                .rev()
-                .take(3)
-                .collect();
-            if tail.is_empty() {
-                e
-            } else {
-                format!("{e} (chromium: {})", tail.join(" | "))
-            }
+        let t = &l.timings;
+        Ok(Timing {
+            on_load_ms: t.load,
+            dcl_ms: t.dcl,
+            objects: t.resources as u32 + 1,
+            resources: network_log(&l.events, t.fetch),
         })
     }
 }
 
-/// Navigates Chromium's first tab to `url`, waits for the load event and reads the
-/// page's navigation timing; checks that the document came over `protocol`.
-fn chromium_navigate(
-    cdp: &mut Cdp,
-    url: &str,
-    protocol: &str,
-    deadline: Instant,
-) -> Result<Timing, String> {
-    let target = loop {
-        let t = cdp.call(None, "Target.getTargets", json!({}), deadline)?;
-        let page = t["targetInfos"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|i| i["type"] == "page")
-            .and_then(|i| i["targetId"].as_str().map(str::to_string));
-        if let Some(id) = page {
-            break id;
-        }
-        if Instant::now() >= deadline {
-            return Err("no page target".into());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let attached = cdp.call(
-        None,
-        "Target.attachToTarget",
-        json!({"targetId": target, "flatten": true}),
-        deadline,
-    )?;
-    let session = attached["sessionId"]
-        .as_str()
-        .ok_or("attachToTarget gave no sessionId")?
-        .to_string();
-    let s = Some(session.as_str());
-    cdp.call(s, "Page.enable", json!({}), deadline)?;
-    cdp.call(s, "Network.enable", json!({}), deadline)?;
-    // Resource timing keeps 250 entries by default; the largest pages have more objects.
-    cdp.call(
-        s,
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({"source": "performance.setResourceTimingBufferSize(100000);"}),
-        deadline,
-    )?;
-    let nav = cdp.call(s, "Page.navigate", json!({"url": url}), deadline)?;
-    if let Some(e) = nav["errorText"].as_str().filter(|e| !e.is_empty()) {
-        return Err(format!("navigating to {url}: {e}"));
-    }
-    cdp.wait_event(s, "Page.loadEventFired", deadline)?;
-    let expr = "JSON.stringify((() => { const n = performance.getEntriesByType('navigation')[0]; \
-                return { load: n.loadEventStart, dcl: n.domContentLoadedEventStart, \
-                protocol: n.nextHopProtocol, fetch: n.fetchStart, \
-                resources: performance.getEntriesByType('resource').length }; })())";
-    let v = cdp.evaluate(s, expr, deadline)?;
-    let text = v["result"]["value"]
-        .as_str()
-        .ok_or_else(|| format!("navigation timing: {v}"))?;
-    let t: Value = serde_json::from_str(text).map_err(|e| format!("{text}: {e}"))?;
-    let got = t["protocol"].as_str().unwrap_or("");
-    if got != protocol {
-        return Err(format!("the document came over {got:?}, not {protocol:?}"));
-    }
-    let load = t["load"].as_f64().unwrap_or(0.0);
-    if load <= 0.0 {
-        return Err(format!("no loadEventStart: {text}"));
-    }
-    Ok(Timing {
-        on_load_ms: load,
-        dcl_ms: t["dcl"].as_f64().unwrap_or(0.0),
-        objects: t["resources"].as_u64().unwrap_or(0) as u32 + 1,
-        resources: network_log(cdp.take_events(), s, t["fetch"].as_f64().unwrap_or(0.0)),
-    })
-}
-
-/// Chromium's requests from the `Network` events of `session`, timed from navigation
-/// start: the document's `requestWillBeSent` is placed at Navigation Timing's
-/// `fetchStart` (both clocks are monotonic; only the origin differs).
-fn network_log(
-    events: VecDeque<Value>,
-    session: Option<&str>,
-    fetch_start_ms: f64,
-) -> Vec<ChromiumResource> {
-    let mut order: Vec<String> = Vec::new();
-    let mut by_id: std::collections::HashMap<String, ChromiumResource> = Default::default();
+/// Chromium's requests from its `Network` events, timed from navigation start: the
+/// document's `requestWillBeSent` is placed at Navigation Timing's `fetchStart` (both
+/// clocks are monotonic; only the origin differs).
+fn network_log(events: &[NetworkEvent], fetch_start_ms: f64) -> Vec<ChromiumResource> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_id: std::collections::HashMap<&str, ChromiumResource> = Default::default();
     let mut base: Option<f64> = None;
     for ev in events {
-        if ev.get("sessionId").and_then(Value::as_str) != session {
-            continue;
-        }
-        let p = &ev["params"];
-        let Some(id) = p["requestId"].as_str() else {
-            continue;
-        };
-        let ts = p["timestamp"].as_f64().unwrap_or(0.0) * 1000.0;
-        match ev["method"].as_str().unwrap_or("") {
-            "Network.requestWillBeSent" => {
-                if base.is_none() && p["type"] == "Document" {
+        match ev {
+            NetworkEvent::Request(r) => {
+                let ts = r.timestamp * 1000.0;
+                if base.is_none() && r.kind.as_deref() == Some("Document") {
                     base = Some(ts - fetch_start_ms);
                 }
-                if by_id.contains_key(id) {
+                if by_id.contains_key(r.request_id.as_str()) {
                     continue; // a redirect: keep the first request's start
                 }
-                order.push(id.to_string());
+                order.push(&r.request_id);
                 by_id.insert(
-                    id.to_string(),
+                    &r.request_id,
                     ChromiumResource {
-                        url: p["request"]["url"].as_str().unwrap_or("").to_string(),
-                        kind: p["type"].as_str().unwrap_or("").to_string(),
-                        initiator: p["initiator"]["type"].as_str().unwrap_or("").to_string(),
-                        priority: p["request"]["initialPriority"]
-                            .as_str()
-                            .unwrap_or("")
-                            .to_string(),
+                        url: r.request.url.clone(),
+                        kind: r.kind.clone().unwrap_or_default(),
+                        initiator: r.initiator.kind.clone(),
+                        priority: r.request.initial_priority.clone().unwrap_or_default(),
                         start_ms: ts,
                         ..Default::default()
                     },
                 );
             }
-            "Network.responseReceived" => {
-                let t = &p["response"]["timing"];
-                if let (Some(r), Some(req)) = (by_id.get_mut(id), t["requestTime"].as_f64()) {
-                    let at = |k: &str| t[k].as_f64().filter(|v| *v >= 0.0);
-                    if let Some(v) = at("sendStart") {
-                        r.sent_ms = req * 1000.0 + v;
+            NetworkEvent::Response(r) => {
+                if let (Some(res), Some(t)) =
+                    (by_id.get_mut(r.request_id.as_str()), &r.response.timing)
+                {
+                    let req = t.request_time * 1000.0;
+                    if t.send_start >= 0.0 {
+                        res.sent_ms = req + t.send_start;
                     }
-                    if let Some(v) = at("receiveHeadersEnd") {
-                        r.response_start_ms = req * 1000.0 + v;
+                    if t.receive_headers_end >= 0.0 {
+                        res.response_start_ms = req + t.receive_headers_end;
                     }
                 }
             }
-            "Network.loadingFinished" | "Network.loadingFailed" => {
-                if let Some(r) = by_id.get_mut(id) {
-                    r.end_ms = ts;
+            NetworkEvent::Finished(f) => {
+                if let Some(res) = by_id.get_mut(f.request_id.as_str()) {
+                    res.end_ms = f.timestamp * 1000.0;
                 }
             }
-            _ => {}
+            NetworkEvent::Failed(f) => {
+                if let Some(res) = by_id.get_mut(f.request_id.as_str()) {
+                    res.end_ms = f.timestamp * 1000.0;
+                }
+            }
+            NetworkEvent::Data(_) => {}
         }
     }
     let base = base.unwrap_or(0.0);
     let rel = |v: f64| if v > 0.0 { v - base } else { 0.0 };
     order
         .into_iter()
-        .filter_map(|id| by_id.remove(&id))
+        .filter_map(|id| by_id.remove(id))
         .map(|mut r| {
             r.start_ms = rel(r.start_ms);
             r.sent_ms = rel(r.sent_ms);

@@ -46,6 +46,9 @@ pub struct LabArgs {
     /// Override the number of synthesized pages.
     #[arg(long, value_name = "N")]
     pages: Option<usize>,
+    /// The Chromium program, for variants with client = "chromium".
+    #[arg(long, default_value = "chromium", value_name = "PROGRAM")]
+    chromium: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -242,6 +245,7 @@ fn run_experiment(a: &LabArgs) -> Result<()> {
         lanes,
         shard,
         speedy,
+        chromium: a.chromium.clone(),
     };
     let results = run(&exp, &opts).map_err(anyhow::Error::msg)?;
     println!("results: {}", results.display());

@@ -1,0 +1,369 @@
+//! Headless Chromium as a client of the lab: started in the client namespace for one
+//! load with a fresh profile, pointed at the replay server's addresses, driven over the
+//! DevTools protocol on a pipe ([`cdp`]), and read back as typed events ([`events`]) and
+//! a HAR 1.2 ([`har`]). Shared by the fidelity check (`crate::validate`) and the runner's
+//! Chromium variants (`client = "chromium"`).
+//!
+//! How Chromium is set up (the same for both):
+//! - every archive host is mapped to its origin's address with `--host-resolver-rules`
+//!   (any other name fails at once, so nothing else crosses the link);
+//! - certificate checks are skipped (`--ignore-certificate-errors`: the lab CA is not in
+//!   its store); over HTTP/3 it also gets the lab CA's key hash
+//!   (`--ignore-certificate-errors-spki-list`), since its QUIC ignores that flag, and
+//!   `--origin-to-force-quic-on` for every origin (QUIC by prior knowledge, as the
+//!   loader has it);
+//! - over HTTP/1.1 it gets `--disable-http2`; over h2 ALPN picks h2 (no Alt-Svc is
+//!   advertised, so it never moves to QUIC on its own);
+//! - a new profile directory for every load: no cache, no connection or TLS-session
+//!   reuse between loads.
+//!
+//! onLoad and DOMContentLoaded are Navigation Timing's `loadEventStart` and
+//! `domContentLoadedEventStart` (ms from navigation start); the document must have come
+//! over the intended protocol (`nextHopProtocol`).
+
+pub(crate) mod cdp;
+pub(crate) mod events;
+pub(crate) mod har;
+
+use cdp::{Cdp, Event};
+use events::PageTimings;
+use linkem::{Side, Topology};
+use serde::Deserialize;
+use serde_json::json;
+use speedy_net::Protocol;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// How to start Chromium for one load.
+pub(crate) struct Launch<'a> {
+    /// The Chromium program.
+    pub program: &'a Path,
+    /// (host, address) of every origin (the replay server's start-up line).
+    pub origins: &'a [(String, String)],
+    /// The lab CA's key hash ([`ca_spki_hash`]), for QUIC.
+    pub ca_spki: &'a str,
+    /// The protocol it must load the page over: HTTP/1.1, h2 or h3.
+    pub protocol: Protocol,
+    /// A directory for the load's profile, made empty before and removed after.
+    pub profile: &'a Path,
+    /// Wait for the frames after the load and read the paint timings then (the runner);
+    /// otherwise the timings are read at the load event (the fidelity check).
+    pub after_paint: bool,
+}
+
+/// One load by Chromium.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    /// The page's timings (all zero but `protocol` when the load timed out before the
+    /// page could be asked).
+    pub timings: PageTimings,
+    /// The load event did not come within the time allowed.
+    pub timed_out: bool,
+    /// The `Network` events of the page, in order.
+    pub events: Vec<events::NetworkEvent>,
+}
+
+/// The Chromium version (`chromium --version`), or an error saying how to install it.
+pub(crate) fn version(chromium: &Path, what: &str) -> Result<String, String> {
+    let o = std::process::Command::new(chromium)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!(
+                "{}: {e}; {what} needs headless Chromium (Debian: apt-get install chromium; \
+                 or --chromium PROGRAM)",
+                chromium.display()
+            )
+        })?;
+    if !o.status.success() {
+        return Err(format!(
+            "{} --version: {}",
+            chromium.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// The base64 SHA-256 of the lab CA's SubjectPublicKeyInfo (from `ca_dir/ca-key.pem`),
+/// as `--ignore-certificate-errors-spki-list` takes it: Chromium's QUIC does not honour
+/// `--ignore-certificate-errors`, but accepts a chain holding a key of that list.
+pub(crate) fn ca_spki_hash(ca_dir: &Path) -> Result<String, String> {
+    use base64::Engine;
+    use sha2::Digest;
+    let path = ca_dir.join("ca-key.pem");
+    let pem = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let key = rcgen::KeyPair::from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()))?;
+    let hash = sha2::Sha256::digest(key.public_key_der());
+    Ok(base64::engine::general_purpose::STANDARD.encode(hash))
+}
+
+/// Starts `cmd` in its own process group (so that [`Group`] can kill it with whatever it
+/// starts), and has the kernel kill it if this process dies first (an interrupted run
+/// leaves no browser or loader behind: Ctrl-C does not reach other process groups).
+pub(crate) fn own_group(cmd: &mut std::process::Command) {
+    cmd.process_group(0);
+    crate::testbed::die_with_parent(cmd);
+}
+
+/// A child in its own process group; dropping it kills the group (the child and every
+/// process it started, e.g. Chromium's renderers) while the child is not yet reaped.
+pub(crate) struct Group(pub Child);
+
+impl Group {
+    /// Kills the group (by the child's pid, its group id) if the child still runs.
+    pub(crate) fn kill(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            // The group id is the child's pid (process_group(0)), still ours while the
+            // child is unreaped; only processes we started are in it.
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Waits for the child until `deadline`; `None` if it is still running then.
+    pub(crate) fn wait_until(&mut self, deadline: Instant) -> Option<std::process::ExitStatus> {
+        loop {
+            if let Ok(Some(st)) = self.0.try_wait() {
+                return Some(st);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Chromium's command line for a load of `l`, in the client namespace of `topo`.
+fn command(topo: &Topology, l: &Launch) -> std::process::Command {
+    let mut rules: Vec<String> = l
+        .origins
+        .iter()
+        .map(|(h, a)| format!("MAP {h} {a}"))
+        .collect();
+    rules.push("MAP * ~NOTFOUND".into());
+    let mut cmd = topo.command(Side::Client, l.program);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--disable-breakpad",
+        "--ignore-certificate-errors",
+        "--remote-debugging-pipe",
+    ])
+    .arg(format!("--host-resolver-rules={}", rules.join(", ")));
+    match l.protocol {
+        Protocol::Http1 => {
+            cmd.arg("--disable-http2");
+        }
+        Protocol::H3 => {
+            // QUIC to every origin from the first request (prior knowledge, as the
+            // loader has it); the origins are the URLs' (port 443 unless they name one).
+            let quic: Vec<String> = l
+                .origins
+                .iter()
+                .map(|(h, _)| match h.rsplit_once(':') {
+                    Some((_, p)) if p.parse::<u16>().is_ok() => h.clone(),
+                    _ => format!("{h}:443"),
+                })
+                .collect();
+            cmd.arg(format!("--origin-to-force-quic-on={}", quic.join(",")))
+                .arg(format!(
+                    "--ignore-certificate-errors-spki-list={}",
+                    l.ca_spki
+                ));
+        }
+        _ => {}
+    }
+    cmd.arg(format!("--user-data-dir={}", l.profile.display()))
+        .arg("about:blank");
+    cmd
+}
+
+/// Loads `url` with Chromium as `l` says, in the client namespace of `topo`; the load
+/// event must come within `timeout` (else the load is returned `timed_out`). `tick` is
+/// called every `every` meanwhile (the runner's samplers). The profile directory is
+/// made afresh and removed afterwards.
+pub(crate) fn load(
+    topo: &Topology,
+    l: &Launch,
+    url: &str,
+    timeout: Duration,
+    (every, tick): (Duration, &mut dyn FnMut()),
+) -> Result<Loaded, String> {
+    let profile = l.profile;
+    let _ = std::fs::remove_dir_all(profile);
+    std::fs::create_dir_all(profile).map_err(|e| format!("{}: {e}", profile.display()))?;
+    let log = profile.join("chromium.log");
+    let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut cmd = command(topo, l);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    let res = match Cdp::launch(cmd) {
+        Ok((mut cdp, mut child)) => {
+            cdp.set_tick(every, tick);
+            let res = navigate(&mut cdp, l, url, timeout);
+            // Close the browser politely, then make sure the whole group is gone.
+            let _ = cdp.send(None, "Browser.close", json!({}));
+            if child
+                .wait_until(Instant::now() + Duration::from_secs(10))
+                .is_none()
+            {
+                child.kill();
+            }
+            res
+        }
+        Err(e) => Err(e),
+    };
+    let res = res.map_err(|e| with_log_tail(e, &log));
+    let _ = std::fs::remove_dir_all(profile);
+    res
+}
+
+/// `e`, with the last lines Chromium wrote on stderr (its own account of a failure).
+fn with_log_tail(e: String, log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let tail: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("dbus"))
+        .rev()
+        .take(3)
+        .collect();
+    if tail.is_empty() {
+        e
+    } else {
+        format!("{e} (chromium: {})", tail.join(" | "))
+    }
+}
+
+/// `Target.getTargets`' result.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Targets {
+    target_infos: Vec<TargetInfo>,
+}
+
+/// One target.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TargetInfo {
+    #[serde(rename = "type")]
+    kind: String,
+    target_id: String,
+}
+
+/// `Target.attachToTarget`'s result.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Attached {
+    session_id: String,
+}
+
+/// `Page.navigate`'s result.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Navigated {
+    #[serde(default)]
+    error_text: Option<String>,
+}
+
+/// Attaches to Chromium's first tab (waiting for it to exist); returns the session.
+fn attach(cdp: &mut Cdp, deadline: Instant) -> Result<String, String> {
+    let target = loop {
+        let t: Targets = cdp.call(None, "Target.getTargets", json!({}), deadline)?;
+        if let Some(p) = t.target_infos.into_iter().find(|i| i.kind == "page") {
+            break p.target_id;
+        }
+        if Instant::now() >= deadline {
+            return Err("no page target".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let a: Attached = cdp.call(
+        None,
+        "Target.attachToTarget",
+        json!({"targetId": target, "flatten": true}),
+        deadline,
+    )?;
+    Ok(a.session_id)
+}
+
+/// Navigates Chromium's first tab to `url`, waits for the load event (at most
+/// `timeout` after the navigation starts) and reads the page's timings; checks that the
+/// document came over the intended protocol.
+fn navigate(cdp: &mut Cdp, l: &Launch, url: &str, timeout: Duration) -> Result<Loaded, String> {
+    // Starting the browser is not part of the load: a generous bound of its own.
+    let setup = Instant::now() + Duration::from_secs(30);
+    let session = attach(cdp, setup)?;
+    let s = Some(session.as_str());
+    cdp.call::<serde_json::Value>(s, "Page.enable", json!({}), setup)?;
+    cdp.call::<serde_json::Value>(s, "Network.enable", json!({}), setup)?;
+    // Cross-site frames run in processes (and targets) of their own: their requests too.
+    cdp.auto_attach(&session, setup)?;
+    cdp.call::<serde_json::Value>(
+        s,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({"source": events::BEFORE_PAGE}),
+        setup,
+    )?;
+    let deadline = Instant::now() + timeout;
+    let nav: Navigated = cdp.call(s, "Page.navigate", json!({"url": url}), deadline)?;
+    if let Some(e) = nav.error_text.filter(|e| !e.is_empty()) {
+        return Err(format!("navigating to {url}: {e}"));
+    }
+    let timed_out = match cdp.wait_event(s, "Page.loadEventFired", deadline) {
+        Ok(_) => false,
+        // No load event in the time allowed: the load timed out (as the loader's does).
+        Err(_) if Instant::now() >= deadline => true,
+        Err(e) => return Err(e),
+    };
+    // The page answers at once, but a little grace after a time-out.
+    let grace = Instant::now() + Duration::from_secs(10);
+    let script = if l.after_paint && !timed_out {
+        events::TIMINGS_AFTER_PAINT
+    } else {
+        events::TIMINGS_NOW
+    };
+    let timings: PageTimings = match cdp.evaluate(s, script, true, grace) {
+        Ok(t) => t,
+        Err(_) if timed_out => PageTimings::default(),
+        Err(e) => return Err(e),
+    };
+    let want = l.protocol.alpn();
+    if !timed_out && timings.protocol != want {
+        return Err(format!(
+            "the document came over {:?}, not {want:?}",
+            timings.protocol
+        ));
+    }
+    if !timed_out && timings.load <= 0.0 {
+        return Err(format!("no loadEventStart: {timings:?}"));
+    }
+    let all: Vec<Event> = cdp.take_events();
+    Ok(Loaded {
+        timings,
+        timed_out,
+        events: events::NetworkEvent::of_sessions(&all, &cdp.sessions(&session))?,
+    })
+}
