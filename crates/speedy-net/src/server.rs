@@ -59,6 +59,18 @@ enum Accepted {
 }
 
 impl Listener {
+    /// Stops accepting at once; what it returns completes when the transport is done
+    /// with every connection (TCP: at once; SCTP: [`SctpListener::close`]).
+    fn close(self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        match self {
+            Listener::Tcp(l) => {
+                drop(l);
+                Box::pin(std::future::ready(()))
+            }
+            Listener::Sctp(l) => Box::pin(l.close()),
+        }
+    }
+
     async fn accept(&mut self) -> std::io::Result<(Accepted, SocketAddr)> {
         match self {
             Listener::Tcp(l) => l.accept().await.map(|(s, a)| (Accepted::Tcp(s), a)),
@@ -117,10 +129,12 @@ async fn serve_on(
             drop(permit);
         });
     }
-    drop(listener);
+    let closed = listener.close();
     // Every slot back: every connection is done.
     let _ = slots.acquire_many(cap as u32).await;
     trimmer.abort();
+    // SCTP: the associations' SHUTDOWN exchanges too.
+    closed.await;
     Ok(())
 }
 

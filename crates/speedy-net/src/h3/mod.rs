@@ -37,6 +37,10 @@ pub const ALPN: &str = "h3";
 /// closed (each end keeps it alive with PINGs while a request is open).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// After a shutdown, how long a connection whose requests are all answered and
+/// acknowledged waits for the client to close it before closing it (H3_NO_ERROR).
+const CLOSE_LINGER: Duration = Duration::from_secs(2);
+
 /// A QUIC endpoint bound to a UDP address, accepting HTTP/3 connections.
 pub struct H3Listener {
     endpoint: quinn::Endpoint,
@@ -159,10 +163,12 @@ fn transport() -> quinn::TransportConfig {
     t
 }
 
-/// Serves HTTP/3 on `listener` until `cfg.shutdown` is triggered: then it stops
-/// accepting, tells every connection GOAWAY, and returns once their requests are done
-/// (bound the drain with a timeout around this future, as for [`crate::server::serve`]).
-/// At most `cfg.limits.max_connections` connections at once; more are refused.
+/// Serves HTTP/3 on `listener` until `cfg.shutdown` is triggered: then it refuses new
+/// connections at once (QUIC's CONNECTION_REFUSED), every connection says GOAWAY and
+/// closes with H3_NO_ERROR once its requests are done and acknowledged, and this returns
+/// after the last (bound the drain with a timeout around this future, as for
+/// [`crate::server::serve`]). At most `cfg.limits.max_connections` connections at once;
+/// more are refused.
 pub async fn serve_h3(
     listener: H3Listener,
     cfg: ServerConfig,
@@ -174,14 +180,24 @@ pub async fn serve_h3(
     let shutdown = cfg.shutdown.clone();
     let cfg = Arc::new(cfg);
     let mut conns = tokio::task::JoinSet::new();
-    loop {
+    let mut draining = false;
+    while !(draining && conns.is_empty()) {
         let incoming = tokio::select! {
             i = listener.endpoint.accept() => match i {
                 Some(i) => i,
                 None => break,
             },
-            _ = shutdown.wait() => break,
+            _ = shutdown.wait(), if !draining => {
+                draining = true;
+                continue;
+            }
+            Some(_) = conns.join_next(), if draining => continue,
         };
+        if draining {
+            tracing::debug!("h3: {} refused: shutting down", incoming.remote_address());
+            incoming.refuse();
+            continue;
+        }
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             tracing::debug!(
                 "h3: {} refused: connection limit",
@@ -204,8 +220,13 @@ pub async fn serve_h3(
     Ok(())
 }
 
+/// The `h3` crate's server side of one connection.
+type H3Server = h3::server::Connection<quic::Connection, Bytes>;
+
 /// One QUIC connection: requests each on their own task until the peer closes or the
-/// server shuts down (GOAWAY, then the requests already accepted finish).
+/// server shuts down. On shutdown: GOAWAY naming the first request not accepted (later
+/// ones are rejected with H3_REQUEST_REJECTED), the requests accepted finish, their data
+/// is acknowledged, then the connection closes with H3_NO_ERROR.
 async fn serve_connection(
     incoming: quinn::Incoming,
     cfg: &ServerConfig,
@@ -218,19 +239,55 @@ async fn serve_connection(
     let prio = Arc::new(Priorities::default());
     let mut h3c = h3::server::builder()
         .max_field_section_size(cfg.spdy.max_header_block as u64)
-        .build::<_, Bytes>(quic::Connection::new(conn, prio.clone()))
+        .build::<_, Bytes>(quic::Connection::new(conn.clone(), prio.clone()))
         .await
         .map_err(|e| format!("h3 set-up: {e}"))?;
+    // Dropping `h3c` closes the connection: it lives until the end.
+    let drained = accept_requests(&mut h3c, cfg, handler, &prio).await;
+    if drained {
+        // quinn drops unacknowledged stream data on close, and a peer's HTTP/3 layer
+        // fails reads of data it holds but has not read yet once the connection is
+        // closed: wait for the peer's ACKs (bounded: an idle peer is gone by then
+        // anyway), then for the peer to close, up to CLOSE_LINGER.
+        let _ = tokio::time::timeout(IDLE_TIMEOUT, prio.acknowledged()).await;
+        let _ = tokio::time::timeout(CLOSE_LINGER, conn.closed()).await;
+        conn.close(quinn::VarInt::from_u32(0x100), b"shutting down"); // H3_NO_ERROR
+    }
+    Ok(())
+}
+
+/// Accepts requests on `h3c`, each answered on its own task, until the peer closes or,
+/// after the server's shutdown, until the requests accepted before the GOAWAY are done;
+/// `true` in that second case (the connection is then to be closed).
+async fn accept_requests(
+    h3c: &mut H3Server,
+    cfg: &ServerConfig,
+    handler: Arc<dyn Handler>,
+    prio: &Arc<Priorities>,
+) -> bool {
     let mut streams = tokio::task::JoinSet::new();
-    let mut draining = false;
+    // Set with the GOAWAY: the first request stream id not processed.
+    let mut goaway: Option<u64> = None;
     loop {
         let next = tokio::select! {
             n = h3c.accept() => n,
-            _ = cfg.shutdown.wait(), if !draining => {
-                draining = true;
-                // GOAWAY naming the next stream id: requests already accepted finish.
-                if let Err(e) = h3c.shutdown(0).await {
+            _ = cfg.shutdown.wait(), if goaway.is_none() => {
+                let id = prio.next_request();
+                goaway = Some(id);
+                // GOAWAY(id): `h3` sends the id after the last request it accepted plus
+                // one, the same id; it rejects only streams above it, so a stream with
+                // this very id is rejected below.
+                if let Err(e) = h3c.shutdown(1).await {
                     tracing::debug!("h3 GOAWAY: {e}");
+                }
+                if streams.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            Some(_) = streams.join_next(), if goaway.is_some() => {
+                if streams.is_empty() {
+                    break;
                 }
                 continue;
             }
@@ -243,6 +300,12 @@ async fn serve_connection(
                 let read_timeout = cfg.limits.body_read_timeout;
                 streams.spawn(async move {
                     match resolver.resolve_request().await {
+                        Ok((_, mut stream))
+                            if goaway.is_some_and(|g| stream.id().into_inner() >= g) =>
+                        {
+                            stream.stop_sending(h3::error::Code::H3_REQUEST_REJECTED);
+                            stream.stop_stream(h3::error::Code::H3_REQUEST_REJECTED);
+                        }
                         Ok((req, stream)) => {
                             let id = stream.id().into_inner();
                             if let Some(u) = req
@@ -269,7 +332,7 @@ async fn serve_connection(
         }
     }
     while streams.join_next().await.is_some() {}
-    Ok(())
+    goaway.is_some()
 }
 
 type ServerStream = h3::server::RequestStream<quic::BidiStream<Bytes>, Bytes>;

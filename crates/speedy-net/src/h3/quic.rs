@@ -68,6 +68,8 @@ struct PrioState {
     streams: HashMap<u64, Shared<quinn::SendStream>>,
     /// Urgencies (a frame's, or else the request header's).
     urgency: HashMap<u64, u8>,
+    /// The id after the highest request stream accepted (0 before the first).
+    next_request: u64,
 }
 
 impl PrioState {
@@ -116,7 +118,32 @@ impl Priorities {
             st.prune();
         }
         st.streams.insert(id, s.clone());
+        st.next_request = st.next_request.max(id + 4);
         st.apply(id);
+    }
+
+    /// The id of the first request stream not accepted yet (client-initiated
+    /// bidirectional ids go up by 4): the GOAWAY id that lets every request accepted so
+    /// far finish (RFC 9114 §5.2).
+    pub fn next_request(&self) -> u64 {
+        lock(&self.state).next_request
+    }
+
+    /// Completes when every response stream still known has been finished or reset and
+    /// the peer has acknowledged all its data (or stopped it, or the connection is
+    /// gone): closing the connection then loses nothing sent (quinn discards unsent and
+    /// unacknowledged stream data on close).
+    pub fn acknowledged(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let waits: Vec<_> = lock(&self.state)
+            .streams
+            .values()
+            .map(|s| lock(s).stopped())
+            .collect();
+        async move {
+            for w in waits {
+                let _ = w.await;
+            }
+        }
     }
 }
 

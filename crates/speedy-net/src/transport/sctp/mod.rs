@@ -17,17 +17,20 @@
 //! waits for the COOKIE ACK, one round trip more.
 
 pub mod counters;
+mod listener;
 pub mod packet;
 pub mod route;
+
+pub use listener::SctpListener;
+use listener::ToEndpoint;
 
 use crate::transport::io::BoxIo;
 use bytes::{Buf, Bytes};
 use sctp_proto::{
     Association, AssociationHandle, ClientConfig, DatagramEvent, Endpoint, EndpointConfig,
-    EndpointEvent, Event, Payload, PayloadProtocolIdentifier, ServerConfig, StreamEvent,
-    TransportConfig,
+    EndpointEvent, Event, Payload, PayloadProtocolIdentifier, StreamEvent, TransportConfig,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
@@ -333,99 +336,6 @@ pub async fn dial(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<BoxIo> {
     Ok(io)
 }
 
-/// Accepts SCTP associations on one UDP socket.
-pub struct SctpListener {
-    accepted: mpsc::UnboundedReceiver<(BoxIo, SocketAddr)>,
-    local: SocketAddr,
-}
-
-impl SctpListener {
-    /// Binds a UDP socket at `addr` and starts accepting associations on it. Dropping the
-    /// listener stops accepting; associations already accepted carry on.
-    pub async fn bind(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<SctpListener> {
-        let sock = UdpSocket::bind(addr).await?;
-        grow_buffers(&sock);
-        let local = sock.local_addr()?;
-        let mut server = ServerConfig::new();
-        server.transport = transport(cfg);
-        let endpoint = Endpoint::new(endpoint_config(), Some(Arc::new(server)));
-        let (tx, accepted) = mpsc::unbounded_channel();
-        tokio::spawn(serve_endpoint(Arc::new(sock), endpoint, tx, *cfg));
-        Ok(SctpListener { accepted, local })
-    }
-
-    /// The next association: the session's byte stream and the peer's address.
-    pub async fn accept(&mut self) -> io::Result<(BoxIo, SocketAddr)> {
-        self.accepted
-            .recv()
-            .await
-            .ok_or_else(|| io::Error::other("the SCTP endpoint stopped"))
-    }
-
-    /// The UDP address it listens on.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local
-    }
-}
-
-/// What the endpoint task hears from an association task: its endpoint events, and
-/// `None` when it is done.
-type ToEndpoint = (AssociationHandle, Option<EndpointEvent>);
-
-/// A server's endpoint task: datagrams in, routed to their associations; new
-/// associations spawned and handed to the listener.
-async fn serve_endpoint(
-    sock: Arc<UdpSocket>,
-    mut endpoint: Endpoint,
-    accept: mpsc::UnboundedSender<(BoxIo, SocketAddr)>,
-    cfg: SctpConfig,
-) {
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<ToEndpoint>();
-    let mut routes: HashMap<AssociationHandle, mpsc::UnboundedSender<Datagram>> = HashMap::new();
-    let mut buf = vec![0u8; 65536];
-    let mut accepting = true;
-    while accepting || !routes.is_empty() {
-        tokio::select! {
-            r = sock.recv_from(&mut buf) => {
-                let Ok((n, from)) = r else { continue };
-                let data = incoming(&buf[..n]);
-                match endpoint.handle(Instant::now(), from, None, None, data) {
-                    Some((ch, DatagramEvent::NewAssociation(assoc))) => {
-                        let (io, ours, fate) = pair();
-                        if !accepting || accept.send((io, from)).is_err() {
-                            endpoint.handle_event(ch, EndpointEvent::drained());
-                            continue;
-                        }
-                        let (tx, rx) = mpsc::unbounded_channel();
-                        routes.insert(ch, tx);
-                        let feed = Feed::Server { rx, done: done_tx.clone() };
-                        let conn = Conn::new(assoc, ch, false, &cfg, fate);
-                        tokio::spawn(conn.run(feed, sock.clone(), ours));
-                    }
-                    Some((ch, DatagramEvent::AssociationEvent(ev))) => {
-                        if let Some(tx) = routes.get(&ch) {
-                            let _ = tx.send(Datagram(ev));
-                        }
-                    }
-                    None => {}
-                }
-                while let Some(t) = endpoint.poll_transmit() {
-                    send_transmit(&sock, t, false).await;
-                }
-            }
-            Some((ch, _)) = done_rx.recv() => {
-                if routes.remove(&ch).is_some() {
-                    endpoint.handle_event(ch, EndpointEvent::drained());
-                }
-            }
-            _ = accept.closed(), if accepting => {
-                accepting = false;
-                endpoint.reject_new_associations();
-            }
-        }
-    }
-}
-
 /// A received datagram as the SCTP stack gets it: a multihomed peer's INIT or INIT ACK
 /// without its address list ([`packet::strip_addresses`]).
 fn incoming(datagram: &[u8]) -> Bytes {
@@ -647,10 +557,12 @@ impl Conn {
         self.read_streams()
     }
 
-    /// Reads whole messages from readable streams into `to_app` while it has room.
+    /// Reads whole messages from readable streams into `to_app` while it has room, or
+    /// all of them once a shutdown began (no more will come, and the stack discards
+    /// what is unread when the association closes).
     fn read_streams(&mut self) -> Result<(), ()> {
         let mut frames = Vec::new();
-        while self.to_app_bytes < RECEIVE_HIGH {
+        while self.to_app_bytes < RECEIVE_HIGH || self.assoc.is_closing() {
             let Some(&id) = self.unread.first() else {
                 break;
             };
@@ -715,7 +627,9 @@ impl Conn {
                 return Err(());
             }
         }
-        if self.app_done && self.to_sctp.is_empty() && self.shutdown_at.is_none() {
+        // SHUTDOWN only once the send queues are empty: the stack sends it at once when
+        // nothing is in flight, stranding messages written but not yet sent.
+        if self.app_done && self.to_sctp.is_empty() && self.shutdown_at.is_none() && queued == 0 {
             self.shutdown_at = Some(Instant::now());
             if self.assoc.shutdown().is_err() {
                 let _ = self.assoc.close();

@@ -1,0 +1,193 @@
+//! A server's side of SCTP: [`SctpListener`], one UDP socket and one endpoint task that
+//! routes datagrams to the association tasks, and its graceful close
+//! ([`SctpListener::close`]): no new association is accepted (an INIT gets an ABORT, RFC
+//! 9260 §8.4), the associations already accepted finish (their sessions end, then each
+//! is shut down with the SHUTDOWN exchange), and the endpoint task ends after the last.
+
+use super::packet::{self, chunk};
+use super::{
+    endpoint_config, grow_buffers, incoming, pair, send_packet, send_transmit, transport, Conn,
+    Datagram, Feed, SctpConfig,
+};
+use crate::transport::io::BoxIo;
+use sctp_proto::{AssociationHandle, DatagramEvent, Endpoint, EndpointEvent, ServerConfig};
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+
+/// Accepts SCTP associations on one UDP socket.
+pub struct SctpListener {
+    accepted: mpsc::UnboundedReceiver<(BoxIo, SocketAddr)>,
+    local: SocketAddr,
+    /// The endpoint task: it ends once the listener is gone and every association with it.
+    endpoint: tokio::task::JoinHandle<()>,
+}
+
+impl SctpListener {
+    /// Binds a UDP socket at `addr` and starts accepting associations on it. Dropping the
+    /// listener stops accepting (as [`SctpListener::close`] does); associations already
+    /// accepted carry on.
+    pub async fn bind(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<SctpListener> {
+        let sock = UdpSocket::bind(addr).await?;
+        grow_buffers(&sock);
+        let local = sock.local_addr()?;
+        let mut server = ServerConfig::new();
+        server.transport = transport(cfg);
+        let endpoint = Endpoint::new(endpoint_config(), Some(Arc::new(server)));
+        let (tx, accepted) = mpsc::unbounded_channel();
+        let endpoint = tokio::spawn(serve_endpoint(Arc::new(sock), endpoint, tx, *cfg));
+        Ok(SctpListener {
+            accepted,
+            local,
+            endpoint,
+        })
+    }
+
+    /// The next association: the session's byte stream and the peer's address.
+    pub async fn accept(&mut self) -> io::Result<(BoxIo, SocketAddr)> {
+        self.accepted
+            .recv()
+            .await
+            .ok_or_else(|| io::Error::other("the SCTP endpoint stopped"))
+    }
+
+    /// The UDP address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Stops accepting at once (an INIT from now on is answered with an ABORT) and
+    /// returns what completes when the endpoint is done: every association already
+    /// accepted has ended, gracefully (SHUTDOWN) once its session closed its byte stream,
+    /// and the UDP socket is closed. Bound the wait with a timeout: a peer that neither
+    /// reads nor answers holds its association until the association's own limits.
+    pub fn close(self) -> impl Future<Output = ()> + Send + 'static {
+        drop(self.accepted);
+        let endpoint = self.endpoint;
+        async move {
+            let _ = endpoint.await;
+        }
+    }
+}
+
+/// What the endpoint task hears from an association task: its endpoint events, and
+/// `None` when it is done.
+pub(super) type ToEndpoint = (AssociationHandle, Option<EndpointEvent>);
+
+/// A server's endpoint task: datagrams in, routed to their associations; new
+/// associations spawned and handed to the listener. Once the listener is gone it refuses
+/// new ones and ends with the last association.
+async fn serve_endpoint(
+    sock: Arc<UdpSocket>,
+    mut endpoint: Endpoint,
+    accept: mpsc::UnboundedSender<(BoxIo, SocketAddr)>,
+    cfg: SctpConfig,
+) {
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<ToEndpoint>();
+    let mut routes: HashMap<AssociationHandle, mpsc::UnboundedSender<Datagram>> = HashMap::new();
+    let mut buf = vec![0u8; 65536];
+    let mut accepting = true;
+    while accepting || !routes.is_empty() {
+        tokio::select! {
+            r = sock.recv_from(&mut buf) => {
+                let Ok((n, from)) = r else { continue };
+                if !accepting {
+                    if let Some(abort) = refusal(&buf[..n]) {
+                        send_packet(&sock, &abort, from, false).await;
+                        continue;
+                    }
+                }
+                let data = incoming(&buf[..n]);
+                match endpoint.handle(Instant::now(), from, None, None, data) {
+                    Some((ch, DatagramEvent::NewAssociation(assoc))) => {
+                        let (io, ours, fate) = pair();
+                        if !accepting || accept.send((io, from)).is_err() {
+                            endpoint.handle_event(ch, EndpointEvent::drained());
+                            continue;
+                        }
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        routes.insert(ch, tx);
+                        let feed = Feed::Server { rx, done: done_tx.clone() };
+                        let conn = Conn::new(assoc, ch, false, &cfg, fate);
+                        tokio::spawn(conn.run(feed, sock.clone(), ours));
+                    }
+                    Some((ch, DatagramEvent::AssociationEvent(ev))) => {
+                        if let Some(tx) = routes.get(&ch) {
+                            let _ = tx.send(Datagram(ev));
+                        }
+                    }
+                    None => {}
+                }
+                while let Some(t) = endpoint.poll_transmit() {
+                    send_transmit(&sock, t, false).await;
+                }
+            }
+            Some((ch, _)) = done_rx.recv() => {
+                if routes.remove(&ch).is_some() {
+                    endpoint.handle_event(ch, EndpointEvent::drained());
+                }
+            }
+            _ = accept.closed(), if accepting => {
+                accepting = false;
+                endpoint.reject_new_associations();
+            }
+        }
+    }
+}
+
+/// The ABORT that refuses `packet` when it is an INIT (RFC 9260 §8.4, 3: the INIT's
+/// Initiate Tag as the verification tag, the T bit clear, the ports swapped); `None` for
+/// any other packet, or one whose checksum is wrong.
+fn refusal(packet: &[u8]) -> Option<Vec<u8>> {
+    if packet.len() < 20
+        || packet::first_chunk(packet) != Some(chunk::INIT)
+        || !packet::checksum_ok(packet)
+    {
+        return None;
+    }
+    let mut header = [0u8; 8];
+    header[..2].copy_from_slice(&packet[2..4]);
+    header[2..4].copy_from_slice(&packet[..2]);
+    header[4..].copy_from_slice(&packet[16..20]);
+    Some(packet::abort(&header))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An INIT from port 5000 to 9443 with Initiate Tag 0x01020304.
+    fn init() -> Vec<u8> {
+        let mut p = vec![0x13, 0x88, 0x24, 0xe3, 0, 0, 0, 0, 0, 0, 0, 0];
+        p.extend_from_slice(&[chunk::INIT, 0, 0, 20, 1, 2, 3, 4]);
+        p.extend_from_slice(&[0, 0, 0x10, 0, 0, 10, 0, 10, 0, 0, 0, 1]);
+        packet::seal(&mut p);
+        p
+    }
+
+    #[test]
+    fn an_init_is_refused_with_an_abort_under_its_initiate_tag() {
+        let a = refusal(&init()).expect("an ABORT");
+        assert_eq!(&a[..8], &[0x24, 0xe3, 0x13, 0x88, 1, 2, 3, 4]);
+        assert_eq!(packet::first_chunk(&a), Some(chunk::ABORT));
+        assert_eq!(a[13] & 1, 0, "T bit clear");
+        assert!(packet::checksum_ok(&a));
+    }
+
+    #[test]
+    fn other_packets_and_bad_checksums_are_not_answered() {
+        let mut p = init();
+        p[12] = chunk::COOKIE_ECHO;
+        packet::seal(&mut p);
+        assert!(refusal(&p).is_none());
+        let mut p = init();
+        p[8] ^= 1;
+        assert!(refusal(&p).is_none());
+        assert!(refusal(&[0; 8]).is_none());
+    }
+}
