@@ -107,6 +107,7 @@ const RUN_CONDITIONS: &[Cond] = &[
 
 /// Conditions of a variant's loads.
 const VARIANT_CONDITIONS: &[Cond] = &[
+    ("client", |r| r.client.to_string()),
     ("protocol", |r| r.protocol.to_string()),
     ("tls", |r| r.tls.to_string()),
     ("transport", |r| opt(&r.transport)),

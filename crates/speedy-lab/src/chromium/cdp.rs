@@ -323,6 +323,26 @@ impl<'a> Cdp<'a> {
         T::deserialize(&r.result.value).map_err(|e| format!("the page's timings: {e}"))
     }
 
+    /// Receives messages until `until`, keeping their events queued for
+    /// [`Cdp::queued`] and [`Cdp::take_events`]; `false` when Chromium has exited.
+    pub(crate) fn pump(&mut self, until: Instant) -> bool {
+        loop {
+            match self.recv(until) {
+                Ok(m) => {
+                    if let Some(ev) = Event::of(m) {
+                        self.events.push_back(ev);
+                    }
+                }
+                Err(e) => return e != "chromium exited",
+            }
+        }
+    }
+
+    /// The events received so far and not yet waited for, in order (left queued).
+    pub(crate) fn queued(&mut self) -> &[Event] {
+        self.events.make_contiguous()
+    }
+
     /// The events received so far and not yet waited for, in order; the queue is left
     /// empty.
     pub(crate) fn take_events(&mut self) -> Vec<Event> {

@@ -360,10 +360,52 @@ fn navigate(cdp: &mut Cdp, l: &Launch, url: &str, timeout: Duration) -> Result<L
     if !timed_out && timings.load <= 0.0 {
         return Err(format!("no loadEventStart: {timings:?}"));
     }
+    if !timed_out {
+        settle(cdp, &session, deadline)?;
+    }
     let all: Vec<Event> = cdp.take_events();
     Ok(Loaded {
         timings,
         timed_out,
         events: events::NetworkEvent::of_sessions(&all, &cdp.sessions(&session))?,
     })
+}
+
+/// How long no request of the page may be in flight before its load counts as settled.
+const SETTLE_QUIET: Duration = Duration::from_millis(300);
+
+/// Receives Chromium's events after the load until every request of the page and its
+/// frames has ended and none has started for [`SETTLE_QUIET`], or until `deadline`.
+/// Scripts' timers start requests after the load event (the synthesized pages' within
+/// 100 ms of their script), which the loader fetches whole: so does the HAR here, rather
+/// than holding them as unfinished.
+fn settle(cdp: &mut Cdp, session: &str, deadline: Instant) -> Result<(), String> {
+    let mut calm_since = Instant::now();
+    loop {
+        let sessions = cdp.sessions(session);
+        let mut open = std::collections::HashSet::new();
+        for e in events::NetworkEvent::of_sessions(cdp.queued(), &sessions)? {
+            match e {
+                events::NetworkEvent::Request(r) => {
+                    open.insert(r.request_id);
+                }
+                events::NetworkEvent::Finished(f) => {
+                    open.remove(&f.request_id);
+                }
+                events::NetworkEvent::Failed(f) => {
+                    open.remove(&f.request_id);
+                }
+                _ => {}
+            }
+        }
+        let now = Instant::now();
+        if !open.is_empty() {
+            calm_since = now;
+        } else if now >= calm_since + SETTLE_QUIET {
+            return Ok(());
+        }
+        if now >= deadline || !cdp.pump(deadline.min(now + Duration::from_millis(50))) {
+            return Ok(());
+        }
+    }
 }

@@ -185,9 +185,20 @@ pub fn with_ci(v: &str, lo: &str, hi: &str) -> String {
 }
 
 /// A colour swatch followed by a name.
+///
+/// A label's parenthesis (`spdy-single (SPDY/3.1, TLS)`) goes on a line of its own in
+/// small print, so that tables of long variant names still fit a laptop's window.
 pub fn swatch(colour: &str, name: &str) -> String {
+    let (head, tail) = match name.find(" (") {
+        Some(i) => (&name[..i], Some(&name[i + 1..])),
+        None => (name, None),
+    };
     format!(
-        r#"<span class="swatch" style="background:{colour}"></span>{}"#,
-        esc(name)
+        r#"<span class="swatch" style="background:{colour}"></span>{}{}"#,
+        esc(head),
+        tail.map_or(String::new(), |t| format!(
+            r#"<br><span class="ci">{}</span>"#,
+            esc(t)
+        ))
     )
 }
