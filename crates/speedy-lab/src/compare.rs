@@ -340,7 +340,11 @@ fn cell(
         ci_low_pct: rc.change.ci.low,
         ci_high_pct: rc.change.ci.high,
         p: rc.p,
-        verdict: Verdict::of_change(&rc.change.ci).text().to_string(),
+        verdict: if xa.len() < 2 || xb.len() < 2 {
+            "too few loads to tell".to_string()
+        } else {
+            Verdict::of_change(&rc.change.ci).text().to_string()
+        },
     })
 }
 

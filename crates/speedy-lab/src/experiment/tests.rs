@@ -235,6 +235,10 @@ fn an_h3_variant_asks_quinn_for_its_congestion_control() {
     let mut spec = speedy_server::spec::ServeSpec::default();
     e.variants[2].configure_serve(&mut spec);
     assert_eq!(spec.quic_cc, Some(Q::Bbr));
+    // quinn's default is left unsaid (the server's key stays the TCP variants').
+    let mut spec = speedy_server::spec::ServeSpec::default();
+    e.variants[1].configure_serve(&mut spec);
+    assert_eq!(spec.quic_cc, None);
 }
 
 #[test]

@@ -254,7 +254,11 @@ impl Variant {
             .initcwnd
             .filter(|_| self.protocol == Protocol::H3)
             .map(|n| u64::from(n) * 1460);
-        spec.quic_cc = self.quic_cc();
+        // quinn's default left unsaid, so that an h3 variant shares its replay server
+        // with the TCP variants whose settings it has.
+        spec.quic_cc = self
+            .quic_cc()
+            .filter(|c| *c != speedy_net::h3::QuicCcAlgorithm::default());
         spec.notsent_lowat = self.notsent_lowat.map(|n| n as usize);
     }
 }

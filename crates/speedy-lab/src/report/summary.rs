@@ -112,9 +112,12 @@ pub fn summary_text(stats: &Stats) -> String {
                 },
                 against,
                 change,
-                c.speedup
-                    .as_ref()
-                    .map_or(String::new(), |s| s.verdict().text().to_string()),
+                match &c.speedup {
+                    // One load a side: nothing to resample, no interval to read.
+                    Some(_) if c.summary.n < 2 => "too few loads to tell".to_string(),
+                    Some(s) => s.verdict().text().to_string(),
+                    None => String::new(),
+                },
             ]);
             first = false;
         }

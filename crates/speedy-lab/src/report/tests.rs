@@ -124,6 +124,17 @@ fn text_summary_has_one_line_per_network_and_variant() {
 }
 
 #[test]
+fn one_load_a_side_gives_no_verdict() {
+    let rows = vec![
+        row("light", "http1", 0, 1000.0, ""),
+        row("light", "spdy", 0, 500.0, ""),
+    ];
+    let t = summary_text(&Stats::compute(&rows));
+    let spdy = t.lines().find(|l| l.contains("spdy")).unwrap();
+    assert!(spdy.ends_with("too few loads to tell"), "{t}");
+}
+
+#[test]
 fn text_summary_marks_an_encrypted_variant_against_a_plain_baseline() {
     let mut rows = disagreeing();
     for r in rows.iter_mut().filter(|r| r.variant == "spdy") {
