@@ -128,6 +128,8 @@ fn chromium_loads_pages_beside_the_loader() {
         } else {
             assert!(r.fcp_ms.is_none() && r.lcp_ms.is_none(), "{r:?}");
             assert!(r.header_bytes_sent_raw.is_some_and(|b| b > 0), "{r:?}");
+            // HPACK's and QPACK's sizes are not measured: absent, not 0.
+            assert!(r.header_bytes_sent_compressed.is_none(), "{r:?}");
         }
     }
     // The summary and the report name the client.

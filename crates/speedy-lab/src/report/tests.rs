@@ -124,6 +124,27 @@ fn text_summary_has_one_line_per_network_and_variant() {
 }
 
 #[test]
+fn header_bytes_not_measured_are_said_so_not_shown_as_saved() {
+    let mut rows = Vec::new();
+    for (variant, protocol, wire) in [("spdy", "spdy/3.1", Some(300)), ("h2", "h2", None)] {
+        let mut r = row("a", variant, 0, 1000.0, "");
+        r.protocol = speedy_net::Protocol::parse(protocol).unwrap();
+        r.header_bytes_sent_raw = Some(1000);
+        r.header_bytes_sent_compressed = wire;
+        r.header_bytes_received_raw = Some(2000);
+        r.header_bytes_received_compressed = wire;
+        rows.push(r);
+    }
+    let html = render(&rows, Path::new("."), &ReportOptions::default());
+    let a = html.find(r#"<h2 id="headers">"#).expect("a header section");
+    let sec = &html[a..];
+    let h2 = &sec[sec.find(">h2<").unwrap()..];
+    let h2 = &h2[..h2.find("</tr>").unwrap()];
+    assert!(h2.contains("not measured") && !h2.contains("100.0%"), "{h2}");
+    assert!(sec.contains("70.0%"), "SPDY's saving still shown: {sec}");
+}
+
+#[test]
 fn one_load_a_side_gives_no_verdict() {
     let rows = vec![
         row("light", "http1", 0, 1000.0, ""),

@@ -321,13 +321,17 @@ pub fn headers(cx: &mut Ctx) -> String {
         if rs.is_empty() {
             continue;
         }
-        let sum = |f: fn(&Row) -> Option<u64>| -> u64 { rs.iter().filter_map(|r| f(r)).sum() };
-        let sr = sum(|r| r.header_bytes_sent_raw);
+        // A sum over every row, or `None` when a row did not measure it (h2 and h3 have
+        // no on-the-wire header sizes).
+        let sum = |f: fn(&Row) -> Option<u64>| -> Option<u64> { rs.iter().map(|r| f(r)).sum() };
+        let sr = sum(|r| r.header_bytes_sent_raw).unwrap_or(0);
         let sc = sum(|r| r.header_bytes_sent_compressed);
-        let rr = sum(|r| r.header_bytes_received_raw);
+        let rr = sum(|r| r.header_bytes_received_raw).unwrap_or(0);
         let rc = sum(|r| r.header_bytes_received_compressed);
-        let (s, r) = (ratio(sr, sc), ratio(rr, rc));
+        let (s, r) = (sc.and_then(|c| ratio(sr, c)), rc.and_then(|c| ratio(rr, c)));
         let n = rs.len() as f64;
+        let per_load =
+            |x: Option<u64>| x.map_or("not measured".to_string(), |x| svg::num(x as f64 / n));
         let pct = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:.1}%"));
         rows.push((
             vec![
@@ -337,10 +341,10 @@ pub fn headers(cx: &mut Ctx) -> String {
                 ),
                 Cell::num(rs.len().to_string()),
                 Cell::num(svg::num(sr as f64 / n)),
-                Cell::num(svg::num(sc as f64 / n)),
+                Cell::num(per_load(sc)),
                 Cell::num(pct(s)),
                 Cell::num(svg::num(rr as f64 / n)),
-                Cell::num(svg::num(rc as f64 / n)),
+                Cell::num(per_load(rc)),
                 Cell::num(pct(r)),
             ],
             false,

@@ -153,9 +153,12 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         packets_up: after_link.up.packets_out - before_link.up.packets_out,
         link_drops: drops(after_link) - drops(before_link),
         header_bytes_sent_raw: r.headers.map(|h| h[0]),
-        header_bytes_sent_compressed: r.headers.map(|h| h[1]),
+        // Headers on the wire are measured for HTTP/1.1 and SPDY only: HPACK (h2) and
+        // QPACK (h3) run inside the h2 and h3 crates, which do not say their sizes, and
+        // the loader's HAR has 0 there: absent, not 0.
+        header_bytes_sent_compressed: r.headers.filter(|_| on_wire(r.protocol)).map(|h| h[1]),
         header_bytes_received_raw: r.headers.map(|h| h[2]),
-        header_bytes_received_compressed: r.headers.map(|h| h[3]),
+        header_bytes_received_compressed: r.headers.filter(|_| on_wire(r.protocol)).map(|h| h[3]),
         connections: r.counts.2,
         tcp_cc: m.cc.to_string(),
         quic_cc: v.quic_cc(),
@@ -253,4 +256,9 @@ fn sctp_rto_initial_ms(spec: &LoadSpec) -> u32 {
             .rto_initial
             .as_millis() as u32
     })
+}
+
+/// Whether the loader measures header bytes on the wire over `p` (HTTP/1.1, SPDY).
+fn on_wire(p: speedy_net::Protocol) -> bool {
+    !matches!(p, speedy_net::Protocol::H2 | speedy_net::Protocol::H3)
 }
