@@ -140,7 +140,10 @@ fn header_bytes_not_measured_are_said_so_not_shown_as_saved() {
     let sec = &html[a..];
     let h2 = &sec[sec.find(">h2<").unwrap()..];
     let h2 = &h2[..h2.find("</tr>").unwrap()];
-    assert!(h2.contains("not measured") && !h2.contains("100.0%"), "{h2}");
+    assert!(
+        h2.contains("not measured") && !h2.contains("100.0%"),
+        "{h2}"
+    );
     assert!(sec.contains("70.0%"), "SPDY's saving still shown: {sec}");
 }
 
