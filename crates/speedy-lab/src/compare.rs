@@ -173,15 +173,7 @@ fn differences(a: &[Row], b: &[Row]) -> Vec<Difference> {
             });
         }
     }
-    let mut order = variant_order(a);
-    order.sort_by_key(|v| {
-        let r = a.iter().find(|r| &r.variant == v);
-        (
-            !r.is_some_and(|r| r.baseline),
-            r.and_then(|r| r.variant_index).unwrap_or(u32::MAX),
-        )
-    });
-    for v in order {
+    for v in variant_names(a) {
         if !b.iter().any(|r| r.variant == v) {
             continue;
         }
@@ -201,15 +193,13 @@ fn differences(a: &[Row], b: &[Row]) -> Vec<Difference> {
     out
 }
 
-/// The variants of `rows` in order of first appearance.
-fn variant_order(rows: &[Row]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in rows {
-        if !out.contains(&r.variant) {
-            out.push(r.variant.clone());
-        }
-    }
-    out
+/// The variants of `rows` in the order the statistics give them (baselines first, then
+/// the experiment's order).
+fn variant_names(rows: &[Row]) -> Vec<String> {
+    crate::stats::variants_of(rows)
+        .into_iter()
+        .map(|v| v.name)
+        .collect()
 }
 
 /// (network, variant) → page → onLoad times ordered by run, of the loads with an onLoad.
@@ -260,32 +250,13 @@ pub fn compare(a: &Path, b: &Path, any_experiment: bool) -> Result<Comparison, S
     let (ta, tb) = (times(&ra), times(&rb));
     let mut cells = Vec::new();
     let mut unpaired = Vec::new();
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for r in &ra {
-        let k = (r.network.clone(), r.variant.clone());
-        if ta.contains_key(&k) && !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    // Networks in order of appearance, variants in the experiment's order (baseline first).
-    let nets: Vec<String> = keys
-        .iter()
-        .map(|k| k.0.clone())
-        .fold(Vec::new(), |mut v, n| {
-            if !v.contains(&n) {
-                v.push(n);
-            }
-            v
-        });
-    let place = |k: &(String, String)| {
-        let r = ra.iter().find(|r| r.variant == k.1);
-        (
-            nets.iter().position(|n| n == &k.0),
-            !r.is_some_and(|r| r.baseline),
-            r.and_then(|r| r.variant_index).unwrap_or(u32::MAX),
-        )
-    };
-    keys.sort_by_key(place);
+    // Networks and variants in the order the statistics give them.
+    let variants = variant_names(&ra);
+    let keys: Vec<(String, String)> = crate::stats::networks_of(&ra)
+        .into_iter()
+        .flat_map(|n| variants.iter().map(move |v| (n.name.clone(), v.clone())))
+        .filter(|k| ta.contains_key(k))
+        .collect();
     for k in &keys {
         let (pa, Some(pb)) = (&ta[k], tb.get(k)) else {
             unpaired.push(("A".into(), k.0.clone(), k.1.clone()));

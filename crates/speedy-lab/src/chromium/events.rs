@@ -239,31 +239,33 @@ try {
   }).observe({ type: 'largest-contentful-paint', buffered: true });
 } catch (e) {}";
 
+/// The script reading the page's timings ([`PageTimings`]), as an expression.
+macro_rules! read_timings {
+    () => {
+        "(() => {
+  const n = performance.getEntriesByType('navigation')[0];
+  const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+  return {
+    load: n.loadEventStart, dcl: n.domContentLoadedEventStart, protocol: n.nextHopProtocol,
+    fetch: n.fetchStart, resources: performance.getEntriesByType('resource').length,
+    fcp: fcp ? fcp.startTime : null,
+    lcp: typeof window.__speedyLcp === 'number' ? window.__speedyLcp : null,
+  };
+})()"
+    };
+}
+
 /// The page's timings ([`PageTimings`]) once the frames after the load have been drawn
 /// (two animation frames, or 250 ms at most: a paint after the load event counts as
 /// Chromium would show it).
-pub(crate) const TIMINGS_AFTER_PAINT: &str = "new Promise((done) => {
+pub(crate) const TIMINGS_AFTER_PAINT: &str = concat!(
+    "new Promise((done) => {
   const t = setTimeout(done, 250);
   requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(t); done(); }));
-}).then(() => {
-  const n = performance.getEntriesByType('navigation')[0];
-  const fcp = performance.getEntriesByName('first-contentful-paint')[0];
-  return {
-    load: n.loadEventStart, dcl: n.domContentLoadedEventStart, protocol: n.nextHopProtocol,
-    fetch: n.fetchStart, resources: performance.getEntriesByType('resource').length,
-    fcp: fcp ? fcp.startTime : null,
-    lcp: typeof window.__speedyLcp === 'number' ? window.__speedyLcp : null,
-  };
-})";
+}).then(() => ",
+    read_timings!(),
+    ")"
+);
 
 /// The page's timings at once (the fidelity check reads them at the load event).
-pub(crate) const TIMINGS_NOW: &str = "(() => {
-  const n = performance.getEntriesByType('navigation')[0];
-  const fcp = performance.getEntriesByName('first-contentful-paint')[0];
-  return {
-    load: n.loadEventStart, dcl: n.domContentLoadedEventStart, protocol: n.nextHopProtocol,
-    fetch: n.fetchStart, resources: performance.getEntriesByType('resource').length,
-    fcp: fcp ? fcp.startTime : null,
-    lcp: typeof window.__speedyLcp === 'number' ? window.__speedyLcp : null,
-  };
-})()";
+pub(crate) const TIMINGS_NOW: &str = read_timings!();

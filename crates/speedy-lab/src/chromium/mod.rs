@@ -381,10 +381,13 @@ const SETTLE_QUIET: Duration = Duration::from_millis(300);
 /// than holding them as unfinished.
 fn settle(cdp: &mut Cdp, session: &str, deadline: Instant) -> Result<(), String> {
     let mut calm_since = Instant::now();
+    let mut open = std::collections::HashSet::new();
+    // Events already counted: each is read once, as it arrives.
+    let mut seen = 0;
     loop {
         let sessions = cdp.sessions(session);
-        let mut open = std::collections::HashSet::new();
-        for e in events::NetworkEvent::of_sessions(cdp.queued(), &sessions)? {
+        let queued = cdp.queued();
+        for e in events::NetworkEvent::of_sessions(&queued[seen..], &sessions)? {
             match e {
                 events::NetworkEvent::Request(r) => {
                     open.insert(r.request_id);
@@ -398,6 +401,7 @@ fn settle(cdp: &mut Cdp, session: &str, deadline: Instant) -> Result<(), String>
                 _ => {}
             }
         }
+        seen = queued.len();
         let now = Instant::now();
         if !open.is_empty() {
             calm_since = now;

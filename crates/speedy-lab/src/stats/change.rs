@@ -19,7 +19,9 @@
 //!   share of [`PERMUTATIONS`] permutations at least as far from no change as the
 //!   observed one (two-sided, with the observed one counted, so never 0).
 
-use super::{bootstrap, mean, resampled_mean, seed_for, Ci, Rng, Speedup};
+use super::{
+    bootstrap, mean, overall_speedup, resampled_mean, seed_for, usable_pairs, Ci, Rng, Speedup,
+};
 
 /// One page's two samples of load times (baseline and variant, or A and B), ms.
 pub type Pair = (Vec<f64>, Vec<f64>);
@@ -87,19 +89,11 @@ impl Speedup {
     }
 }
 
-/// The pages of `pairs` whose two samples both have a positive mean.
-fn usable(pairs: &[(Vec<f64>, Vec<f64>)]) -> Vec<&(Vec<f64>, Vec<f64>)> {
-    pairs
-        .iter()
-        .filter(|(a, b)| matches!((mean(a), mean(b)), (Some(x), Some(y)) if x > 0.0 && y > 0.0))
-        .collect()
-}
-
 /// The mean change of the pooled loads of `pairs` (per page: the baseline's load times,
 /// the variant's), with its two-level bootstrap interval (see the module documentation).
 /// `None` when no page has loads on both sides.
 pub fn mean_change(pairs: &[(Vec<f64>, Vec<f64>)], seed: u64) -> Option<Change> {
-    let pairs = usable(pairs);
+    let pairs = usable_pairs(pairs);
     if pairs.is_empty() {
         return None;
     }
@@ -136,41 +130,23 @@ pub struct RunChange {
     pub pages: usize,
 }
 
-/// Mean over pages of `ln(mean(B) / mean(A))`.
-fn log_ratio(pairs: &[&(Vec<f64>, Vec<f64>)]) -> f64 {
-    let s: f64 = pairs
-        .iter()
-        .map(|(a, b)| (mean(b).unwrap_or(f64::NAN) / mean(a).unwrap_or(f64::NAN)).ln())
-        .sum();
-    s / pairs.len() as f64
-}
-
 /// The change from A to B over paired pages (`pairs`: per page, A's and B's load times),
-/// with its interval and permutation p-value (see the module documentation). `None` when
-/// no page has loads in both.
-pub fn run_change(pairs: &[(Vec<f64>, Vec<f64>)], names: &[&str]) -> Option<RunChange> {
-    let pairs = usable(pairs);
-    if pairs.is_empty() {
-        return None;
-    }
-    let observed = log_ratio(&pairs);
-    let pct = |l: f64| 100.0 * (l.exp() - 1.0);
+/// with its interval and permutation p-value (see the module documentation). The change
+/// and its interval are [`overall_speedup`]'s with A as the baseline, turned into a change
+/// of load time (`1 / speedup − 1`). `None` when no page has loads in both.
+pub fn run_change(pairs: &[Pair], names: &[&str]) -> Option<RunChange> {
     let mut parts = vec!["compare"];
     parts.extend_from_slice(names);
-    let ci = bootstrap(seed_for(&parts), |rng| {
-        let mut s = 0.0;
-        for _ in 0..pairs.len() {
-            let (a, b) = pairs[rng.below(pairs.len())];
-            s += (resampled_mean(b, rng) / resampled_mean(a, rng)).ln();
-        }
-        pct(s / pairs.len() as f64)
-    });
+    let s = overall_speedup(pairs, seed_for(&parts))?;
+    let pct = |speedup: f64| 100.0 * (1.0 / speedup - 1.0);
+    let pairs = usable_pairs(pairs);
+    let observed = -s.speedup.ln();
     parts[0] = "permute";
     let mut rng = Rng::new(seed_for(&parts));
     let mut at_least = 1usize;
     let mut pool = Vec::new();
     for _ in 0..PERMUTATIONS {
-        let mut s = 0.0;
+        let mut sum = 0.0;
         for (a, b) in &pairs {
             pool.clear();
             pool.extend(a.iter().chain(b.iter()).copied());
@@ -180,19 +156,22 @@ pub fn run_change(pairs: &[(Vec<f64>, Vec<f64>)], names: &[&str]) -> Option<RunC
                 pool.swap(i, j);
             }
             let (pa, pb) = pool.split_at(a.len());
-            s += (mean(pb).unwrap_or(f64::NAN) / mean(pa).unwrap_or(f64::NAN)).ln();
+            sum += (mean(pb).unwrap_or(f64::NAN) / mean(pa).unwrap_or(f64::NAN)).ln();
         }
-        if (s / pairs.len() as f64).abs() >= observed.abs() - 1e-12 {
+        if (sum / pairs.len() as f64).abs() >= observed.abs() - 1e-12 {
             at_least += 1;
         }
     }
     Some(RunChange {
         change: Change {
-            pct: pct(observed),
-            ci,
+            pct: pct(s.speedup),
+            ci: Ci {
+                low: pct(s.ci.high),
+                high: pct(s.ci.low),
+            },
         },
         p: at_least as f64 / (PERMUTATIONS + 1) as f64,
-        pages: pairs.len(),
+        pages: s.pages,
     })
 }
 

@@ -341,10 +341,7 @@ pub fn page_speedup(baseline: &[f64], variant: &[f64], seed: u64) -> Option<Spee
 /// and the variant's load times; pages where either is empty or a mean is not positive
 /// are left out. `None` when no page is left.
 pub fn overall_speedup(pairs: &[(Vec<f64>, Vec<f64>)], seed: u64) -> Option<Speedup> {
-    let pairs: Vec<&(Vec<f64>, Vec<f64>)> = pairs
-        .iter()
-        .filter(|(b, v)| matches!((mean(b), mean(v)), (Some(mb), Some(mv)) if mb > 0.0 && mv > 0.0))
-        .collect();
+    let pairs = usable_pairs(pairs);
     let ratios: Vec<f64> = pairs
         .iter()
         .map(|(b, v)| mean(b).unwrap() / mean(v).unwrap())
@@ -364,6 +361,15 @@ pub fn overall_speedup(pairs: &[(Vec<f64>, Vec<f64>)], seed: u64) -> Option<Spee
         ci,
         pages: pairs.len(),
     })
+}
+
+/// The pages of `pairs` whose two samples both have a positive mean (the others have no
+/// ratio to compare).
+fn usable_pairs(pairs: &[(Vec<f64>, Vec<f64>)]) -> Vec<&(Vec<f64>, Vec<f64>)> {
+    pairs
+        .iter()
+        .filter(|(b, v)| matches!((mean(b), mean(v)), (Some(mb), Some(mv)) if mb > 0.0 && mv > 0.0))
+        .collect()
 }
 
 /// A variant as the rows describe it.
@@ -595,7 +601,7 @@ impl LoadTimes {
 
 /// The variants of the rows: baselines first, then the experiment's order where the rows
 /// record it; stable sorts keep first-appearance order otherwise.
-fn variants_of(rows: &[Row]) -> Vec<VariantInfo> {
+pub(crate) fn variants_of(rows: &[Row]) -> Vec<VariantInfo> {
     let mut variants: Vec<VariantInfo> = Vec::new();
     for r in rows {
         if !variants.iter().any(|v| v.name == r.variant) {
@@ -623,7 +629,7 @@ fn variants_of(rows: &[Row]) -> Vec<VariantInfo> {
 
 /// The networks of the rows: in order of first appearance, sweep points after the others
 /// (by sweep name, then value).
-fn networks_of(rows: &[Row]) -> Vec<NetworkInfo> {
+pub(crate) fn networks_of(rows: &[Row]) -> Vec<NetworkInfo> {
     let mut networks: Vec<NetworkInfo> = Vec::new();
     for r in rows {
         if !networks.iter().any(|n| n.name == r.network) {
