@@ -1,6 +1,7 @@
 //! Turns a [`LoadResult`] into HAR 1.2 and a one-line summary.
 
 use crate::config::type_name;
+use crate::conn::ConnCounters;
 use crate::har::{
     self, Content, Creator, Entry, Har, NameValue, Page, PageTimings, Timings, Totals,
 };
@@ -190,14 +191,21 @@ pub fn totals(res: &LoadResult) -> Totals {
         event_loop_lag_max_us: res.event_loop_lag_max.as_micros() as u64,
         ..Default::default()
     };
+    // Header bytes on the wire only where every connection measured them.
+    let wire = |f: fn(&ConnCounters) -> u64| -> Option<u64> {
+        res.conns
+            .iter()
+            .map(|c| c.counters.wire_headers.then(|| f(&c.counters)))
+            .sum()
+    };
+    t.header_bytes_sent = wire(|k| k.header_bytes_sent);
+    t.header_bytes_received = wire(|k| k.header_bytes_received);
     for c in &res.conns {
         let k = &c.counters;
         t.bytes_out += k.bytes_out;
         t.bytes_in += k.bytes_in;
         t.header_bytes_sent_raw += k.header_bytes_raw_sent;
-        t.header_bytes_sent += k.header_bytes_sent;
         t.header_bytes_received_raw += k.header_bytes_raw_received;
-        t.header_bytes_received += k.header_bytes_received;
         t.retransmits += c.tcp_info.map_or(0, |i| i.total_retrans as u64);
     }
     t

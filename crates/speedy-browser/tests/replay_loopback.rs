@@ -164,11 +164,19 @@ async fn load_and_check(
                 assert_eq!(tot.connections, origins.len() as u64, "{what}");
             }
         }
-        if proto == Proto::Spdy {
-            assert!(
-                tot.header_bytes_sent < tot.header_bytes_sent_raw,
+        match proto {
+            Proto::Spdy => assert!(
+                tot.header_bytes_sent
+                    .is_some_and(|b| b < tot.header_bytes_sent_raw),
                 "{what}: SPDY compresses headers: {tot:?}"
-            );
+            ),
+            Proto::Http1 => assert_eq!(
+                tot.header_bytes_sent,
+                Some(tot.header_bytes_sent_raw),
+                "{what}: HTTP/1.1 sends them as they are"
+            ),
+            // HPACK's and QPACK's sizes are not measured: absent, never 0.
+            _ => assert_eq!(tot.header_bytes_sent, None, "{what}"),
         }
     }
 }

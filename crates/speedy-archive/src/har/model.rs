@@ -147,12 +147,16 @@ pub struct Totals {
     pub body_bytes: u64,
     /// Request header bytes, uncompressed.
     pub header_bytes_sent_raw: u64,
-    /// Request header bytes as sent (compressed for SPDY).
-    pub header_bytes_sent: u64,
+    /// Request header bytes as sent (compressed for SPDY); absent when a connection of the
+    /// load did not measure them (h2's HPACK and h3's QPACK run inside their crates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_bytes_sent: Option<u64>,
     /// Response header bytes, uncompressed.
     pub header_bytes_received_raw: u64,
-    /// Response header bytes as received (compressed for SPDY).
-    pub header_bytes_received: u64,
+    /// Response header bytes as received (compressed for SPDY); absent as
+    /// `header_bytes_sent` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_bytes_received: Option<u64>,
     /// Segments retransmitted over all connections (TCP_INFO).
     pub retransmits: u64,
     /// The loader's worst event-loop lag during the load, µs (absent in HARs written
@@ -640,7 +644,7 @@ mod tests {
         let h: Har = serde_json::from_value(loader_like()).unwrap();
         let lp = h.loaded_page().unwrap();
         assert_eq!(lp.protocol, "spdy/3.1");
-        assert_eq!(lp.totals.header_bytes_sent, 20);
+        assert_eq!(lp.totals.header_bytes_sent, Some(20));
         assert_eq!(lp.totals.pushed, 1);
         let e = &h.log.entries[0];
         assert!(e.was_pushed);

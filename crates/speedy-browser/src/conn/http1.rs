@@ -100,7 +100,10 @@ async fn run(io: BoxIo, ctx: ConnCtx) {
         out_bytes.clone(),
     ));
     let mut buf = BytesMut::with_capacity(32 * 1024);
-    let mut c = ConnCounters::default();
+    let mut c = ConnCounters {
+        wire_headers: true,
+        ..ConnCounters::default()
+    };
     loop {
         let next = tokio::select! {
             biased;

@@ -72,12 +72,17 @@ pub struct ConnCounters {
     pub bytes_in: u64,
     /// Header bytes sent, uncompressed.
     pub header_bytes_raw_sent: u64,
-    /// Header bytes sent as they went on the wire (compressed for SPDY).
+    /// Header bytes sent as they went on the wire (compressed for SPDY), where
+    /// `wire_headers` says they were measured.
     pub header_bytes_sent: u64,
     /// Header bytes received, uncompressed.
     pub header_bytes_raw_received: u64,
     /// Header bytes received as they came (compressed for SPDY).
     pub header_bytes_received: u64,
+    /// Whether `header_bytes_sent` and `header_bytes_received` were measured: HTTP/1.1's
+    /// and SPDY's drivers see their headers on the wire; h2's HPACK and h3's QPACK run
+    /// inside the `h2` and `h3` crates, which do not say their sizes.
+    pub wire_headers: bool,
     /// Frames sent (SPDY / HTTP/2).
     pub frames_sent: u64,
     /// Frames received (SPDY / HTTP/2).

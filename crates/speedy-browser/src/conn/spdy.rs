@@ -98,6 +98,7 @@ async fn drive(io: BoxIo, cfg: spdy::Config, ctx: ConnCtx) {
         header_bytes_sent: s.header_bytes_compressed_sent,
         header_bytes_raw_received: s.header_bytes_raw_received,
         header_bytes_received: s.header_bytes_compressed_received,
+        wire_headers: true,
         frames_sent: s.frames_sent,
         frames_received: s.frames_received,
     };

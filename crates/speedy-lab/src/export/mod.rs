@@ -170,6 +170,9 @@ fn write_tables(
     let (load_cols, object_cols) = (load_columns(), object_columns());
     let mut loads = Sink::create(format, &load_cols, loads_path)?;
     let mut objects = Sink::create(format, &object_cols, objects_path)?;
+    // The visits of a browsing session are rows of one HAR, next to each other: it is
+    // read once for them all.
+    let mut last: Option<(PathBuf, Har)> = None;
     for (i, row) in rows.iter().enumerate() {
         loads.write(row)?;
         let which = || {
@@ -186,7 +189,11 @@ fn write_tables(
             return Err(format!("{}: the row names no HAR", which()));
         }
         let path = dir.join(&row.har);
-        let har = Har::read(&path).map_err(|e| format!("{e} (the HAR of {})", which()))?;
+        if last.as_ref().is_none_or(|(p, _)| *p != path) {
+            let har = Har::read(&path).map_err(|e| format!("{e} (the HAR of {})", which()))?;
+            last = Some((path.clone(), har));
+        }
+        let har = &last.as_ref().expect("read above").1;
         let objs = objects::of_load(row, har)
             .map_err(|e| format!("{}: {e} (the HAR of {})", path.display(), which()))?;
         for o in &objs {

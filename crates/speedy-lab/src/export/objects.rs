@@ -137,7 +137,7 @@ fn timings() -> Vec<C> {
 /// browsing session's visit [`Row::session_visit`], otherwise the last page, as the
 /// runner measures a revisit's second), in HAR order. Errors say what is wrong in the
 /// HAR (not its path).
-pub fn of_load(row: &Row, har: Har) -> Result<Vec<Object>, String> {
+pub fn of_load(row: &Row, har: &Har) -> Result<Vec<Object>, String> {
     let pages = &har.log.pages;
     let i = match row.session_visit {
         Some(v) => v as usize,
@@ -157,7 +157,7 @@ pub fn of_load(row: &Row, har: Har) -> Result<Vec<Object>, String> {
     let only_page = pages.len() == 1;
     let load = Rc::new(LoadKey::of(row));
     let mut objects = Vec::new();
-    for (index, entry) in har.log.entries.into_iter().enumerate() {
+    for (index, entry) in har.log.entries.iter().enumerate() {
         if !only_page && entry.pageref.as_deref() != Some(page.id.as_str()) {
             continue;
         }
@@ -166,7 +166,7 @@ pub fn of_load(row: &Row, har: Har) -> Result<Vec<Object>, String> {
             load: load.clone(),
             index,
             start_ms: start - navigation,
-            entry,
+            entry: entry.clone(),
         });
     }
     Ok(objects)

@@ -198,7 +198,7 @@ fn expected(dir: &Path) -> (Vec<Row>, Vec<Object>) {
     let mut objects = Vec::new();
     for r in &rows {
         let h = Har::read(&dir.join(&r.har)).unwrap();
-        objects.extend(objects::of_load(r, h).unwrap());
+        objects.extend(objects::of_load(r, &h).unwrap());
     }
     (rows, objects)
 }

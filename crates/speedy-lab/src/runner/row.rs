@@ -65,7 +65,7 @@ struct Reported {
     counts: (u32, u32, u32),
     /// Header bytes: sent raw and compressed, received raw and compressed (the
     /// loader's).
-    headers: Option<[u64; 4]>,
+    headers: Option<(u64, Option<u64>, u64, Option<u64>)>,
     /// Retransmissions over its connections (TCP_INFO) and its event loop's largest lag,
     /// µs (the loader's).
     retransmits: Option<u64>,
@@ -103,12 +103,12 @@ fn reported(m: &Measured) -> Result<Reported, String> {
         on_content_load: p.page_timings.on_content_load,
         paints: (None, None),
         counts: (t.requests as u32, t.failed as u32, t.connections as u32),
-        headers: Some([
+        headers: Some((
             t.header_bytes_sent_raw,
             t.header_bytes_sent,
             t.header_bytes_received_raw,
             t.header_bytes_received,
-        ]),
+        )),
         retransmits: Some(t.retransmits),
         lag_us: Some(t.event_loop_lag_max_us),
     })
@@ -152,13 +152,10 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         packets_down: after_link.down.packets_out - before_link.down.packets_out,
         packets_up: after_link.up.packets_out - before_link.up.packets_out,
         link_drops: drops(after_link) - drops(before_link),
-        header_bytes_sent_raw: r.headers.map(|h| h[0]),
-        // Headers on the wire are measured for HTTP/1.1 and SPDY only: HPACK (h2) and
-        // QPACK (h3) run inside the h2 and h3 crates, which do not say their sizes, and
-        // the loader's HAR has 0 there: absent, not 0.
-        header_bytes_sent_compressed: r.headers.filter(|_| on_wire(r.protocol)).map(|h| h[1]),
-        header_bytes_received_raw: r.headers.map(|h| h[2]),
-        header_bytes_received_compressed: r.headers.filter(|_| on_wire(r.protocol)).map(|h| h[3]),
+        header_bytes_sent_raw: r.headers.map(|h| h.0),
+        header_bytes_sent_compressed: r.headers.and_then(|h| h.1),
+        header_bytes_received_raw: r.headers.map(|h| h.2),
+        header_bytes_received_compressed: r.headers.and_then(|h| h.3),
         connections: r.counts.2,
         tcp_cc: m.cc.to_string(),
         quic_cc: v.quic_cc(),
@@ -256,9 +253,4 @@ fn sctp_rto_initial_ms(spec: &LoadSpec) -> u32 {
             .rto_initial
             .as_millis() as u32
     })
-}
-
-/// Whether the loader measures header bytes on the wire over `p` (HTTP/1.1, SPDY).
-fn on_wire(p: speedy_net::Protocol) -> bool {
-    !matches!(p, speedy_net::Protocol::H2 | speedy_net::Protocol::H3)
 }
