@@ -17,4 +17,4 @@ pub mod synth;
 pub use spdy::url;
 pub mod warc;
 
-pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page};
+pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page, Recorded};

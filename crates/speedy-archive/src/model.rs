@@ -158,6 +158,28 @@ pub struct Object {
     pub priority: Option<String>,
     /// How it is discovered.
     pub discovery: Discovery,
+    /// Where and how it was recorded, when the source says (`speedy corpus record`,
+    /// Mahimahi, Web Page Replay): replay puts each recorded origin on its own address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<Recorded>,
+}
+
+/// What a recording knows of the server that answered an object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// The server's address and port as recorded (Mahimahi's `ip`/`port`, the address the
+    /// recording proxy connected to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<std::net::SocketAddr>,
+    /// The protocol negotiated with it, as an ALPN id (`http/1.1`, `h2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Time from sending the request to the response's first byte at the recorder, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_ms: Option<u32>,
+    /// Time from the response's first byte to its last at the recorder, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_ms: Option<u32>,
 }
 
 /// The names Chrome's HAR `_priority` takes, highest first.

@@ -185,6 +185,7 @@ fn page() -> Archive {
             kind,
             exec_ms: None,
             priority: None,
+            recorded: None,
             discovery: match parent {
                 None => Discovery::Root,
                 Some(p) => Discovery::Parsed { parent: p, offset },

@@ -456,6 +456,7 @@ fn add_objects(
             discovery,
             exec_ms: None,
             priority: None,
+            recorded: None,
         };
         page_objects.push(a.add_object(o, Some(body.clone())));
     }

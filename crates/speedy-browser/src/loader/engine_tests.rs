@@ -47,6 +47,7 @@ impl Site {
                 kind: *kind,
                 exec_ms: None,
                 priority: None,
+                recorded: None,
                 discovery: discovery.clone(),
             };
             ids.push(a.add_object(o, Some(Bytes::from(body.to_string()))));
