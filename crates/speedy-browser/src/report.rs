@@ -383,6 +383,20 @@ pub struct Summary {
     pub unexpected: Vec<String>,
     /// Archive objects the parser did not find (fetched at their parent's end).
     pub missed_by_parser: Vec<String>,
+    /// The line's format version ([`SUMMARY_VERSION`]; absent before it: 1).
+    #[serde(default = "speedy_records::version::first")]
+    pub version: u32,
+}
+
+/// The format version of [`Summary`] this build writes.
+pub const SUMMARY_VERSION: u32 = 1;
+
+impl speedy_records::version::Versioned for Summary {
+    const NAME: &'static str = "a load's summary line";
+    const CURRENT: u32 = SUMMARY_VERSION;
+    fn version(&self) -> u32 {
+        self.version
+    }
 }
 
 /// A request of [`Summary::failed`].
@@ -418,5 +432,6 @@ pub fn summary(res: &LoadResult) -> Summary {
         missing: res.missing.clone(),
         unexpected: res.unexpected.clone(),
         missed_by_parser: res.missed_by_parser.clone(),
+        version: SUMMARY_VERSION,
     }
 }

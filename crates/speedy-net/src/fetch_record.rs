@@ -1,12 +1,17 @@
 //! What `speedy fetch` writes for other programs: one [`FetchLine`] per response on
 //! stdout, and with `--progress FILE` one [`ProgressLine`] per event. `speedy lab sst`
 //! reads both back through these types. Fields may be added, never renamed; they are
-//! declared in alphabetical order, the order the lines have always had.
+//! declared in alphabetical order, the order the lines have always had. Each line says
+//! its format's `version` ([`LINE_VERSION`]); lines from before the field read as 1.
 
 use serde::{Deserialize, Serialize};
+use speedy_records::version::{first, Versioned};
+
+/// The format version of [`FetchLine`] and [`ProgressLine`] this build writes.
+pub const LINE_VERSION: u32 = 1;
 
 /// One response (or a request that got none) of `speedy fetch`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FetchLine {
     /// Body bytes received (absent when the body failed or never came).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,6 +37,41 @@ pub struct FetchLine {
     pub status: Option<u16>,
     /// The URL requested.
     pub url: String,
+    /// The line's format version ([`LINE_VERSION`]).
+    #[serde(default = "first")]
+    pub version: u32,
+}
+
+impl Default for FetchLine {
+    fn default() -> FetchLine {
+        FetchLine {
+            bytes: None,
+            elapsed_ms: None,
+            error: None,
+            protocol: None,
+            pushed: None,
+            sha256: None,
+            status: None,
+            url: String::new(),
+            version: LINE_VERSION,
+        }
+    }
+}
+
+impl Versioned for FetchLine {
+    const NAME: &'static str = "a fetch line";
+    const CURRENT: u32 = LINE_VERSION;
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+impl Versioned for ProgressLine {
+    const NAME: &'static str = "a progress line";
+    const CURRENT: u32 = LINE_VERSION;
+    fn version(&self) -> u32 {
+        self.version
+    }
 }
 
 impl FetchLine {
@@ -70,6 +110,9 @@ pub struct ProgressLine {
     pub t: f64,
     /// The URL's position on the command line, from 1.
     pub url: usize,
+    /// The line's format version ([`LINE_VERSION`]).
+    #[serde(default = "first")]
+    pub version: u32,
 }
 
 impl ProgressLine {
@@ -82,6 +125,7 @@ impl ProgressLine {
             rtt_ms: None,
             t: 0.0,
             url,
+            version: LINE_VERSION,
         }
     }
 }
@@ -105,7 +149,7 @@ mod tests {
         let s = serde_json::to_string(&l).unwrap();
         assert_eq!(
             s,
-            r#"{"bytes":10,"elapsed_ms":1.5,"protocol":"h2","pushed":false,"sha256":"ab","status":200,"url":"http://a/"}"#
+            r#"{"bytes":10,"elapsed_ms":1.5,"protocol":"h2","pushed":false,"sha256":"ab","status":200,"url":"http://a/","version":1}"#
         );
         assert_eq!(serde_json::from_str::<FetchLine>(&s).unwrap(), l);
         assert!(l.is_ok_200());
@@ -116,10 +160,21 @@ mod tests {
             rtt_ms: Some(100.0),
             t: 0.5,
             url: 2,
+            version: LINE_VERSION,
         };
         let s = serde_json::to_string(&p).unwrap();
-        assert_eq!(s, r#"{"event":"pong","rtt_ms":100.0,"t":0.5,"url":2}"#);
+        assert_eq!(
+            s,
+            r#"{"event":"pong","rtt_ms":100.0,"t":0.5,"url":2,"version":1}"#
+        );
         assert_eq!(serde_json::from_str::<ProgressLine>(&s).unwrap(), p);
+        // Lines from before the version field still read, as version 1.
+        let old = r#"{"bytes":10,"status":200,"url":"http://a/"}"#;
+        let o = speedy_records::version::read::<FetchLine>(old).unwrap();
+        assert_eq!((o.version, o.bytes), (1, Some(10)));
+        let newer = r#"{"url":"http://a/","version":2}"#;
+        let e = speedy_records::version::read::<FetchLine>(newer).unwrap_err();
+        assert!(e.contains("a fetch line of version 2"), "{e}");
         // A line without a URL is not a fetch line.
         assert!(serde_json::from_str::<FetchLine>(r#"{"listening":"x"}"#).is_err());
     }

@@ -44,9 +44,10 @@ pub struct Log {
     pub comment: Option<String>,
     /// `_sctp`: a loader's SCTP counters over its whole run (every page of it), written
     /// when it loaded over SCTP: associations, DATA chunks and SACKs received, T3
-    /// timeouts, fast retransmissions, delayed-SACK timeouts (`speedy_net::sctp::counters`).
+    /// timeouts, fast retransmissions, delayed-SACK timeouts. Every counter is required
+    /// when it is present.
     #[serde(rename = "_sctp", default, skip_serializing_if = "Option::is_none")]
-    pub sctp: Option<Value>,
+    pub sctp: Option<speedy_records::sctp::Counters>,
 }
 
 /// `creator` / `browser`.

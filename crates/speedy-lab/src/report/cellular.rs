@@ -25,7 +25,7 @@ fn read_series(path: &std::path::Path) -> Result<Vec<Sample>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let v: speedy_net::transport::sockinfo::TcpSample = serde_json::from_str(line)
+        let v: speedy_net::transport::sockinfo::TcpSample = speedy_records::version::read(line)
             .map_err(|e| format!("{} line {}: {e}", path.display(), i + 1))?;
         out.push(Sample {
             t_ms: v.t_ms,

@@ -235,15 +235,12 @@ fn loader_sctp(m: &Measured) -> Result<Option<speedy_net::sctp::counters::Counte
     if !m.variant.is_sctp() || m.har.log.pages.len() != 1 {
         return Ok(None);
     }
-    let v = m.har.log.sctp.clone().ok_or_else(|| {
+    m.har.log.sctp.map(Some).ok_or_else(|| {
         format!(
             "{}: a load over SCTP whose HAR has no _sctp",
             m.har_path.display()
         )
-    })?;
-    serde_json::from_value(v)
-        .map(Some)
-        .map_err(|e| format!("{}: _sctp: {e}", m.har_path.display()))
+    })
 }
 
 /// SCTP's RTO.Initial the load ran with, ms: the spec's, or the stack's default.

@@ -132,6 +132,7 @@ fn medians(
         let Ok(v) = serde_json::from_str::<FetchLine>(line) else {
             continue;
         };
+        speedy_records::version::check(&v)?;
         let url = v.url.as_str();
         if url.ends_with("?warm") {
             continue;

@@ -192,6 +192,7 @@ fn parse(flavour: &str, out: &str, pages: &[Fig8Page]) -> Result<Vec<f64>, Strin
                 *t = p.us / 1e3;
             }
         } else if let Ok(v) = serde_json::from_str::<FetchLine>(line) {
+            speedy_records::version::check(&v).map_err(|e| format!("fig 8, {flavour}: {e}"))?;
             if !v.is_ok_200() {
                 return Err(format!("fig 8, {flavour}: {line}"));
             }

@@ -253,7 +253,7 @@ fn analyse(protocol: &str, text: &str, o: &Fig9Options) -> Result<Fig9Run, Strin
     let mut rtt = None;
     for line in text.lines() {
         let v: ProgressLine =
-            serde_json::from_str(line).map_err(|e| format!("{protocol} progress: {e}"))?;
+            speedy_records::version::read(line).map_err(|e| format!("{protocol} progress: {e}"))?;
         match v.event {
             Some(ProgressEvent::Reprioritize) if v.url == 2 => swap = Some(v.t),
             Some(ProgressEvent::Pong) if v.url == 2 => {

@@ -605,7 +605,7 @@ impl NetLab {
             out.join().unwrap_or_default(),
             err.join().unwrap_or_default(),
         );
-        let v: speedy_browser::report::Summary = serde_json::from_str(out.trim())
+        let v: speedy_browser::report::Summary = speedy_records::version::read(out.trim())
             .map_err(|e| format!("exit {st}, no summary ({e}): {}", err.trim()))?;
         // Its summary (connections, their TCP_INFO, bytes) beside its HAR.
         let _ = std::fs::write(har.with_extension("json"), out.as_bytes());

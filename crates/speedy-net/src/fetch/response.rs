@@ -84,6 +84,7 @@ pub(super) async fn finish(
                 pushed: Some(pushed),
                 elapsed_ms: Some((ms * 1000.0).round() / 1000.0),
                 error: None,
+                ..Default::default()
             });
             if !(200..300).contains(&status) {
                 ctx.not_2xx

@@ -97,7 +97,7 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpInfo> {
 
 /// One sample of a connection's sender state: one JSON line of a `--tcp-series` file,
 /// which `speedy serve` and `speedy proxy` write and the lab's report reads. Every field
-/// is required when reading.
+/// is required when reading but `version` (absent in lines from before it: 1).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TcpSample {
     /// Milliseconds since the series started.
@@ -126,6 +126,20 @@ pub struct TcpSample {
     pub ca_state: u8,
     /// Bytes acknowledged by the peer.
     pub bytes_acked: u64,
+    /// The line's format version ([`TCP_SAMPLE_VERSION`]).
+    #[serde(default = "speedy_records::version::first")]
+    pub version: u32,
+}
+
+/// The format version of [`TcpSample`] this build writes.
+pub const TCP_SAMPLE_VERSION: u32 = 1;
+
+impl speedy_records::version::Versioned for TcpSample {
+    const NAME: &'static str = "a TCP series line";
+    const CURRENT: u32 = TCP_SAMPLE_VERSION;
+    fn version(&self) -> u32 {
+        self.version
+    }
 }
 
 struct Watched {
@@ -221,6 +235,7 @@ impl TcpSeries {
                     total_retrans: ti.tcpi_total_retrans,
                     ca_state: ti.tcpi_ca_state,
                     bytes_acked: ti.tcpi_bytes_acked,
+                    version: TCP_SAMPLE_VERSION,
                 };
                 if let Ok(l) = serde_json::to_string(&s) {
                     lines.push(l);
@@ -250,7 +265,7 @@ pub fn set_notsent_lowat(sock: &impl std::os::fd::AsRawFd, bytes: u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::TcpSample;
+    use super::{TcpSample, TCP_SAMPLE_VERSION};
 
     #[test]
     fn a_series_line_round_trips_and_a_missing_field_is_an_error() {
@@ -268,11 +283,20 @@ mod tests {
             total_retrans: 1,
             ca_state: 0,
             bytes_acked: 65_000,
+            version: TCP_SAMPLE_VERSION,
         };
         let line = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<TcpSample>(&line).unwrap(), s);
         let without = line.replace(",\"bytes_acked\":65000", "");
         let e = serde_json::from_str::<TcpSample>(&without).unwrap_err();
         assert!(e.to_string().contains("bytes_acked"), "{e}");
+        // A line from before the version field reads as version 1; a newer one is refused.
+        let old = line.replace(",\"version\":1", "");
+        assert_ne!(old, line);
+        let o: TcpSample = speedy_records::version::read(&old).unwrap();
+        assert_eq!(o.version, 1);
+        let newer = line.replace("\"version\":1", "\"version\":9");
+        let e = speedy_records::version::read::<TcpSample>(&newer).unwrap_err();
+        assert!(e.contains("a TCP series line of version 9"), "{e}");
     }
 }

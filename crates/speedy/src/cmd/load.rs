@@ -161,7 +161,7 @@ pub async fn run(args: LoadArgs) -> Result<u8> {
     if let Some(out) = &a.har {
         let mut h = report::session_har(&pages);
         if a.transport == speedy_net::Carrier::Sctp {
-            h.log.sctp = Some(serde_json::to_value(speedy_net::sctp::counters::totals())?);
+            h.log.sctp = Some(speedy_net::sctp::counters::totals());
         }
         har::write(&h, out).with_context(|| format!("--har {}", out.display()))?;
     }

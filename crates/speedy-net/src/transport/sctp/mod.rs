@@ -465,7 +465,7 @@ impl Drop for Conn {
                 "dropped open"
             };
             let rto = self.assoc.rtt();
-            let c = counters::Counters::of_association(self.assoc.stats());
+            let c = counters::of_association(self.assoc.stats());
             eprintln!(
                 "SCTP association with {remote} {open}: {} DATA chunks in, {} SACKs in, {} T3 \
                  timeouts, {} fast retransmissions, {} delayed-ACK timeouts, RTO {rto:?}",
