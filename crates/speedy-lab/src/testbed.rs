@@ -229,7 +229,7 @@ pub(crate) fn spawn_load(
 
 /// Spawns a `speedy` server command (dying with the thread that started it:
 /// `PR_SET_DEATHSIG`) and waits (at most [`STARTUP_TIMEOUT`]) for its JSON start-up line.
-fn spawn_announced(
+pub(crate) fn spawn_announced(
     mut cmd: Command,
     spec: Vec<u8>,
     speedy: &Path,

@@ -118,7 +118,7 @@ pub fn fig7_chart(r: &crate::sst::Fig7Result) -> String {
 pub fn fig8_chart(r: &crate::sst::Fig8Result) -> String {
     let series: Vec<(Series, Vec<Point>)> = crate::sst::FLAVOURS
         .iter()
-        .filter_map(|(name, _)| Some((*name, r.times.get(*name)?)))
+        .filter_map(|name| Some((*name, r.times.get(*name)?)))
         .enumerate()
         .map(|(i, (name, times))| {
             let mut pts: Vec<Point> = r

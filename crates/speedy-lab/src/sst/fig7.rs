@@ -1,8 +1,8 @@
 //! SST's Fig 7: request + response time against response size, for a transaction on a
 //! new TCP connection against a new stream on a connection already warm.
 //!
-//! Each variant runs through the same link (`Link`) against `speedy serve
-//! --tls-self-signed --h3` (`udp`: `speedy serve --udp-get`):
+//! Each variant runs through the same link (the SST bed, `super::bed`) against `speedy
+//! serve` with TLS and h3 (`udp`: `speedy serve` answering one-datagram GETs):
 //! - `udp`: one datagram each way (`speedy fetch --protocol udp`: no handshake, no
 //!   retransmission), for the sizes one datagram holds (65,506 bytes and below);
 //! - `tcp`: a new TCP connection per transaction (HTTP/1.1, one `speedy fetch` each: the
@@ -13,9 +13,11 @@
 //!
 //! The time is `speedy fetch`'s `elapsed_ms`: from the request to the body's last byte.
 
-use super::Link;
+use super::bed::Bed;
 use crate::report::{escape, fig7_chart};
+use speedy_net::fetch::FetchSpec;
 use speedy_net::fetch_record::FetchLine;
+use speedy_server::spec::ServeSpec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -68,18 +70,19 @@ pub fn fig7(o: &Fig7Options) -> Result<Fig7Result, String> {
         let path = www.join(format!("s{n}.bin"));
         std::fs::write(&path, body).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    let server = super::server_cmd(&o.speedy, &www, "");
-    let link = Link {
-        speedy: &o.speedy,
-        rate_kbit: o.rate_kbit,
-        rtt_ms: o.rtt_ms,
+    let mut bed = Bed::new(&o.speedy, o.rate_kbit, o.rtt_ms)?;
+    let files = bed.files_spec(&www)?;
+    let udp = ServeSpec {
+        listen: files.listen.clone(),
+        root: Some(www.clone()),
+        udp_get: true,
+        ..ServeSpec::default()
     };
-    let bytes: u64 = o.sizes.iter().map(|&n| n as u64).sum::<u64>() * o.reps as u64;
     let mut result = Fig7Result::new();
     for v in &o.variants {
         eprintln!("sst fig 7: {v} …");
-        let scheme = if v == "h3" { "https" } else { "http" };
-        let url = |n: usize| format!("{scheme}://$SPEEDY_SERVER_ADDR:9000/s{n}.bin");
+        bed.serve(if v == "udp" { &udp } else { &files })?;
+        let base = bed.base(v == "h3");
         let sizes: Vec<usize> = o
             .sizes
             .iter()
@@ -87,29 +90,36 @@ pub fn fig7(o: &Fig7Options) -> Result<Fig7Result, String> {
             .filter(|&n| v != "udp" || n <= speedy_net::transport::udp_get::MAX_BODY)
             .collect();
         let urls: Vec<String> = (0..o.reps)
-            .flat_map(|_| sizes.iter().map(|&n| url(n)))
+            .flat_map(|_| sizes.iter().map(|&n| format!("{base}s{n}.bin")))
             .collect();
-        let speedy = o.speedy.display();
-        let udp_server = format!(
-            "exec {speedy} serve --listen 0.0.0.0:9000 --root {} --udp-get",
-            www.display()
-        );
-        let client = if v == "udp" {
-            format!("exec {speedy} fetch --protocol udp {}", urls.join(" "))
-        } else if v == "tcp" {
-            format!(
-                "for u in {}; do {speedy} fetch --protocol http1 \"$u\" || exit 1; done",
-                urls.join(" ")
-            )
-        } else {
-            format!(
-                "exec {speedy} fetch --protocol {v} -k --concurrency 1 {} {}",
-                url(32).replace("s32.bin", "s32.bin?warm"),
-                urls.join(" ")
-            )
+        let bytes: u64 = sizes.iter().map(|&n| n as u64).sum::<u64>() * o.reps as u64;
+        let limit = super::transfer_limit(bytes, o.rate_kbit);
+        let spec = |urls: Vec<String>, protocol: &str| FetchSpec {
+            urls,
+            protocol: Some(protocol.to_string()),
+            ..FetchSpec::default()
         };
-        let serve = if v == "udp" { &udp_server } else { &server };
-        let out = link.run(serve, &client, bytes, v)?;
+        let out = match v.as_str() {
+            "udp" => bed.fetch(&spec(urls, "udp"), limit, v)?.0,
+            // A new connection (and a new process) per transaction.
+            "tcp" => {
+                let mut out = String::new();
+                for u in urls {
+                    out.push_str(&bed.fetch(&spec(vec![u], "http1"), limit, v)?.0);
+                }
+                out
+            }
+            _ => {
+                let mut all = vec![format!("{base}s32.bin?warm")];
+                all.extend(urls);
+                let s = FetchSpec {
+                    insecure: true,
+                    concurrency: 1,
+                    ..spec(all, v)
+                };
+                bed.fetch(&s, limit, v)?.0
+            }
+        };
         result.insert(v.clone(), medians(v, &out, &sizes, o.reps)?);
     }
     let html = page(o, &result);

@@ -9,7 +9,7 @@
 //! then the rest, timed from the fetch's start to its end (process start-up included,
 //! the same for every flavour). Each page is loaded afresh: no connection outlives it.
 //!
-//! Flavours (`FLAVOURS`): HTTP/1.0 serial (a new connection per object, one at a time),
+//! Flavours ([`FLAVOURS`], what each asks of `speedy fetch` in `flavour_spec`): HTTP/1.0 serial (a new connection per object, one at a time),
 //! HTTP/1.0 parallel (a new connection per object, 4 at a time: this lab's choice, the
 //! paper's count is not in its references), HTTP/1.1 persistent (2 keep-alive
 //! connections, RFC 2616 §8.1.4's limit for a single-user client), HTTP/1.1 pipelined
@@ -17,29 +17,55 @@
 //! (both plain TCP) or h3 (QUIC, encrypted) connection, which stand where the paper had
 //! HTTP/1.0 over SST.
 
-use super::Link;
+use super::bed::Bed;
 use speedy_archive::synth::{calibration, synthesize_calibrated, SynthOptions};
+use speedy_net::fetch::FetchSpec;
 use speedy_net::fetch_record::FetchLine;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The flavours: name, then `speedy fetch` options.
-pub const FLAVOURS: [(&str, &str); 7] = [
-    (
-        "http1.0-serial",
-        "--protocol http1 --connection-per-request --concurrency 1",
-    ),
-    (
-        "http1.0-parallel",
-        "--protocol http1 --connection-per-request --concurrency 4",
-    ),
-    ("http1.1-persistent", "--protocol http1 --concurrency 2"),
-    ("http1.1-pipelined", "--protocol http1 --pipeline"),
-    ("spdy/3.1", "--protocol spdy/3.1"),
-    ("h2", "--protocol h2"),
-    ("h3", "--protocol h3"),
+/// The flavours' names, in the figure's order.
+pub const FLAVOURS: [&str; 7] = [
+    "http1.0-serial",
+    "http1.0-parallel",
+    "http1.1-persistent",
+    "http1.1-pipelined",
+    "spdy/3.1",
+    "h2",
+    "h3",
 ];
+
+/// What a flavour asks of `speedy fetch` (`None`: no such flavour).
+fn flavour_spec(name: &str) -> Option<FetchSpec> {
+    let on = |protocol: &str| FetchSpec {
+        protocol: Some(protocol.into()),
+        ..FetchSpec::default()
+    };
+    let http1 = on("http1");
+    Some(match name {
+        "http1.0-serial" => FetchSpec {
+            connection_per_request: true,
+            concurrency: 1,
+            ..http1
+        },
+        "http1.0-parallel" => FetchSpec {
+            connection_per_request: true,
+            concurrency: 4,
+            ..http1
+        },
+        "http1.1-persistent" => FetchSpec {
+            concurrency: 2,
+            ..http1
+        },
+        "http1.1-pipelined" => FetchSpec {
+            pipeline: true,
+            ..http1
+        },
+        "spdy/3.1" | "h2" | "h3" => on(name),
+        _ => return None,
+    })
+}
 
 /// What a Fig 8 run needs.
 #[derive(Clone, Debug)]
@@ -69,7 +95,7 @@ impl Fig8Options {
             out,
             pages: 10,
             seed: 1,
-            flavours: FLAVOURS.iter().map(|f| f.0.to_string()).collect(),
+            flavours: FLAVOURS.iter().map(|f| f.to_string()).collect(),
             rate_kbit: 1_500,
             rtt_ms: 50,
         }
@@ -98,7 +124,7 @@ pub struct Fig8Result {
 /// load times.
 pub fn fig8(o: &Fig8Options) -> Result<Fig8Result, String> {
     for f in &o.flavours {
-        if !FLAVOURS.iter().any(|k| k.0 == f) {
+        if flavour_spec(f).is_none() {
             return Err(format!("fig 8: no flavour {f:?}"));
         }
     }
@@ -132,40 +158,33 @@ pub fn fig8(o: &Fig8Options) -> Result<Fig8Result, String> {
         });
         paths.push(list);
     }
-    let server = super::server_cmd(&o.speedy, &www, "");
-    let link = Link {
-        speedy: &o.speedy,
-        rate_kbit: o.rate_kbit,
-        rtt_ms: o.rtt_ms,
-    };
+    let mut bed = Bed::new(&o.speedy, o.rate_kbit, o.rtt_ms)?;
+    bed.serve(&bed.files_spec(&www)?)?;
     // Serial HTTP/1.0 pays two round trips per object on top of the bytes.
-    let bytes: u64 = result.pages.iter().map(|p| p.bytes).sum();
-    let objects: usize = result.pages.iter().map(|p| p.objects).sum();
-    let limit = Duration::from_secs_f64(
-        30.0 + 2.0
-            * (bytes as f64 * 8.0 / (f64::from(o.rate_kbit) * 1e3)
-                + objects as f64 * 3.0 * f64::from(o.rtt_ms) / 1e3
-                + o.pages as f64),
-    );
+    let limit = |p: &Fig8Page| {
+        Duration::from_secs_f64(
+            30.0 + 2.0
+                * (p.bytes as f64 * 8.0 / (f64::from(o.rate_kbit) * 1e3)
+                    + p.objects as f64 * 3.0 * f64::from(o.rtt_ms) / 1e3
+                    + 1.0),
+        )
+    };
     for f in &o.flavours {
-        let opts = FLAVOURS.iter().find(|k| k.0 == f).expect("checked above").1;
+        let flavour = flavour_spec(f).expect("checked above");
         eprintln!("sst fig 8: {f} ({} pages) …", o.pages);
-        let scheme = if f == "h3" { "https" } else { "http" };
-        let mut script = String::new();
-        for (p, list) in paths.iter().enumerate() {
-            let urls: Vec<String> = list
-                .iter()
-                .map(|u| format!("{scheme}://$SPEEDY_SERVER_ADDR:9000/{u}"))
-                .collect();
-            script.push_str(&format!(
-                "s=$(date +%s%N); {} fetch -k {opts} --after-first {} || exit 1; e=$(date +%s%N); \
-                 echo \"{{\\\"page\\\":{p},\\\"us\\\":$(( (e - s) / 1000 ))}}\"\n",
-                o.speedy.display(),
-                urls.join(" ")
-            ));
+        let base = bed.base(f == "h3");
+        let mut times = Vec::new();
+        for (list, p) in paths.iter().zip(&result.pages) {
+            let spec = FetchSpec {
+                urls: list.iter().map(|u| format!("{base}{u}")).collect(),
+                insecure: true,
+                after_first: true,
+                ..flavour.clone()
+            };
+            let (out, took) = bed.fetch(&spec, limit(p), &format!("fig 8, {f}"))?;
+            check_whole(f, &out, p)?;
+            times.push(took.as_secs_f64() * 1e3);
         }
-        let out = link.run_within(&server, &script, limit, f)?;
-        let times = parse(f, &out, &result.pages)?;
         result.times.insert(f.clone(), times);
     }
     let path = o.out.join("fig8.html");
@@ -173,41 +192,24 @@ pub fn fig8(o: &Fig8Options) -> Result<Fig8Result, String> {
     Ok(result)
 }
 
-/// The line the client script echoes after each page (written by the shell script
-/// above): the page's index and its load time.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PageTime {
-    page: usize,
-    us: f64,
-}
-
-/// Load times per page from the client's output; every object must have come whole.
-fn parse(flavour: &str, out: &str, pages: &[Fig8Page]) -> Result<Vec<f64>, String> {
-    let mut times = vec![f64::NAN; pages.len()];
+/// Every object of a page must have come whole: one 200 line per object.
+fn check_whole(flavour: &str, out: &str, page: &Fig8Page) -> Result<(), String> {
     let mut whole = 0usize;
     for line in out.lines() {
-        if let Ok(p) = serde_json::from_str::<PageTime>(line) {
-            if let Some(t) = times.get_mut(p.page) {
-                *t = p.us / 1e3;
-            }
-        } else if let Ok(v) = serde_json::from_str::<FetchLine>(line) {
-            speedy_records::version::check(&v).map_err(|e| format!("fig 8, {flavour}: {e}"))?;
-            if !v.is_ok_200() {
-                return Err(format!("fig 8, {flavour}: {line}"));
-            }
-            whole += 1;
+        let v: FetchLine = speedy_records::version::read(line)
+            .map_err(|e| format!("fig 8, {flavour}: {e}: {line}"))?;
+        if !v.is_ok_200() {
+            return Err(format!("fig 8, {flavour}: {line}"));
         }
+        whole += 1;
     }
-    let want: usize = pages.iter().map(|p| p.objects).sum();
-    if whole != want || times.iter().any(|t| t.is_nan()) {
+    if whole != page.objects {
         return Err(format!(
-            "fig 8, {flavour}: {whole} of {want} objects answered, {} of {} pages timed",
-            times.iter().filter(|t| !t.is_nan()).count(),
-            pages.len()
+            "fig 8, {flavour}: {whole} of the page's {} objects came whole",
+            page.objects
         ));
     }
-    Ok(times)
+    Ok(())
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -233,7 +235,7 @@ pub fn table(r: &Fig8Result) -> String {
         bytes as f64 / 1e3 / r.pages.len().max(1) as f64
     );
     let base = r.times.get("http1.0-serial");
-    for (name, _) in FLAVOURS {
+    for name in FLAVOURS {
         let Some(t) = r.times.get(name) else {
             continue;
         };
@@ -277,7 +279,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parse_times_pages_and_refuses_a_missing_object() {
+    fn a_page_needs_every_object_whole_and_the_flavours_say_what_they_ask() {
         let pages = vec![
             Fig8Page {
                 objects: 2,
@@ -288,23 +290,25 @@ mod tests {
                 bytes: 5,
             },
         ];
-        let ok = r#"{"listening":"0.0.0.0:9000"}
-{"url":"http://a/p0/0.bin","status":200,"bytes":5}
-{"url":"http://a/p0/1.bin","status":200,"bytes":5}
-{"page":0,"us":1500000}
-{"url":"http://a/p1/0.bin","status":200,"bytes":5}
-{"page":1,"us":250000}"#;
-        assert_eq!(parse("h2", ok, &pages).unwrap(), vec![1500.0, 250.0]);
-        let short = ok.replace(
-            "{\"url\":\"http://a/p0/1.bin\",\"status\":200,\"bytes\":5}\n",
-            "",
-        );
-        assert!(parse("h2", &short, &pages).is_err());
-        let failed = ok.replace(
-            "\"status\":200,\"bytes\":5}\n{\"page\":0",
-            "\"error\":\"reset\"}\n{\"page\":0",
-        );
-        assert!(parse("h2", &failed, &pages).is_err());
+        let ok = r#"{"url":"http://a/p0/0.bin","status":200,"bytes":5}
+{"url":"http://a/p0/1.bin","status":200,"bytes":5}"#;
+        check_whole("h2", ok, &pages[0]).unwrap();
+        assert!(check_whole("h2", ok, &pages[1]).is_err());
+        let failed = ok.replace("\"status\":200,\"bytes\":5}\n", "\"error\":\"reset\"}\n");
+        assert_ne!(failed, ok);
+        assert!(check_whole("h2", &failed, &pages[0]).is_err());
+        let newer = ok.replace("\"bytes\":5}", "\"bytes\":5,\"version\":7}");
+        let e = check_whole("h2", &newer, &pages[0]).unwrap_err();
+        assert!(e.contains("version 7"), "{e}");
+        for f in FLAVOURS {
+            assert!(flavour_spec(f).is_some(), "{f}");
+        }
+        let serial = flavour_spec("http1.0-serial").unwrap();
+        assert!(serial.connection_per_request && serial.concurrency == 1);
+        assert_eq!(serial.protocol.as_deref(), Some("http1"));
+        assert!(flavour_spec("http2.5").is_none());
+        let pipelined = flavour_spec("http1.1-pipelined").unwrap();
+        assert!(pipelined.pipeline && !pipelined.connection_per_request);
         let mut r = Fig8Result {
             pages,
             ..Default::default()

@@ -8,23 +8,25 @@
 //! should take the link; at 10 s the client swaps priorities so that one of the first
 //! two takes the link. Here each protocol that can reprioritize (SPDY/3.1 with speedy's
 //! PRIORITY extension, docs/spdy-priority.md; h2 and h3 with RFC 9218 PRIORITY_UPDATE)
-//! runs it through `speedy link` in namespaces: `speedy serve --notsent-lowat 16K
-//! --tls-self-signed --h3` and `speedy fetch --priority-of 3=0 --start 3=5
-//! --reprioritize 10:2=0 --reprioritize 10:3=3 --progress`, whose progress lines (bytes
-//! received over time per request) are drawn. h3 runs over QUIC with TLS (it always
+//! runs it through the lab's link in namespaces ([`bed`]): `speedy serve` with
+//! TCP_NOTSENT_LOWAT at 16 KiB, TLS and h3, and `speedy fetch` of three URLs, the third
+//! at priority 0 starting at 5 s, and at 10 s the second moved to 0 and the third to 3,
+//! with progress lines (bytes received over time per request), which are drawn. h3 runs over QUIC with TLS (it always
 //! is); SPDY and h2 over plain TCP.
 
+mod bed;
 mod fig7;
 mod fig8;
 pub use fig7::{fig7, size_label, table as fig7_table, Fig7Options, Fig7Result};
 pub use fig8::{fig8, table as fig8_table, Fig8Options, Fig8Page, Fig8Result, FLAVOURS};
 
 use crate::report::fig9_chart;
+use bed::Bed;
+use speedy_net::fetch::FetchSpec;
 use speedy_net::fetch_record::{ProgressEvent, ProgressLine};
-use std::io::Read;
+use speedy_server::spec::ServeSpec;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a Fig 9 run needs.
 #[derive(Clone, Debug)]
@@ -110,140 +112,36 @@ pub fn fig9(o: &Fig9Options) -> Result<Vec<Fig9Run>, String> {
 }
 
 fn run_one(o: &Fig9Options, protocol: &str, www: &Path, progress: &Path) -> Result<(), String> {
-    let server = server_cmd(&o.speedy, www, "--notsent-lowat 16K");
-    let scheme = if protocol == "h3" { "https" } else { "http" };
-    let url = |n: u32| format!("{scheme}://$SPEEDY_SERVER_ADDR:9000/{n}.bin");
-    let fetch = format!(
-        "exec {} fetch -k --protocol {protocol} --progress {} --priority-of 3=0 --start 3={} \
-         --reprioritize {}:2=0 --reprioritize {}:3=3 {} {} {}",
-        o.speedy.display(),
-        progress.display(),
-        o.third_at,
-        o.swap_at,
-        o.swap_at,
-        url(1),
-        url(2),
-        url(3)
-    );
-    let link = Link {
-        speedy: &o.speedy,
-        rate_kbit: o.rate_kbit,
-        rtt_ms: o.rtt_ms,
+    let mut bed = Bed::new(&o.speedy, o.rate_kbit, o.rtt_ms)?;
+    let serve = ServeSpec {
+        notsent_lowat: Some(16 << 10),
+        ..bed.files_spec(www)?
     };
-    link.run(&server, &fetch, 3 * o.size as u64, protocol)
-        .map(|_| ())
-}
-
-/// The server every SST figure runs in the link's server namespace: `speedy serve` of
-/// `root` on port 9000, plain TCP and h3 on UDP, with `extra` options. QUIC runs the
-/// congestion control the namespace's TCP runs (`--quic-cc`, read from
-/// `net.ipv4.tcp_congestion_control` there: the host's default, bbr on this lab's
-/// machine), so the protocols differ in what they are, not in their senders' algorithm
-/// (with quinn's default CUBIC against TCP's BBR, QUIC filled the link's queue: Fig 9's
-/// round trip grew to 10 s where TCP's stayed under 1 s).
-pub(crate) fn server_cmd(speedy: &Path, root: &Path, extra: &str) -> String {
-    format!(
-        "exec {} serve --listen 0.0.0.0:9000 --root {} --tls-self-signed --h3 \
-         --quic-cc \"$(cat /proc/sys/net/ipv4/tcp_congestion_control)\" {extra}",
-        speedy.display(),
-        root.display()
+    bed.serve(&serve)?;
+    let base = bed.base(protocol == "h3");
+    let fetch = FetchSpec {
+        urls: (1..=3).map(|n| format!("{base}{n}.bin")).collect(),
+        protocol: Some(protocol.to_string()),
+        insecure: true,
+        progress: Some(progress.to_path_buf()),
+        priority_of: vec!["3=0".into()],
+        start: vec![format!("3={}", o.third_at)],
+        reprioritize: vec![format!("{}:2=0", o.swap_at), format!("{}:3=3", o.swap_at)],
+        ..FetchSpec::default()
+    };
+    bed.fetch(
+        &fetch,
+        transfer_limit(3 * o.size as u64, o.rate_kbit),
+        protocol,
     )
+    .map(|_| ())
 }
 
-/// The link every SST figure runs through: `speedy link` with `--server-cmd` in the
-/// server namespace and a client command in the client namespace.
-pub(crate) struct Link<'a> {
-    pub speedy: &'a Path,
-    pub rate_kbit: u32,
-    pub rtt_ms: u32,
-}
-
-impl Link<'_> {
-    /// Runs `client` (a shell command) against `server` through the link; returns the
-    /// client's standard output (the server's start-up lines come first). Bounded by
-    /// twice the time `bytes` take at the link's rate, plus 30 s.
-    pub fn run(
-        &self,
-        server: &str,
-        client: &str,
-        bytes: u64,
-        what: &str,
-    ) -> Result<String, String> {
-        let bits = bytes as f64 * 8.0;
-        let limit = Duration::from_secs_f64(30.0 + 2.0 * bits / (f64::from(self.rate_kbit) * 1e3));
-        self.run_within(server, client, limit, what)
-    }
-
-    /// As [`Link::run`], bounded by `limit`.
-    pub fn run_within(
-        &self,
-        server: &str,
-        client: &str,
-        limit: Duration,
-        what: &str,
-    ) -> Result<String, String> {
-        let rate = format!("{}kbit", self.rate_kbit);
-        let mut cmd = Command::new(self.speedy);
-        cmd.args([
-            "link",
-            "--rtt",
-            &self.rtt_ms.to_string(),
-            "--down",
-            &rate,
-            "--up",
-            &rate,
-        ])
-        .args(["--server-cmd", server, "--", "sh", "-c", client])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-        crate::testbed::die_with_parent(&mut cmd);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", self.speedy.display()))?;
-        let pipe = |r: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                if let Some(mut r) = r {
-                    let _ = r.read_to_string(&mut s);
-                }
-                s
-            })
-        };
-        let out = pipe(
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let err = pipe(
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-                break s;
-            }
-            if t0.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{what}: did not finish within {limit:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let out = out.join().unwrap_or_default();
-        let err = err.join().unwrap_or_default();
-        if !status.success() {
-            return Err(format!(
-                "{what}: speedy link or its client failed ({status}): {}",
-                err.trim()
-            ));
-        }
-        Ok(out)
-    }
+/// Twice the time `bytes` take at `rate_kbit`, plus 30 s: how long a figure's client may
+/// run.
+pub(crate) fn transfer_limit(bytes: u64, rate_kbit: u32) -> Duration {
+    let bits = bytes as f64 * 8.0;
+    Duration::from_secs_f64(30.0 + 2.0 * bits / (f64::from(rate_kbit) * 1e3))
 }
 
 /// Reads a `speedy fetch --progress` file.
@@ -382,8 +280,8 @@ impl Choice<'_> {
             return Err(format!("--pages {}: 1 to 200", self.pages));
         }
         for f in self.flavours {
-            if !FLAVOURS.iter().any(|k| k.0 == f.as_str()) {
-                let names: Vec<&str> = FLAVOURS.iter().map(|k| k.0).collect();
+            if !FLAVOURS.contains(&f.as_str()) {
+                let names: Vec<&str> = FLAVOURS.to_vec();
                 return Err(format!("--flavours {f}: one of {}", names.join(", ")));
             }
         }
