@@ -1,11 +1,13 @@
 //! `speedy serve --root`'s file server on the wire, in-process: a [`FileServer`] behind
 //! `speedy_net::server::serve` on loopback ([`TestServer`]), configured as `speedy serve`
 //! configures it, driven by hand over raw sockets. (Moved from the binary's
-//! `crates/speedy/tests/serve_fetch.rs`, which keeps what needs `speedy fetch`.)
+//! `crates/speedy/tests/serve_fetch.rs`, which keeps what needs `speedy fetch`.) The
+//! root's confinement is checked here too, over SPDY and HTTP/1.1.
 
 use speedy_server::files::FileServer;
 use speedy_server::run::files_config;
 use speedy_server::spec::ServeSpec;
+use speedy_test_support::raw::{http1_get, http1_get_ok, SpdyClient};
 use speedy_test_support::{TempDir, TestServer};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -136,4 +138,44 @@ fn http1_answers_files_from_memory_and_hands_the_rest_to_hyper_in_order() {
     };
     assert_eq!(undated(&r[0].0), undated(&r[4].0));
     assert_eq!(r[0].0.len(), 4, "{:?}", r[0].0);
+}
+
+#[test]
+fn never_serves_files_outside_the_root() {
+    let root = site();
+    let dir = root.to_path_buf();
+    // A secret beside the root (`..` from the root reaches it) and a link to it inside.
+    let name = format!("{}-secret", dir.file_name().unwrap().to_str().unwrap());
+    let secret = dir.parent().unwrap().join(&name);
+    std::fs::write(&secret, "secret").unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join("link")).unwrap();
+    let srv = serve(&root);
+    let limit = Duration::from_secs(10);
+    let paths = [
+        format!("/../{name}"),
+        format!("/%2e%2e/{name}"),
+        "/link".to_string(),
+        "/sub/../../x".to_string(),
+        format!("/sub/%2e%2e/%2e%2e/{name}"),
+    ];
+    for path in &paths {
+        let mut spdy = SpdyClient::connect(srv.addr(), spdy::Version::V3_1);
+        let (status, body) = spdy.get(path, limit);
+        assert!(
+            matches!(status, Some(400) | Some(404)),
+            "SPDY {path}: {status:?}"
+        );
+        assert!(!body.ends_with(b"secret"), "SPDY {path}");
+        let raw = http1_get(srv.addr(), path, limit);
+        let head = String::from_utf8_lossy(&raw[..raw.len().min(12)]).to_string();
+        assert!(
+            head == "HTTP/1.1 400" || head == "HTTP/1.1 404",
+            "HTTP/1.1 {path}: {head:?}"
+        );
+        assert!(!raw.ends_with(b"secret"), "HTTP/1.1 {path}");
+    }
+    // The same server serves what is inside.
+    let ok = http1_get_ok(srv.addr(), "/sub/b.js", limit);
+    assert!(ok.ends_with(b"x=1"));
+    let _ = std::fs::remove_file(secret);
 }

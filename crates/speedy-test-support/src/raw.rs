@@ -133,11 +133,19 @@ impl SpdyClient {
 
     /// One GET that must answer `200`; returns the body length.
     pub fn get_ok(&mut self, path: &str, limit: Duration) -> usize {
+        let (status, body) = self.get(path, limit);
+        assert_eq!(status, Some(200), "GET {path} over SPDY");
+        body.len()
+    }
+
+    /// One GET that must end (closed or reset) within `limit`: its status (`None`: no
+    /// reply) and body.
+    pub fn get(&mut self, path: &str, limit: Duration) -> (Option<u16>, Vec<u8>) {
         let h = self.request("GET", path, &[]);
         let id = self.s.open(h, 0, true).expect("open");
         self.flush();
         let mut status = None;
-        let mut n = 0;
+        let mut body = Vec::new();
         let (ev, done) = self.pump_until(
             limit,
             |e| matches!(e, Event::Closed { id: i } | Event::Reset { id: i, .. } if *i == id),
@@ -147,13 +155,12 @@ impl SpdyClient {
                 Event::Reply { id: i, headers, .. } if i == id => {
                     status = spdy::http::parse_status(self.s.version(), &headers)
                 }
-                Event::Data { id: i, data, .. } if i == id => n += data.len(),
+                Event::Data { id: i, data, .. } if i == id => body.extend_from_slice(&data),
                 _ => {}
             }
         }
         assert!(done, "GET {path} over SPDY did not finish in {limit:?}");
-        assert_eq!(status, Some(200), "GET {path} over SPDY");
-        n
+        (status, body)
     }
 }
 
@@ -164,6 +171,18 @@ pub fn sid(n: u32) -> StreamId {
 
 /// HTTP/1.1: one GET on a fresh connection that must answer 200; returns the response.
 pub fn http1_get_ok(addr: &str, path: &str, limit: Duration) -> Vec<u8> {
+    let got = http1_get(addr, path, limit);
+    assert!(
+        got.starts_with(b"HTTP/1.1 200"),
+        "GET {path}: {:?}",
+        String::from_utf8_lossy(&got[..got.len().min(200)])
+    );
+    got
+}
+
+/// HTTP/1.1: one GET on a fresh connection (`Connection: close`), the path sent as it
+/// is; returns the response as read to the connection's end (or `limit`).
+pub fn http1_get(addr: &str, path: &str, limit: Duration) -> Vec<u8> {
     let mut s = connect(addr);
     write!(
         s,
@@ -181,11 +200,6 @@ pub fn http1_get_ok(addr: &str, path: &str, limit: Duration) -> Vec<u8> {
             Err(e) => panic!("GET {path}: {e}"),
         }
     }
-    assert!(
-        got.starts_with(b"HTTP/1.1 200"),
-        "GET {path}: {:?}",
-        String::from_utf8_lossy(&got[..got.len().min(200)])
-    );
     got
 }
 

@@ -318,41 +318,6 @@ fn samples_the_sender_side_tcp_series_of_each_connection() {
 }
 
 #[test]
-fn never_serves_files_outside_the_root() {
-    let root = site();
-    let secret = root
-        .parent()
-        .unwrap()
-        .join(format!("speedy-secret-{}", rand_suffix()));
-    std::fs::write(&secret, "secret").unwrap();
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(&secret, root.join("link")).unwrap();
-    let srv = serve(&root, &[]);
-    let name = secret.file_name().unwrap().to_str().unwrap();
-    for proto in ["spdy/3.1", "http/1.1"] {
-        for path in [
-            format!("/../{name}"),
-            format!("/%2e%2e/{name}"),
-            "/link".to_string(),
-            "/sub/../../x".to_string(),
-        ] {
-            let (_, lines, _) = fetch(&[
-                "--protocol".into(),
-                proto.into(),
-                format!("http://{}{path}", srv.addr),
-            ]);
-            let status = lines[0]["status"].as_u64().unwrap_or(0);
-            assert!(
-                status == 400 || status == 404,
-                "{proto} {path}: status {status}"
-            );
-            assert_ne!(lines[0]["sha256"], hex(&Sha256::digest(b"secret")));
-        }
-    }
-    let _ = std::fs::remove_file(secret);
-}
-
-#[test]
 fn verbose_fetch_prints_frames() {
     let root = site();
     let srv = serve(&root, &[]);
