@@ -16,6 +16,19 @@ pub struct SweepPoint {
     pub value: f64,
 }
 
+/// A load's requests the replay server answered other than by an exact match, and those
+/// it had nothing for, counted from the load's HAR (`x-speedy-replay` on the response,
+/// `speedy_server::matching::MATCH_HEADER`). Every other request was an exact match.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayMatches {
+    /// Same host and path, another query (the best-matching recorded query).
+    pub query: u32,
+    /// Same path and query on another host.
+    pub other_host: u32,
+    /// Nothing recorded: answered 404.
+    pub missed: u32,
+}
+
 /// One page load.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -195,6 +208,10 @@ pub struct Row {
     /// rows and from rows written before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loader_lag_max_us: Option<u64>,
+    /// How the replay server found what the load asked for, beyond exact matches
+    /// (`speedy_server::matching`); absent from rows written before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayMatches>,
     /// TCP_NOTSENT_LOWAT on the replay server's connections, bytes, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notsent_lowat: Option<u32>,

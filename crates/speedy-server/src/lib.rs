@@ -3,9 +3,10 @@
 //! [`Replay`] answers requests from an [`Archive`] held in memory, for every origin of
 //! the archive, over whatever protocol `speedy-net` negotiated (HTTP/1.1, SPDY, HTTP/2).
 //!
-//! Matching, in order: method + host + path + query; then method + host + path with the
-//! query ignored (the first recorded object of that path); then method + path + query on
-//! any host; otherwise 404. Hosts are compared without a port.
+//! Matching as Web Page Replay matches ([`matching`]): the exact URL and method (ties
+//! by equal request headers); else the same host and path with the best-matching query;
+//! else the same path and query on any host; otherwise 404. Responses found other than
+//! exactly, and the 404s, say so in `x-speedy-replay`. Hosts are compared without a port.
 //!
 //! Push policies (SPDY and HTTP/2): `none`; `subresources`, an HTML response pushes the
 //! objects its parser discovers directly (same origin); `all`, every same-origin
@@ -16,6 +17,7 @@
 pub mod allow;
 pub mod ca;
 pub mod files;
+pub mod matching;
 pub mod proxy;
 pub mod run;
 pub mod spec;
@@ -90,9 +92,7 @@ impl Default for ReplayOptions {
 pub struct Replay {
     archive: Arc<Archive>,
     opts: ReplayOptions,
-    exact: HashMap<(String, String, String), usize>,
-    no_query: HashMap<(String, String, String), usize>,
-    any_host: HashMap<(String, String), usize>,
+    matcher: matching::Matcher,
     children: HashMap<usize, Vec<usize>>,
 }
 
@@ -113,27 +113,10 @@ impl Replay {
         let mut r = Replay {
             archive: archive.clone(),
             opts,
-            exact: HashMap::new(),
-            no_query: HashMap::new(),
-            any_host: HashMap::new(),
+            matcher: matching::Matcher::new(&archive),
             children: HashMap::new(),
         };
         for o in &archive.objects {
-            let Some(u) = Url::parse(&o.url) else {
-                continue;
-            };
-            let host = u.host_bare().to_string();
-            let pq = u.path;
-            let path = pq.split('?').next().unwrap_or("/").to_string();
-            r.exact
-                .entry((o.method.clone(), host.clone(), pq.to_string()))
-                .or_insert(o.id);
-            r.no_query
-                .entry((o.method.clone(), host, path))
-                .or_insert(o.id);
-            r.any_host
-                .entry((o.method.clone(), pq.to_string()))
-                .or_insert(o.id);
             if let Some(p) = o.discovery.parent() {
                 r.children.entry(p).or_default().push(o.id);
             }
@@ -155,18 +138,22 @@ impl Replay {
         seen
     }
 
-    /// Finds the object a request asks for.
+    /// Finds the object a request asks for, and how ([`matching`]).
+    pub fn find(
+        &self,
+        method: &str,
+        host: &str,
+        path: &str,
+        headers: &spdy::Headers,
+    ) -> Option<(usize, matching::Match)> {
+        self.matcher
+            .find(&self.archive, method, &bare_host(host), path, headers)
+    }
+
+    /// Finds the object a request without headers asks for.
     pub fn lookup(&self, method: &str, host: &str, path: &str) -> Option<usize> {
-        let host = bare_host(host);
-        let p = path.split('?').next().unwrap_or("/");
-        self.exact
-            .get(&(method.to_string(), host.clone(), path.to_string()))
-            .or_else(|| {
-                self.no_query
-                    .get(&(method.to_string(), host, p.to_string()))
-            })
-            .or_else(|| self.any_host.get(&(method.to_string(), path.to_string())))
-            .copied()
+        self.find(method, host, path, &spdy::Headers::new())
+            .map(|(id, _)| id)
     }
 
     fn same_origin(&self, a: usize, b: usize) -> bool {
@@ -227,14 +214,20 @@ impl Replay {
 
 impl Handler for Replay {
     fn handle(&self, req: Request) -> ResponseFuture {
-        let Some(id) = self.lookup(&req.method, &req.host, &req.path) else {
+        let Some((id, how)) = self.find(&req.method, &req.host, &req.path, &req.headers) else {
             let msg = format!(
                 "not in the archive: {} {}{}\n",
                 req.method, req.host, req.path
             );
-            return Box::pin(async move { Response::new(404, "text/plain", msg) });
+            let mut resp = Response::new(404, "text/plain", msg);
+            resp.headers
+                .push((matching::MATCH_HEADER.into(), "miss".into()));
+            return Box::pin(async move { resp });
         };
         let mut resp = self.response_for(id, &req.method);
+        if let Some(v) = how.header_value() {
+            resp.headers.push((matching::MATCH_HEADER.into(), v.into()));
+        }
         let o = &self.archive.objects[id];
         if o.kind == ObjectType::Document {
             if req.protocol != "http/1.1" {

@@ -175,6 +175,60 @@ fn pushes_and_hints_with_the_html_and_404s_the_unknown() {
     assert_eq!(m["status"], 404);
 }
 
+/// One HTTP/1.1 GET of `path` with `Host: host` to `addr`; the response head and body.
+fn raw_get(addr: &str, host: &str, path: &str) -> (String, Vec<u8>) {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&got[..end]).to_lowercase();
+    (head, got[end + 4..].to_vec())
+}
+
+#[test]
+fn matches_requests_as_web_page_replay_does_and_says_how() {
+    let dir = tmp("match");
+    let archive = synthesize(SynthOptions { pages: 1, seed: 4 });
+    archive.save(&dir).unwrap();
+    let (_srv, origins) = start(&dir, &["--no-think-time", "--plain"]);
+    let o = archive
+        .objects
+        .iter()
+        .find(|o| !o.url.contains('?') && o.status == 200 && archive.body(o.id).len() > 100)
+        .unwrap();
+    let (host, path) = {
+        let rest = o.url.split_once("://").unwrap().1;
+        let (h, p) = rest.split_once('/').unwrap();
+        (h.to_string(), format!("/{p}"))
+    };
+    let addr = &origins[&host];
+    let body = archive.body(o.id).to_vec();
+    // Exact: the recorded headers and nothing else.
+    let (head, got) = raw_get(addr, &host, &path);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(!head.contains("x-speedy-replay"), "{head}");
+    assert_eq!(got, body, "the exact match serves the recorded body");
+    // A cache-busting query: the same object, said to be a query match.
+    let (head, _) = raw_get(addr, &host, &format!("{path}?t=1700000000"));
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("x-speedy-replay: query"), "{head}");
+    // The same path on a host the archive does not have.
+    let (head, _) = raw_get(addr, "elsewhere.test", &path);
+    assert!(head.contains("x-speedy-replay: other-host"), "{head}");
+    // Nothing like it: a miss.
+    let (head, got) = raw_get(addr, &host, "/definitely/not/recorded");
+    assert!(head.starts_with("http/1.1 404"), "{head}");
+    assert!(head.contains("x-speedy-replay: miss"), "{head}");
+    assert!(String::from_utf8_lossy(&got).contains("not in the archive"));
+}
+
 #[test]
 fn gives_each_origin_its_own_address_when_asked() {
     let dir = tmp("bind");

@@ -491,6 +491,11 @@ fn every_row_field_has_a_column() {
         link_late_max_us: 0,
         loader_lag_max_us: Some(0),
         notsent_lowat: Some(1),
+        replay: Some(crate::results::ReplayMatches {
+            query: 1,
+            other_host: 2,
+            missed: 3,
+        }),
         rto_min_ms: Some(1),
         keepalive_ms: Some(1),
         sessions: Some(2),

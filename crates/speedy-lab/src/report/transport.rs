@@ -570,6 +570,9 @@ pub fn notes(cx: &Ctx) -> String {
             failed[0].run
         ));
     }
+    if let Some(line) = replay_note(&cx.rows) {
+        items.push(line);
+    }
     // The lab's own headroom: how late the emulator and the loader ran (recorded per load;
     // the bounds are runner::HEADROOM).
     let measured: Vec<&Row> = cx.rows.iter().filter(|r| r.link_late_max_us > 0).collect();
@@ -644,5 +647,73 @@ fn server_conn_mean(rows: &[&Row], f: impl Fn(&crate::tcpinfo::ConnSample) -> f6
             "{:.1}",
             per_load.iter().sum::<f64>() / per_load.len() as f64
         )
+    }
+}
+
+/// How the replay server matched the loads' requests (rows that counted it): said only
+/// when a request was not matched exactly.
+fn replay_note(rows: &[Row]) -> Option<String> {
+    let counted: Vec<&Row> = rows.iter().filter(|r| r.replay.is_some()).collect();
+    let sum = |f: fn(&crate::results::ReplayMatches) -> u32| -> u64 {
+        counted
+            .iter()
+            .filter_map(|r| r.replay.as_ref())
+            .map(|m| u64::from(f(m)))
+            .sum()
+    };
+    let (query, other, missed) = (sum(|m| m.query), sum(|m| m.other_host), sum(|m| m.missed));
+    if query + other + missed == 0 {
+        return None;
+    }
+    let requests: u64 = counted.iter().map(|r| u64::from(r.objects)).sum();
+    let loads = counted
+        .iter()
+        .filter(|r| {
+            r.replay
+                .is_some_and(|m| m.query + m.other_host + m.missed > 0)
+        })
+        .count();
+    Some(format!(
+        "Replay: of {requests} requests in {} loads, {query} were answered with a record of \
+         the same path and another query, {other} with the same path on another host, and \
+         {missed} had no record (404), in {loads} loads; the rest matched their recorded URL \
+         exactly.",
+        counted.len()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replay_note;
+    use crate::results::{ReplayMatches, Row};
+
+    fn row(objects: u32, replay: Option<ReplayMatches>) -> Row {
+        let mut r: Row = serde_json::from_value(serde_json::json!({
+            "experiment": "t", "page": "p", "network": "n", "network_desc": "d",
+            "variant": "v", "baseline": true, "protocol": "http/1.1", "tls": false,
+            "run": 0, "on_load_ms": 1.0, "on_content_load_ms": 1.0, "objects": objects,
+            "failed_objects": 0, "bytes_down": 0, "bytes_up": 0, "packets_down": 0,
+            "packets_up": 0, "link_drops": 0, "connections": 1, "har": "h"
+        }))
+        .unwrap();
+        r.replay = replay;
+        r
+    }
+
+    #[test]
+    fn the_notes_count_requests_not_matched_exactly_and_say_nothing_otherwise() {
+        let exact = Some(ReplayMatches::default());
+        assert_eq!(replay_note(&[row(10, exact), row(5, None)]), None);
+        let fuzzy = Some(ReplayMatches {
+            query: 2,
+            other_host: 0,
+            missed: 1,
+        });
+        let note = replay_note(&[row(10, exact), row(20, fuzzy), row(7, None)]).unwrap();
+        assert!(
+            note.starts_with("Replay: of 30 requests in 2 loads, 2 were answered"),
+            "{note}"
+        );
+        assert!(note.contains("1 had no record (404), in 1 loads"), "{note}");
     }
 }

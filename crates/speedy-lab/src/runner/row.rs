@@ -6,7 +6,7 @@ use super::plan::PageInfo;
 use super::probes::Snapshot;
 use super::HEADROOM;
 use crate::experiment::{Experiment, Network, Pages, Variant};
-use crate::results::{Row, SweepPoint};
+use crate::results::{ReplayMatches, Row, SweepPoint};
 use crate::tcpinfo::ConnSample;
 use speedy_archive::har::Har;
 use speedy_browser::LoadSpec;
@@ -70,6 +70,32 @@ struct Reported {
     /// µs (the loader's).
     retransmits: Option<u64>,
     lag_us: Option<u64>,
+    /// How the replay server matched the page's requests.
+    replay: ReplayMatches,
+}
+
+/// Counts the replay server's fuzzy matches and misses among the entries of page
+/// `page_id` (their `x-speedy-replay` response header).
+fn replay_matches(har: &Har, page_id: &str) -> ReplayMatches {
+    let mut m = ReplayMatches::default();
+    let name = speedy_server::matching::MATCH_HEADER;
+    for e in har.log.entries.iter() {
+        if e.pageref.as_deref() != Some(page_id) {
+            continue;
+        }
+        let how = e
+            .response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name));
+        match how.map(|h| h.value.as_str()) {
+            Some("query") => m.query += 1,
+            Some("other-host") => m.other_host += 1,
+            Some("miss") => m.missed += 1,
+            _ => {}
+        }
+    }
+    m
 }
 
 /// What the client reported of the page `m` measures. The loader's HAR is read through
@@ -93,6 +119,7 @@ fn reported(m: &Measured) -> Result<Reported, String> {
             headers: None,
             retransmits: None,
             lag_us: None,
+            replay: replay_matches(m.har, &p.id),
         });
     }
     let lp = m.har.loaded_page_at(m.visit)?;
@@ -111,6 +138,7 @@ fn reported(m: &Measured) -> Result<Reported, String> {
         )),
         retransmits: Some(t.retransmits),
         lag_us: Some(t.event_loop_lag_max_us),
+        replay: replay_matches(m.har, &p.id),
     })
 }
 
@@ -198,6 +226,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         sctp_rto_initial_ms: m.spec.filter(|_| v.is_sctp()).map(sctp_rto_initial_ms),
         rto_min_ms: v.rto_min_ms,
         notsent_lowat: v.notsent_lowat,
+        replay: Some(r.replay),
         keepalive_ms: v.keepalive_ms,
         sessions: v.sessions,
         known_servers: v.known_servers,
