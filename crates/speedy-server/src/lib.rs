@@ -138,6 +138,37 @@ impl Replay {
         seen
     }
 
+    /// For each host of [`Replay::hosts`], the address slot it is served on: hosts that
+    /// were recorded at one server address share a slot (as live, so that a browser may
+    /// share their connections as it did then); every other host has a slot of its own.
+    /// Slots are numbered from 0 in the order of their first host.
+    pub fn host_slots(&self) -> Vec<usize> {
+        let mut slot_of_addr: HashMap<std::net::IpAddr, usize> = HashMap::new();
+        let mut recorded: HashMap<String, std::net::IpAddr> = HashMap::new();
+        for o in &self.archive.objects {
+            let (Some(u), Some(addr)) =
+                (Url::parse(&o.url), o.recorded.as_ref().and_then(|r| r.addr))
+            else {
+                continue;
+            };
+            recorded
+                .entry(u.host_bare().to_string())
+                .or_insert(addr.ip());
+        }
+        let mut next = 0;
+        let mut take = || {
+            next += 1;
+            next - 1
+        };
+        self.hosts()
+            .iter()
+            .map(|h| match recorded.get(h) {
+                Some(ip) => *slot_of_addr.entry(*ip).or_insert_with(&mut take),
+                None => take(),
+            })
+            .collect()
+    }
+
     /// Finds the object a request asks for, and how ([`matching`]).
     pub fn find(
         &self,
@@ -314,6 +345,32 @@ mod tests {
             );
         }
         assert_eq!(r.lookup("GET", "nowhere.example", "/nothing"), None);
+    }
+
+    #[test]
+    fn hosts_recorded_at_one_address_share_a_slot() {
+        let mut a = synthesize(SynthOptions { pages: 1, seed: 5 });
+        let r = Replay::new(Arc::new(a.clone()), ReplayOptions::default());
+        let hosts = r.hosts();
+        assert!(hosts.len() >= 3, "{hosts:?}");
+        assert_eq!(r.host_slots(), (0..hosts.len()).collect::<Vec<_>>());
+        // The first and third hosts recorded at one address, the second at another.
+        let at = |ip: &str| speedy_archive::Recorded {
+            addr: Some(format!("{ip}:443").parse().unwrap()),
+            ..Default::default()
+        };
+        for o in a.objects.iter_mut() {
+            let h = Url::parse(&o.url).unwrap().host_bare().to_string();
+            if h == hosts[0] || h == hosts[2] {
+                o.recorded = Some(at("192.0.2.7"));
+            } else if h == hosts[1] {
+                o.recorded = Some(at("192.0.2.8"));
+            }
+        }
+        let slots = Replay::new(Arc::new(a), ReplayOptions::default()).host_slots();
+        assert_eq!(&slots[..3], &[0, 1, 0]);
+        let rest: Vec<usize> = slots[3..].to_vec();
+        assert_eq!(rest, (2..hosts.len() - 1).collect::<Vec<_>>());
     }
 
     #[test]

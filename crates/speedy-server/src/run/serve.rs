@@ -128,6 +128,7 @@ async fn bind_archive(spec: &ServeSpec, dir: &Path, out: impl Write) -> Result<S
         },
     );
     let hosts = replay.hosts();
+    let slots = replay.host_slots();
     let mut cfg = server_config(spec)?;
     if https && !spec.plain {
         let ca_dir = spec.ca_dir.clone().unwrap_or_else(|| dir.join("lab-ca"));
@@ -143,12 +144,13 @@ async fn bind_archive(spec: &ServeSpec, dir: &Path, out: impl Write) -> Result<S
     let addrs: Vec<SocketAddr> = listeners.iter().map(local_addr).collect::<Result<_, _>>()?;
     let udp = Udp::bind(spec, &cfg, &addrs).await?;
     // Human lines, then the JSON start-up line.
+    // Hosts recorded at one address share one here too.
     let origins: Vec<ServedOrigin> = hosts
         .iter()
-        .enumerate()
-        .map(|(i, h)| ServedOrigin {
+        .zip(slots)
+        .map(|(h, slot)| ServedOrigin {
             host: h.to_string(),
-            addr: addrs[i % addrs.len()],
+            addr: addrs[slot % addrs.len()],
         })
         .collect();
     let mut human = format!(
