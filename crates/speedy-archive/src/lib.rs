@@ -8,13 +8,18 @@
 
 pub mod date;
 pub mod export;
+pub mod export_replay;
 pub mod har;
 pub mod import;
+pub mod mahimahi;
 pub mod model;
+pub mod protobuf;
+pub mod record;
 pub mod rng;
 pub mod synth;
 /// Absolute http(s) URLs: the workspace's one type, from the `spdy` crate.
 pub use spdy::url;
 pub mod warc;
+pub mod wpr;
 
 pub use model::{Archive, ArchiveError, BodySource, Discovery, Object, ObjectType, Page, Recorded};

@@ -208,6 +208,8 @@ pub struct HttpMessage {
     pub status: u16,
     /// Method (requests) — empty for responses.
     pub method: String,
+    /// Request target as written (`/a?b`, or an absolute URL) — empty for responses.
+    pub target: String,
     /// Headers, names as written.
     pub headers: Vec<(String, String)>,
     /// The body after undoing `Transfer-Encoding: chunked` (content encoding kept).
@@ -226,6 +228,67 @@ impl HttpMessage {
     }
 }
 
+/// What the first line of an HTTP/1.x message says: a response's status, or a request's
+/// method and target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FirstLine {
+    /// `HTTP/1.1 200 OK`.
+    Status(u16),
+    /// `GET /a HTTP/1.1`: the method and the target.
+    Request(String, String),
+}
+
+/// Reads a status line or a request line.
+pub fn parse_first_line(first: &str) -> Result<FirstLine, String> {
+    let words: Vec<&str> = first.split_whitespace().take(4).collect();
+    let shown: String = first.chars().take(80).collect();
+    let first = if shown.len() < first.len() {
+        format!("{shown}…")
+    } else {
+        shown
+    };
+    if first.starts_with("HTTP/") {
+        let code = words.get(1).copied().unwrap_or("");
+        return code
+            .parse()
+            .ok()
+            .filter(|c| (100..=999).contains(c))
+            .map(FirstLine::Status)
+            .ok_or_else(|| format!("bad HTTP status line {first:?}"));
+    }
+    if words.len() == 3 && words[2].starts_with("HTTP/") {
+        return Ok(FirstLine::Request(
+            words[0].to_string(),
+            words[1].to_string(),
+        ));
+    }
+    Err(format!("not an HTTP message (first line {first:?})"))
+}
+
+/// The body of a message with `headers` from the bytes after its head: chunked transfer
+/// coding undone; and whether it is cut short (no last chunk, or fewer bytes than
+/// `Content-Length`).
+pub fn message_body(headers: &[(String, String)], raw: &[u8]) -> (Bytes, bool) {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    let chunked =
+        header("Transfer-Encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        let (body, complete) = dechunk(raw);
+        (Bytes::from(body), !complete)
+    } else {
+        let declared = header("Content-Length").and_then(|l| l.trim().parse::<usize>().ok());
+        (
+            Bytes::copy_from_slice(raw),
+            declared.is_some_and(|l| raw.len() < l),
+        )
+    }
+}
+
 /// Parses an HTTP/1.x message head and body from a record block.
 pub fn parse_http(block: &[u8]) -> Result<HttpMessage, String> {
     let (head_end, sep) = find(block, b"\r\n\r\n", 0)
@@ -236,17 +299,9 @@ pub fn parse_http(block: &[u8]) -> Result<HttpMessage, String> {
     let mut lines = head.split('\n').map(|l| l.trim_end_matches('\r'));
     let first = lines.next().unwrap_or("");
     let mut msg = HttpMessage::default();
-    if first.starts_with("HTTP/") {
-        let code = first.split_whitespace().nth(1).unwrap_or("");
-        msg.status = code
-            .parse()
-            .ok()
-            .filter(|c| (100..=999).contains(c))
-            .ok_or_else(|| format!("bad HTTP status line {first:?}"))?;
-    } else if first.split_whitespace().count() == 3 && first.contains("HTTP/") {
-        msg.method = first.split_whitespace().next().unwrap_or("").to_string();
-    } else {
-        return Err(format!("not an HTTP message (first line {first:?})"));
+    match parse_first_line(first)? {
+        FirstLine::Status(s) => msg.status = s,
+        FirstLine::Request(m, t) => (msg.method, msg.target) = (m, t),
     }
     for line in lines {
         if line.is_empty() {
@@ -258,20 +313,7 @@ pub fn parse_http(block: &[u8]) -> Result<HttpMessage, String> {
         }
     }
     let raw = &block[(head_end + sep).min(block.len())..];
-    let chunked = msg
-        .header("Transfer-Encoding")
-        .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
-    if chunked {
-        let (body, complete) = dechunk(raw);
-        msg.body = Bytes::from(body);
-        msg.truncated = !complete;
-    } else {
-        let declared = msg
-            .header("Content-Length")
-            .and_then(|l| l.trim().parse::<usize>().ok());
-        msg.body = Bytes::copy_from_slice(raw);
-        msg.truncated = declared.is_some_and(|l| raw.len() < l);
-    }
+    (msg.body, msg.truncated) = message_body(&msg.headers, raw);
     Ok(msg)
 }
 

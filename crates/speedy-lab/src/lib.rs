@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod export;
 pub mod interrupt;
 pub mod merge;
+pub mod record;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -230,14 +230,25 @@ pub(crate) fn spawn_load(
 /// Spawns a `speedy` server command (dying with the thread that started it:
 /// `PR_SET_DEATHSIG`) and waits (at most [`STARTUP_TIMEOUT`]) for its JSON start-up line.
 pub(crate) fn spawn_announced(
-    mut cmd: Command,
+    cmd: Command,
     spec: Vec<u8>,
     speedy: &Path,
     what: &str,
 ) -> Result<(Child, ServeStartup), String> {
+    spawn_announced_to(cmd, spec, speedy, what, Stdio::inherit())
+}
+
+/// [`spawn_announced`] with the server's standard error going to `stderr`.
+pub(crate) fn spawn_announced_to(
+    mut cmd: Command,
+    spec: Vec<u8>,
+    speedy: &Path,
+    what: &str,
+    stderr: Stdio,
+) -> Result<(Child, ServeStartup), String> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(stderr);
     die_with_parent(&mut cmd);
     let mut child = cmd
         .spawn()

@@ -285,29 +285,8 @@ pub async fn serve_connection(
     };
     // A TLS ClientHello starts with record type 0x16: TLS and plain share the port.
     if let (Some(tls), 0x16) = (&cfg.tls, first[0]) {
-        let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
-        let handshake = within(
-            limits.tls_handshake_timeout,
-            "TLS handshake",
-            acceptor.accept(Prefixed::new(Bytes::from(sniffed), sock)),
-        );
-        let stream = tokio::select! {
-            r = handshake => r?,
-            _ = cfg.shutdown.wait() => return Ok(()),
-        };
-        let alpn = stream
-            .get_ref()
-            .1
-            .alpn_protocol()
-            .map(|a| String::from_utf8_lossy(a).into_owned());
-        let io: BoxIo = Box::new(stream);
-        if alpn.as_deref() == Some("h2") {
-            return crate::h2::server::serve(io, "https", cfg, handler).await;
-        }
-        return match alpn.as_deref().and_then(Version::from_name) {
-            Some(v) => crate::spdy::server::run(io, v, false, "https", cfg, handler).await,
-            None => crate::http1::server::serve(io, peer, "https", cfg, handler).await,
-        };
+        let io = Prefixed::new(Bytes::from(sniffed), sock);
+        return serve_tls(io, peer, tls.clone(), cfg, handler).await;
     }
     let is_h2 = sniffed == H2_PREFACE;
     let io: BoxIo = Box::new(Prefixed::new(Bytes::from(sniffed), sock));
@@ -318,6 +297,43 @@ pub async fn serve_connection(
         [0x80, 2] => crate::spdy::server::run(io, Version::V2, false, "http", cfg, handler).await,
         [0x80, 3] => crate::spdy::server::run(io, Version::V3, true, "http", cfg, handler).await,
         _ => crate::http1::server::serve(io, peer, "http", cfg, handler).await,
+    }
+}
+
+/// Serves one connection over TLS with `tls`, the handshake still to come: ALPN decides
+/// the protocol (`h2`, `spdy/3.1`, `spdy/3`, `spdy/2`; anything else HTTP/1.1), as on a
+/// listener's TLS connections. `io` may be any byte stream: an accepted socket, or the
+/// inside of a CONNECT tunnel that a recording proxy terminates itself. The handshake is
+/// bounded by the limits of `cfg`; `peer` is who is served (HTTP/1.1's logs).
+pub async fn serve_tls(
+    io: impl crate::transport::io::Io,
+    peer: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    cfg: &ServerConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<()> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let handshake = within(
+        cfg.limits.tls_handshake_timeout,
+        "TLS handshake",
+        acceptor.accept(io),
+    );
+    let stream = tokio::select! {
+        r = handshake => r?,
+        _ = cfg.shutdown.wait() => return Ok(()),
+    };
+    let alpn = stream
+        .get_ref()
+        .1
+        .alpn_protocol()
+        .map(|a| String::from_utf8_lossy(a).into_owned());
+    let io: BoxIo = Box::new(stream);
+    if alpn.as_deref() == Some("h2") {
+        return crate::h2::server::serve(io, "https", cfg, handler).await;
+    }
+    match alpn.as_deref().and_then(Version::from_name) {
+        Some(v) => crate::spdy::server::run(io, v, false, "https", cfg, handler).await,
+        None => crate::http1::server::serve(io, peer, "https", cfg, handler).await,
     }
 }
 

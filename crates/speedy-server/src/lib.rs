@@ -19,6 +19,7 @@ pub mod ca;
 pub mod files;
 pub mod matching;
 pub mod proxy;
+pub mod recorder;
 pub mod run;
 pub mod spec;
 pub mod startup;

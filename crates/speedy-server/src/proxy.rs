@@ -24,12 +24,19 @@
 //! copies bytes both ways through the same bounded buffer until either side ends. A
 //! tunnel's log line has method `CONNECT`, the target as `url`, origin protocol `tcp`,
 //! and the time the target accepted the connection as its first byte from the origin.
+//!
+//! Recording ([`Proxy::recording`], `--record`): every exchange is written by a
+//! [`Recorder`], and CONNECT is no blind tunnel: the proxy answers 200, terminates the
+//! client's TLS itself with a certificate for the target from the recording CA, and
+//! forwards the requests inside as any other ([`crate::recorder`]).
 
 use crate::allow::{refusal, Allow, Host};
+use crate::recorder::{Answered, Asked, Capture, Recorder};
 use bytes::Bytes;
 use speedy_net::client::{Client, ClientConfig, ClientError, ClientRequest, Protocol};
 use speedy_net::server::{Handler, Request, Response, ResponseFuture};
 use speedy_net::Body;
+use speedy_net::ResponseStream;
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -98,19 +105,41 @@ pub struct Proxy(Arc<Inner>);
 
 struct Inner {
     opts: ProxyOptions,
-    pool: tokio::sync::Mutex<HashMap<String, Arc<Client>>>,
+    /// Origin connections and the address each was dialled at, by `scheme://host:port`.
+    pool: tokio::sync::Mutex<HashMap<String, (Arc<Client>, SocketAddr)>>,
     log: Option<Mutex<std::fs::File>>,
+    record: Option<Arc<Recorder>>,
 }
 
 impl Proxy {
     /// A proxy with `opts`, appending one JSON line per request to `log` if given.
     pub fn new(opts: ProxyOptions, log: Option<std::fs::File>) -> Proxy {
+        Proxy::recording(opts, log, None)
+    }
+
+    /// [`Proxy::new`] that, given a recorder, records every exchange and terminates
+    /// CONNECT tunnels to record what goes through them (see the module doc).
+    pub fn recording(
+        opts: ProxyOptions,
+        log: Option<std::fs::File>,
+        record: Option<Arc<Recorder>>,
+    ) -> Proxy {
         Proxy(Arc::new(Inner {
             opts,
             pool: tokio::sync::Mutex::new(HashMap::new()),
             log: log.map(Mutex::new),
+            record,
         }))
     }
+}
+
+/// An origin's response head, and where and when it came from.
+struct Got {
+    upstream: ResponseStream,
+    protocol: &'static str,
+    addr: SocketAddr,
+    /// When the request went to the origin.
+    sent: Instant,
 }
 
 impl Inner {
@@ -171,9 +200,14 @@ impl Inner {
         }
     }
 
-    /// The pooled connection to an origin, dialled if there is none (`fresh`: replace
-    /// the pooled one, which failed).
-    async fn client(&self, scheme: &str, t: &Target, fresh: bool) -> Result<Arc<Client>, String> {
+    /// The pooled connection to an origin and its address, dialled if there is none
+    /// (`fresh`: replace the pooled one, which failed).
+    async fn client(
+        &self,
+        scheme: &str,
+        t: &Target,
+        fresh: bool,
+    ) -> Result<(Arc<Client>, SocketAddr), String> {
         let (host, port) = (t.name.as_str(), t.port);
         let key = format!("{scheme}://{host}:{port}");
         let mut pool = self.pool.lock().await;
@@ -195,23 +229,30 @@ impl Inner {
                 .await
                 .map_err(|e| format!("{key} ({addr}): {e}"))?,
         );
-        pool.insert(key, c.clone());
-        Ok(c)
+        pool.insert(key, (c.clone(), addr));
+        Ok((c, addr))
     }
 
     /// A request to an origin; see the module doc.
     async fn forward(self: Arc<Self>, mut req: Request, target: Target) -> Response {
         let t0 = Instant::now();
         let scheme = req.scheme.clone();
-        let (host, port) = (target.name.as_str(), target.port);
         let url = format!("{scheme}://{}{}", req.host, req.path);
+        let asked = (self.record.as_ref())
+            .map(|_| Asked::new(&req.method, &url, &req.headers, req.protocol));
+        let fail = |status: u16, why: String| {
+            if let (Some(r), Some(a)) = (&self.record, &asked) {
+                r.failed(a, status, &why);
+            }
+            error(status, &why)
+        };
         let body = std::mem::take(&mut req.body);
         let body = match body.collect(self.opts.max_body).await {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                return error(408, &format!("request body: {e}"))
+                return fail(408, format!("request body: {e}"))
             }
-            Err(e) => return error(413, &format!("request body: {e}")),
+            Err(e) => return fail(413, format!("request body: {e}")),
         };
         let creq = ClientRequest {
             method: req.method.clone(),
@@ -220,42 +261,33 @@ impl Inner {
             body,
             priority: req.priority.unwrap_or(3),
         };
-        let mut fresh = false;
-        let resp = loop {
-            let client = match self.client(&scheme, &target, fresh).await {
-                Ok(c) => c,
-                Err(e) => return error(502, &format!("bad gateway: {e}")),
-            };
-            match tokio::time::timeout(self.opts.timeout, client.request(creq.clone())).await {
-                Err(_) => {
-                    return error(
-                        504,
-                        &format!(
-                            "gateway timeout: no response from {host}:{port} in {:?}",
-                            self.opts.timeout
-                        ),
-                    )
-                }
-                // A pooled connection the origin closed: once more on a new one.
-                Ok(Err(ClientError::Closed | ClientError::NotProcessed)) if !fresh => {
-                    fresh = true;
-                }
-                Ok(Err(e)) => return error(502, &format!("bad gateway: {url}: {e}")),
-                Ok(Ok(r)) => break (r, client.protocol()),
-            }
+        let got = match self.exchange(&scheme, &target, creq, &url).await {
+            Ok(g) => g,
+            Err((status, why)) => return fail(status, why),
         };
-        let (mut upstream, out_protocol) = resp;
         let first_byte = t0.elapsed();
+        let Got {
+            upstream,
+            protocol,
+            addr,
+            sent,
+        } = got;
         let status = upstream.status;
         let len = upstream.body.len();
-        let mut headers = Vec::new();
-        for (n, v) in upstream.headers.iter() {
-            let n = String::from_utf8_lossy(n).into_owned();
-            if n.starts_with(':') || spdy::http::HOP_BY_HOP.contains(&n.as_str()) {
-                continue;
+        let headers = response_headers(&upstream.headers);
+        let capture = match (&self.record, &asked) {
+            (Some(r), Some(a)) => {
+                let answered = Answered {
+                    status,
+                    headers: &upstream.headers,
+                    addr,
+                    protocol,
+                    first_byte: sent.elapsed(),
+                };
+                Some(Capture::new(r.clone(), a, answered))
             }
-            headers.push((n, String::from_utf8_lossy(v).into_owned()));
-        }
+            _ => None,
+        };
         // The origin is read by its own task into a bounded buffer; the client's side
         // pulls from it.
         let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(BUFFER_CHUNKS);
@@ -264,25 +296,12 @@ impl Inner {
             method: req.method.clone(),
             status,
             client_protocol: req.protocol,
-            origin_protocol: out_protocol,
+            origin_protocol: protocol,
             first_byte,
             t0,
         };
         let origin_done = Arc::new(OriginProgress::default());
-        let done = origin_done.clone();
-        tokio::spawn(async move {
-            // The last chunk's arrival so far: a client that stops at content-length may
-            // drop its side before this task sees the origin's end.
-            while let Some(c) = upstream.body.chunk().await {
-                if let Ok(b) = &c {
-                    done.chunk(b.len(), t0.elapsed());
-                }
-                if tx.send(c).await.is_err() {
-                    break;
-                }
-            }
-            done.chunk(0, t0.elapsed());
-        });
+        tokio::spawn(pump(upstream.body, tx, origin_done.clone(), t0, capture));
         // The line is written when the client's side is done with the body: at its end,
         // or when the server drops it (HTTP/1.1 stops at content-length).
         let guard = LogOnDrop {
@@ -298,9 +317,62 @@ impl Inner {
         }
     }
 
+    /// Sends a request to its origin on the pooled connection (once more on a new one
+    /// when the pooled one turns out closed) and waits for the response's head; an
+    /// error is the status and words the client gets.
+    async fn exchange(
+        &self,
+        scheme: &str,
+        target: &Target,
+        creq: ClientRequest,
+        url: &str,
+    ) -> Result<Got, (u16, String)> {
+        let (host, port) = (target.name.as_str(), target.port);
+        let mut fresh = false;
+        loop {
+            let (client, addr) = self
+                .client(scheme, target, fresh)
+                .await
+                .map_err(|e| (502, format!("bad gateway: {e}")))?;
+            let sent = Instant::now();
+            match tokio::time::timeout(self.opts.timeout, client.request(creq.clone())).await {
+                Err(_) => {
+                    let t = self.opts.timeout;
+                    let why = format!("gateway timeout: no response from {host}:{port} in {t:?}");
+                    return Err((504, why));
+                }
+                // A pooled connection the origin closed: once more on a new one.
+                Ok(Err(ClientError::Closed | ClientError::NotProcessed)) if !fresh => {
+                    fresh = true;
+                }
+                Ok(Err(e)) => return Err((502, format!("bad gateway: {url}: {e}"))),
+                Ok(Ok(upstream)) => {
+                    return Ok(Got {
+                        upstream,
+                        protocol: client.protocol(),
+                        addr,
+                        sent,
+                    })
+                }
+            }
+        }
+    }
+
     /// A CONNECT tunnel; see the module doc.
     async fn tunnel(self: Arc<Self>, mut req: Request, target: Target) -> Response {
         use tokio::io::AsyncReadExt;
+        if let Some(rec) = &self.record {
+            let handler: Arc<dyn Handler> = Arc::new(Proxy(self.clone()));
+            let up = std::mem::take(&mut req.body);
+            return match rec.intercept(&target.name, up, handler) {
+                Ok(body) => Response {
+                    status: 200,
+                    body,
+                    ..Default::default()
+                },
+                Err(e) => error(502, &format!("recording {}: {e}", target.name)),
+            };
+        }
         let t0 = Instant::now();
         let (host, port) = (target.name.as_str(), target.port);
         let addr = match self.address(&target).await {
@@ -369,6 +441,63 @@ impl Inner {
             ..Default::default()
         }
     }
+}
+
+/// Reads an origin's response body into `tx` (the client's side) as fast as the client
+/// takes it, noting progress in `done` (times after `t0`) and handing each piece to the
+/// recording's `capture`, finished when the body ends. A client that gives up on the
+/// body (a browser cancels an image it cannot decode) ends the reading, except while
+/// recording: the recording takes the body whole, as the origin sends it.
+async fn pump(
+    mut body: Body,
+    tx: mpsc::Sender<std::io::Result<Bytes>>,
+    done: Arc<OriginProgress>,
+    t0: Instant,
+    mut capture: Option<Capture>,
+) {
+    let head = Instant::now();
+    let (mut ended, mut failed, mut client) = (false, false, true);
+    loop {
+        let Some(c) = body.chunk().await else {
+            ended = true;
+            break;
+        };
+        // The last chunk's arrival so far: a client that stops at content-length may
+        // drop its side before this task sees the origin's end.
+        match &c {
+            Ok(b) => {
+                done.chunk(b.len(), t0.elapsed());
+                if let Some(cap) = &mut capture {
+                    cap.push(b);
+                }
+            }
+            Err(_) => failed = true,
+        }
+        if client && tx.send(c).await.is_err() {
+            client = false;
+        }
+        if !client && capture.as_ref().is_none_or(Capture::full) {
+            break;
+        }
+    }
+    done.chunk(0, t0.elapsed());
+    if let Some(cap) = capture {
+        cap.finish(ended && !failed, head.elapsed());
+    }
+}
+
+/// The response headers that travel back to the client: no pseudo-headers, no
+/// hop-by-hop ones.
+fn response_headers(h: &spdy::Headers) -> Vec<(String, String)> {
+    let mut headers = Vec::new();
+    for (n, v) in h.iter() {
+        let n = String::from_utf8_lossy(n).into_owned();
+        if n.starts_with(':') || spdy::http::HOP_BY_HOP.contains(&n.as_str()) {
+            continue;
+        }
+        headers.push((n, String::from_utf8_lossy(v).into_owned()));
+    }
+    headers
 }
 
 /// The chunks of `rx` as a body stream whose log line is written when it ends or is

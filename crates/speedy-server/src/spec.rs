@@ -273,6 +273,16 @@ pub struct ProxySpec {
     /// Milliseconds between --tcp-series samples.
     #[arg(long, default_value_t = 10, value_name = "MS", requires = "tcp_series")]
     pub tcp_interval_ms: u64,
+    /// Record every exchange: one JSON line per request and response appended to FILE,
+    /// each body as delivered in bodies/SHA256 beside it. CONNECT is then no blind
+    /// tunnel: the proxy terminates the client's TLS with a certificate from
+    /// --record-ca and records the requests inside too (docs/proxy.md, "Recording").
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// With --record: the CA that signs the certificates of CONNECT hosts (created if
+    /// missing; clients trust DIR/ca.pem). Default: lab-ca beside --record's FILE.
+    #[arg(long, value_name = "DIR", requires = "record")]
+    pub record_ca: Option<PathBuf>,
 }
 
 /// The defaults of a spec's flag attributes: its command with no options.
@@ -455,8 +465,21 @@ impl ProxySpec {
         if self.insecure && self.cacert.is_some() {
             return Err("--insecure and --cacert: one or the other".into());
         }
+        if self.record.is_none() && self.record_ca.is_some() {
+            return Err("--record-ca: only with --record FILE".into());
+        }
         crate::allow::Allow::parse(&self.allow)?;
         Ok(())
+    }
+
+    /// With `record`: the recording CA's directory (`record_ca`, else `lab-ca` beside
+    /// the record file).
+    pub fn record_ca_dir(&self) -> Option<PathBuf> {
+        let file = self.record.as_ref()?;
+        Some(self.record_ca.clone().unwrap_or_else(|| {
+            file.parent()
+                .map_or_else(|| PathBuf::from("lab-ca"), |d| d.join("lab-ca"))
+        }))
     }
 
     /// Whether neither `--allow` nor `--resolve` lets anything through: every request
@@ -523,6 +546,33 @@ mod tests {
             ..ProxySpec::default()
         };
         assert!(bad.check().unwrap_err().contains("--allow \"a.*.com\""));
+    }
+
+    #[test]
+    fn recording_round_trips_and_its_ca_defaults_beside_the_log() {
+        let p = ProxySpec {
+            record: Some(PathBuf::from("/tmp/rec/exchanges.jsonl")),
+            allow: vec!["*".into()],
+            ..ProxySpec::default()
+        };
+        assert_eq!(p.check(), Ok(()));
+        assert_eq!(p.record_ca_dir(), Some(PathBuf::from("/tmp/rec/lab-ca")));
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(
+            json.contains(r#""record":"/tmp/rec/exchanges.jsonl""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<ProxySpec>(&json).unwrap(), p);
+        let p = ProxySpec {
+            record_ca: Some(PathBuf::from("/tmp/ca")),
+            ..p
+        };
+        assert_eq!(p.record_ca_dir(), Some(PathBuf::from("/tmp/ca")));
+        let toml_text = toml::to_string(&p).unwrap();
+        assert_eq!(toml::from_str::<ProxySpec>(&toml_text).unwrap(), p);
+        let alone = ProxySpec { record: None, ..p };
+        assert!(alone.check().unwrap_err().contains("--record-ca"));
+        assert_eq!(alone.record_ca_dir(), None);
     }
 
     #[test]

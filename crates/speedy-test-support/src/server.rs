@@ -28,7 +28,15 @@ impl TestServer {
     /// returns, so connections made at once wait in its backlog. Panics if the address
     /// or the runtime cannot be had.
     pub fn start(handler: Arc<dyn Handler>, cfg: ServerConfig) -> TestServer {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        TestServer::start_on("127.0.0.1:0", handler, cfg)
+    }
+
+    /// [`TestServer::start`] on `addr` (`IP:PORT`, port 0 for any free one), e.g. another
+    /// loopback address (`127.0.0.2:0`) for a server of its own. Panics if it cannot be
+    /// bound.
+    pub fn start_on(addr: &str, handler: Arc<dyn Handler>, cfg: ServerConfig) -> TestServer {
+        let listener =
+            std::net::TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
         listener
             .set_nonblocking(true)
             .expect("non-blocking listener");

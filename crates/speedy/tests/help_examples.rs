@@ -272,9 +272,21 @@ fn every_help_example_runs() {
     assert!(dir.join("out.har").is_file());
     drop(servers);
 
-    // 5. import (the HAR of a page: the one the load example wrote), then export.
+    // 5. import (the HAR of a page: the one the load example wrote; a WARC, the fixture
+    // wget wrote; a WPR archive and a Mahimahi recording of the corpus), then export.
     std::fs::copy(dir.join("out.har"), dir.join("page.har")).unwrap();
-    for cmd in ["import", "export-har"] {
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../speedy-archive/tests/data/wget.warc.gz"),
+        dir.join("crawl.warc.gz"),
+    )
+    .unwrap();
+    for (format, out) in [("wpr", "page.wprgo"), ("mahimahi", "recording")] {
+        let args = [
+            "corpus", "export", "corpus", "--format", format, "--out", out,
+        ];
+        run_ok(&dir, &args.map(String::from));
+    }
+    for cmd in ["import", "export-har", "export"] {
         let list = examples(&["corpus", cmd]);
         assert!(!list.is_empty(), "corpus {cmd} has an example");
         for ex in &list {

@@ -1,7 +1,9 @@
 //! `speedy lab validate` in network namespaces (needs root and Chromium): one synthesized
-//! page, one fast emulated network, one run; headless Chromium and the loader each load
-//! the page over HTTP/1.1 and HTTP/2, and validate.json and the table carry both onLoads
-//! and their ratio. Fails (never skips) without Chromium: `apt-get install chromium`.
+//! page, one fast emulated network, one run; the experiment's variant is replaced by the
+//! pairs, so headless Chromium and the loader each load the page over HTTP/1.1, h2 and
+//! h3 through the lab's runner, and the agreement table, validate.json and the report
+//! carry each protocol's loader/Chromium onLoad ratio, computed from the rows. Fails
+//! (never skips) without Chromium: `apt-get install chromium`.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -77,50 +79,45 @@ protocol = "http1"
         o.status.success(),
         "speedy lab validate failed (needs root and Chromium: apt-get install chromium):\n{stderr}"
     );
+    assert!(stderr.contains("[6/6]"), "progress: {stderr}");
     assert!(
-        stderr.contains("3 protocols") && stderr.contains("[6/6]"),
-        "progress: {stderr}"
-    );
-    assert!(
-        stdout.contains("Chromium onLoad ms") && stdout.contains("ratio"),
+        stdout.contains("onLoad ratio (geomean)") && stdout.contains("within goal"),
         "table: {stdout}"
     );
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("validate.json")).unwrap()).unwrap();
-    let rows = v["rows"].as_array().unwrap();
-    let protocols: Vec<&str> = rows
+    assert_eq!(v["version"], 2, "{v}");
+    let cells = v["cells"].as_array().unwrap();
+    let protocols: Vec<&str> = cells
         .iter()
-        .map(|r| r["protocol"].as_str().unwrap())
+        .map(|c| c["protocol"].as_str().unwrap())
         .collect();
     assert_eq!(protocols, ["http/1.1", "h2", "h3"], "{v}");
-    // Both clients and both protocols of a page's run met one loss sequence: the link
-    // was restarted with the same seed for each of the four loads.
-    let seeds: Vec<u64> = rows
-        .iter()
-        .map(|r| r["runs"][0]["link_seed"].as_u64().unwrap())
-        .collect();
-    assert!(
-        seeds[0] != 0 && seeds.iter().all(|s| *s == seeds[0]),
-        "{seeds:?}"
-    );
-    for r in rows {
-        let (b, l, ratio) = (
-            r["chromium_on_load_ms"].as_f64(),
-            r["loader_on_load_ms"].as_f64(),
-            r["ratio"].as_f64(),
+    let rows = speedy_lab::results::read_rows(&out.join("results.jsonl")).unwrap();
+    assert_eq!(rows.len(), 6);
+    // Both clients of the page's run met one loss sequence: one seed per (page, run).
+    for c in cells {
+        let (loader, chromium) = (
+            c["loader"].as_str().unwrap(),
+            c["chromium"].as_str().unwrap(),
         );
-        let (Some(b), Some(l), Some(ratio)) = (b, l, ratio) else {
-            panic!("a load failed: {r}");
-        };
+        let of = |name: &str| rows.iter().find(|r| r.variant == name).unwrap();
+        let (l, b) = (of(loader), of(chromium));
+        assert_eq!(b.client, speedy_lab::experiment::Client::Chromium);
         // Above one RTT of the link, and the same page within an order of magnitude.
-        assert!(b > 20.0 && l > 20.0, "{r}");
+        assert!(b.on_load_ms > 20.0 && l.on_load_ms > 20.0, "{c}");
+        let ratio = c["ratio"].as_f64().unwrap();
         assert!(
-            (ratio - l / b).abs() < 1e-9 && (0.1..10.0).contains(&ratio),
-            "{r}"
+            (ratio - l.on_load_ms / b.on_load_ms).abs() < 1e-9 && (0.1..10.0).contains(&ratio),
+            "{c}"
         );
-        let run = &r["runs"][0];
-        assert!(run["chromium_objects"].as_u64().unwrap() >= 3, "{r}");
-        assert!(out.join(run["har"].as_str().unwrap()).exists(), "{r}");
-        assert!(stdout.contains(&format!("{:.2}", ratio)), "{stdout}");
+        assert!(b.fcp_ms.is_some(), "Chromium's row has its paint timings");
+        assert!(out.join(&b.har).exists() && out.join(&l.har).exists());
+        assert!(stdout.contains(&format!("{ratio:.2}")), "{stdout}");
     }
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        report.contains("The loader against Chromium"),
+        "the report's agreement section"
+    );
 }

@@ -8,10 +8,14 @@ use crate::model::{Archive, ObjectType};
 use crate::warc::{self, HttpMessage, WarcRecord};
 use std::collections::HashMap;
 use std::path::Path;
+/// The record of response `msg` for `url` (method GET, no request headers: the caller
+/// sets them when it has the request); `label` names it, `format` the file's format in
+/// warnings (`WARC`).
 pub(super) fn rec_from_http(
     label: String,
     url: &str,
     msg: &HttpMessage,
+    format: &str,
     warnings: &mut Vec<String>,
 ) -> Rec {
     let content_type = msg.header("content-type").unwrap_or("").to_string();
@@ -30,7 +34,7 @@ pub(super) fn rec_from_http(
     r.kind = ObjectType::guess(&r.content_type, url);
     if msg.truncated {
         warnings.push(format!(
-            "{}: the body is truncated in the WARC; stored as recorded",
+            "{}: the body is truncated in the {format}; stored as recorded",
             r.label
         ));
     }
@@ -140,7 +144,7 @@ pub fn import_warc(path: &Path, data: &[u8]) -> Result<Imported, ImportError> {
             "resource" => resource_message(r),
             _ => continue,
         };
-        let mut rec = rec_from_http(r.describe(), url, &msg, &mut warnings);
+        let mut rec = rec_from_http(r.describe(), url, &msg, "WARC", &mut warnings);
         if let Some(q) = requests.of_response(r, url) {
             apply_request(&mut rec, &records[q]);
         }
@@ -203,6 +207,7 @@ fn revisit_message(
         Some(m) if !profile.contains("server-not-modified") && m.status != 304 => HttpMessage {
             status: m.status,
             method: String::new(),
+            target: String::new(),
             headers: m.headers,
             body: orig.body.clone(),
             truncated: orig.truncated,
@@ -220,6 +225,7 @@ fn resource_message(r: &WarcRecord) -> HttpMessage {
     HttpMessage {
         status: 200,
         method: String::new(),
+        target: String::new(),
         headers: vec![("Content-Type".into(), ct)],
         body: r.block.clone(),
         truncated: false,

@@ -1,29 +1,41 @@
-//! Importing HAR 1.1/1.2 and WARC files into archives.
+//! Importing HAR 1.1/1.2 files, WARC files, Web Page Replay archives (`.wprgo`) and
+//! Mahimahi recordings (folders of `RequestResponse` files) into archives.
 //!
-//! Both formats are first reduced to records (URL, method, status, headers, body when
-//! recorded, timings when recorded, initiator when recorded), split into pages, and each
-//! page is turned into archive objects by the same rules: which headers are kept, how a
-//! body is stored, and how every object's parent and discovery are found — from speedy's
-//! own `_speedy` extension, from redirects, from `_initiator`, from references in the
-//! recorded bodies, and, when a HAR has neither bodies nor initiators, from the recorded
-//! timings. `docs/archive.md` states the rules; this module implements them, one topic per
-//! file: [`body`] (headers and encodings), [`urls`], [`scan`] (references in bodies),
-//! [`pages`] (page splitting and discovery inference), and the two readers
-//! ([`from_har`], [`from_warc`]).
+//! Every format is first reduced to records (URL, method, status, headers, body when
+//! recorded, timings when recorded, initiator when recorded, the server's address or
+//! protocol when recorded), split into pages, and each page is turned into archive
+//! objects by the same rules: which headers are kept, how a body is stored, and how every
+//! object's parent and discovery are found — from speedy's own `_speedy` extension, from
+//! redirects, from `_initiator`, from references in the recorded bodies, and, when a HAR
+//! has neither bodies nor initiators, from the recorded timings. HAR pages come from the
+//! HAR or from time order, WARC pages from file order; Mahimahi and WPR recordings have no
+//! order that means anything, so their pages are grouped by what references what
+//! ([`recording`]). `docs/archive.md` states the rules; this module implements them, one
+//! topic per file: [`body`] (headers and encodings), [`urls`], [`scan`] (references in
+//! bodies), [`pages`] (page splitting and discovery inference), [`recording`] (pages of
+//! recordings), and the four readers ([`from_har`], [`from_warc`], [`from_wpr`],
+//! [`from_mahimahi`]). [`import_file`] tells the format by content.
 
 mod body;
 mod from_har;
+mod from_mahimahi;
+mod from_record;
 mod from_warc;
+mod from_wpr;
 mod pages;
+mod recording;
 mod scan;
 mod urls;
 
 pub use from_har::import_har;
+pub use from_mahimahi::{import_mahimahi, import_mahimahi_files};
+pub use from_record::{import_visits, BrowserRequest, PageVisits, Visit};
 pub use from_warc::import_warc;
+pub use from_wpr::import_wpr;
 
 use crate::har::{self, HarInitiator};
-use crate::model::{Archive, ObjectType};
-use crate::warc;
+use crate::model::{Archive, ObjectType, Recorded};
+use crate::{warc, wpr};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
@@ -102,25 +114,40 @@ pub enum Format {
     Har,
     /// WARC, plain or gzip.
     Warc,
+    /// A Web Page Replay archive: gzip-compressed JSON with `Requests` (or the JSON).
+    Wpr,
+    /// A Mahimahi recording: a directory of `RequestResponse` files.
+    Mahimahi,
 }
 
-/// Tells a WARC (plain or gzip) from anything else, which is read as HAR.
+/// Tells the format of a file's bytes: WARC (plain or gzip); WPR (other gzip data that
+/// holds JSON, or a JSON object with `Requests` and no `log`); anything else is read as
+/// HAR. (A directory is a Mahimahi recording; [`import_file`] tells that.)
 pub fn detect(data: &[u8]) -> Format {
     if warc::looks_like_warc(data) {
         Format::Warc
+    } else if (wpr::is_gzip(data) && wpr::gzip_holds_json(data))
+        || (looks_like_json(data) && wpr::json_is_wpr(data))
+    {
+        Format::Wpr
     } else {
         Format::Har
     }
 }
 
-/// Imports a HAR or WARC file (the format is told by its content).
+/// Imports a HAR, WARC or WPR file or a Mahimahi folder (the format is told by content).
 pub fn import_file(path: &Path) -> Result<Imported, ImportError> {
+    if path.is_dir() {
+        return import_mahimahi(path);
+    }
     let data = std::fs::read(path).map_err(|err| ImportError::Io {
         path: path.to_path_buf(),
         err,
     })?;
     match detect(&data) {
         Format::Warc => import_warc(path, &data),
+        Format::Wpr => import_wpr(path, &data),
+        Format::Mahimahi => import_mahimahi(path),
         Format::Har if !looks_like_json(&data) => Err(ImportError::Invalid {
             path: path.to_path_buf(),
             entry: String::new(),
@@ -140,20 +167,20 @@ fn looks_like_json(data: &[u8]) -> bool {
     )
 }
 
-/// Says what a file that is neither a WARC nor a HAR should have looked like.
+/// Says what a file that is none of the formats should have looked like.
 fn neither_reason(data: &[u8]) -> String {
     let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let what = if data.is_empty() {
         "the file is empty".to_string()
     } else if data.starts_with(&[0x1f, 0x8b]) {
-        "it is gzip data whose content does not start with `WARC/`".to_string()
+        "it is gzip data holding neither `WARC/` nor JSON".to_string()
     } else {
         format!("it starts with bytes {}", head.join(" "))
     };
     format!(
-        "neither a WARC nor a HAR file: expected a WARC (records starting with `WARC/1.0` or \
-         `WARC/1.1`, plain or gzip-compressed) or a HAR (a JSON object, `{{\"log\": ...}}`), \
-         but {what}"
+        "neither a WARC nor a HAR file, nor a WPR archive: expected WARC records (`WARC/1.0`, \
+         plain or gzip), HAR JSON (`{{\"log\": ...}}`), WPR JSON (`{{\"Requests\": ...}}`, gzip \
+         or plain) or a Mahimahi directory, but {what}"
     )
 }
 
@@ -193,6 +220,8 @@ struct Rec {
     speedy: Option<har::SpeedyExt>,
     /// The absolute redirect target of a 3xx.
     redirect: Option<String>,
+    /// Where it was recorded (Mahimahi's server address, WPR's negotiated protocol).
+    recorded: Option<Recorded>,
 }
 
 impl Default for Rec {
@@ -219,6 +248,7 @@ impl Default for Rec {
             priority: None,
             speedy: None,
             redirect: None,
+            recorded: None,
         }
     }
 }

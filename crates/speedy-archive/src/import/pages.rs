@@ -506,6 +506,6 @@ fn to_object(r: &Rec, d: Discovery, base: usize, rtt: &HashMap<String, f64>) -> 
         discovery,
         exec_ms: None,
         priority: r.priority.clone(),
-        recorded: None,
+        recorded: r.recorded.clone(),
     }
 }

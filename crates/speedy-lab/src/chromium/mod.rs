@@ -1,10 +1,10 @@
 //! Headless Chromium as a client of the lab: started in the client namespace for one
 //! load with a fresh profile, pointed at the replay server's addresses, driven over the
 //! DevTools protocol on a pipe ([`cdp`]), and read back as typed events ([`events`]) and
-//! a HAR 1.2 ([`har`]). Shared by the fidelity check (`crate::validate`) and the runner's
-//! Chromium variants (`client = "chromium"`).
+//! a HAR 1.2 ([`har`]), for the runner's Chromium variants (`client = "chromium"`),
+//! the fidelity check's among them.
 //!
-//! How Chromium is set up (the same for both):
+//! How Chromium is set up:
 //! - every archive host is mapped to its origin's address with `--host-resolver-rules`
 //!   (any other name fails at once, so nothing else crosses the link);
 //! - certificate checks are skipped (`--ignore-certificate-errors`: the lab CA is not in
@@ -147,6 +147,23 @@ impl Drop for Group {
     }
 }
 
+/// The flags every headless Chromium of speedy's gets: no sandbox or GPU, none of its
+/// own services, DevTools over the pipe ([`cdp`]).
+pub(crate) const HEADLESS: [&str; 12] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-breakpad",
+    "--remote-debugging-pipe",
+];
+
 /// Chromium's command line for a load of `l`, in the client namespace of `topo`.
 fn command(topo: &Topology, l: &Launch) -> std::process::Command {
     let mut rules: Vec<String> = l
@@ -156,22 +173,9 @@ fn command(topo: &Topology, l: &Launch) -> std::process::Command {
         .collect();
     rules.push("MAP * ~NOTFOUND".into());
     let mut cmd = topo.command(Side::Client, l.program);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-default-apps",
-        "--disable-breakpad",
-        "--ignore-certificate-errors",
-        "--remote-debugging-pipe",
-    ])
-    .arg(format!("--host-resolver-rules={}", rules.join(", ")));
+    cmd.args(HEADLESS)
+        .arg("--ignore-certificate-errors")
+        .arg(format!("--host-resolver-rules={}", rules.join(", ")));
     match l.protocol {
         Protocol::Http1 => {
             cmd.arg("--disable-http2");
@@ -200,6 +204,16 @@ fn command(topo: &Topology, l: &Launch) -> std::process::Command {
     cmd
 }
 
+/// What a load waits for and checks, beside its load event.
+pub(crate) struct Expect<'a> {
+    /// The protocol the document must come over (`nextHopProtocol`), if any.
+    pub protocol: Option<&'a str>,
+    /// Read the paint timings after the frames that follow the load ([`Launch`]).
+    pub after_paint: bool,
+    /// After the load event, wait until no request has been in flight for this long.
+    pub quiet: Duration,
+}
+
 /// Loads `url` with Chromium as `l` says, in the client namespace of `topo`; the load
 /// event must come within `timeout` (else the load is returned `timed_out`). `tick` is
 /// called every `every` meanwhile (the runner's samplers). The profile directory is
@@ -209,21 +223,39 @@ pub(crate) fn load(
     l: &Launch,
     url: &str,
     timeout: Duration,
+    tick: (Duration, &mut dyn FnMut()),
+) -> Result<Loaded, String> {
+    let expect = Expect {
+        protocol: Some(l.protocol.alpn()),
+        after_paint: l.after_paint,
+        quiet: SETTLE_QUIET,
+    };
+    drive(command(topo, l), l.profile, url, timeout, &expect, tick)
+}
+
+/// Loads `url` with the Chromium `cmd` starts (its flags set, among them
+/// `--user-data-dir=PROFILE`, made afresh here and removed afterwards), waiting for
+/// what `expect` says; the load event must come within `timeout` (else the load is
+/// returned `timed_out`). `tick` is called every `every` meanwhile.
+pub(crate) fn drive(
+    mut cmd: std::process::Command,
+    profile: &Path,
+    url: &str,
+    timeout: Duration,
+    expect: &Expect,
     (every, tick): (Duration, &mut dyn FnMut()),
 ) -> Result<Loaded, String> {
-    let profile = l.profile;
     let _ = std::fs::remove_dir_all(profile);
     std::fs::create_dir_all(profile).map_err(|e| format!("{}: {e}", profile.display()))?;
     let log = profile.join("chromium.log");
     let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let mut cmd = command(topo, l);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
     let res = match Cdp::launch(cmd) {
         Ok((mut cdp, mut child)) => {
             cdp.set_tick(every, tick);
-            let res = navigate(&mut cdp, l, url, timeout);
+            let res = navigate(&mut cdp, expect, url, timeout);
             // Close the browser politely, then make sure the whole group is gone.
             let _ = cdp.send(None, "Browser.close", json!({}));
             if child
@@ -311,8 +343,13 @@ fn attach(cdp: &mut Cdp, deadline: Instant) -> Result<String, String> {
 
 /// Navigates Chromium's first tab to `url`, waits for the load event (at most
 /// `timeout` after the navigation starts) and reads the page's timings; checks that the
-/// document came over the intended protocol.
-fn navigate(cdp: &mut Cdp, l: &Launch, url: &str, timeout: Duration) -> Result<Loaded, String> {
+/// document came over the intended protocol, if `expect` names one.
+fn navigate(
+    cdp: &mut Cdp,
+    expect: &Expect,
+    url: &str,
+    timeout: Duration,
+) -> Result<Loaded, String> {
     // Starting the browser is not part of the load: a generous bound of its own.
     let setup = Instant::now() + Duration::from_secs(30);
     let session = attach(cdp, setup)?;
@@ -340,7 +377,7 @@ fn navigate(cdp: &mut Cdp, l: &Launch, url: &str, timeout: Duration) -> Result<L
     };
     // The page answers at once, but a little grace after a time-out.
     let grace = Instant::now() + Duration::from_secs(10);
-    let script = if l.after_paint && !timed_out {
+    let script = if expect.after_paint && !timed_out {
         events::TIMINGS_AFTER_PAINT
     } else {
         events::TIMINGS_NOW
@@ -350,8 +387,10 @@ fn navigate(cdp: &mut Cdp, l: &Launch, url: &str, timeout: Duration) -> Result<L
         Err(_) if timed_out => PageTimings::default(),
         Err(e) => return Err(e),
     };
-    let want = l.protocol.alpn();
-    if !timed_out && timings.protocol != want {
+    if let Some(want) = expect
+        .protocol
+        .filter(|w| !timed_out && timings.protocol != *w)
+    {
         return Err(format!(
             "the document came over {:?}, not {want:?}",
             timings.protocol
@@ -361,7 +400,7 @@ fn navigate(cdp: &mut Cdp, l: &Launch, url: &str, timeout: Duration) -> Result<L
         return Err(format!("no loadEventStart: {timings:?}"));
     }
     if !timed_out {
-        settle(cdp, &session, deadline)?;
+        settle(cdp, &session, deadline, expect.quiet)?;
     }
     let all: Vec<Event> = cdp.take_events();
     Ok(Loaded {
@@ -375,11 +414,12 @@ fn navigate(cdp: &mut Cdp, l: &Launch, url: &str, timeout: Duration) -> Result<L
 const SETTLE_QUIET: Duration = Duration::from_millis(300);
 
 /// Receives Chromium's events after the load until every request of the page and its
-/// frames has ended and none has started for [`SETTLE_QUIET`], or until `deadline`.
+/// frames has ended and none has started for `quiet` ([`SETTLE_QUIET`] for the lab's
+/// loads), or until `deadline`.
 /// Scripts' timers start requests after the load event (the synthesized pages' within
 /// 100 ms of their script), which the loader fetches whole: so does the HAR here, rather
 /// than holding them as unfinished.
-fn settle(cdp: &mut Cdp, session: &str, deadline: Instant) -> Result<(), String> {
+fn settle(cdp: &mut Cdp, session: &str, deadline: Instant, quiet: Duration) -> Result<(), String> {
     let mut calm_since = Instant::now();
     let mut open = std::collections::HashSet::new();
     // Events already counted: each is read once, as it arrives.
@@ -405,7 +445,7 @@ fn settle(cdp: &mut Cdp, session: &str, deadline: Instant) -> Result<(), String>
         let now = Instant::now();
         if !open.is_empty() {
             calm_since = now;
-        } else if now >= calm_since + SETTLE_QUIET {
+        } else if now >= calm_since + quiet {
             return Ok(());
         }
         if now >= deadline || !cdp.pump(deadline.min(now + Duration::from_millis(50))) {

@@ -559,6 +559,11 @@ pub const BUILT_INS: &[BuiltIn] = &[
         toml: include_str!("../../experiments/sctp.toml"),
     },
     BuiltIn {
+        name: "validate",
+        about: "the fidelity check across the lab's space (`speedy lab validate all`): the loader against headless Chromium over HTTP/1.1, h2 and h3 (all encrypted), pages of 2010, 2013 and 2025, on the whitepaper's DSL (1% loss) and cable (2% loss) lines, 3G with its radio and the Verizon LTE trace with its radio, 5 pages × 3 runs per cell; the report's agreement table",
+        toml: include_str!("../../experiments/validate.toml"),
+    },
+    BuiltIn {
         name: "h3",
         about: "what SPDY's successors change: HTTP/1.1, SPDY/3.1, h2 and HTTP/3 over QUIC, all encrypted, on the whitepaper's DSL and cable networks (100 ms, 1% loss), CUBIC with a 10-segment initial window on both TCP and QUIC, 10 web-2025 pages, 3 runs",
         toml: include_str!("../../experiments/h3.toml"),

@@ -6,7 +6,8 @@
 //! conditions of each variant, the whitepaper's tables beside the measured ones and the
 //! factor chain when the rows have them ([`era`]), speedup
 //! per page, the per-page scatter of the baseline against each other variant, box plots
-//! per page, CDFs, First and Largest Contentful Paint of the variants Chromium loaded,
+//! per page, CDFs, the loader's agreement with Chromium where variants come in pairs of
+//! clients, First and Largest Contentful Paint of the variants Chromium loaded,
 //! sweeps (tables and lines against loss or RTT), the split of object
 //! time into HAR phases, packets and bytes per load, header compression, one waterfall
 //! per page and variant (each linking its HAR file when it exists), what the lab cannot
@@ -16,6 +17,7 @@
 //! Per-page and per-protocol charts are drawn for the *main* networks: those that are
 //! not points of a sweep (all networks when every network is a sweep point).
 
+mod agreement;
 mod cellular;
 mod charts;
 mod dist;
@@ -138,6 +140,11 @@ fn render_linked(
         ("scatter", "Baseline vs variants", sections::scatter),
         ("boxes", "Distribution per page", sections::boxes),
         ("cdf", "CDFs", sections::cdfs),
+        (
+            "agreement",
+            "The loader against Chromium",
+            agreement::section,
+        ),
         ("paint", "Paint timings (Chromium)", paint::section),
         ("sweeps", "Sweeps", sections::sweeps),
         ("phases", "Object time", transport::phases),

@@ -570,7 +570,7 @@ pub fn notes(cx: &Ctx) -> String {
             failed[0].run
         ));
     }
-    if let Some(line) = replay_note(&cx.rows) {
+    if let Some(line) = replay_note(cx.rows) {
         items.push(line);
     }
     // The lab's own headroom: how late the emulator and the loader ran (recorded per load;

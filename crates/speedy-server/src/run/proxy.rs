@@ -6,6 +6,7 @@ use super::serve::local_addr;
 use super::{named, not_a_file, Serving};
 use crate::allow::{split_port, Allow, Host};
 use crate::proxy::{Proxy, ProxyOptions};
+use crate::recorder::Recorder;
 use crate::spec::ProxySpec;
 use crate::startup::ServeStartup;
 use speedy_net::client::{ClientConfig, Protocol};
@@ -32,7 +33,9 @@ pub async fn proxy(spec: &ProxySpec, out: impl Write) -> Result<(), String> {
         not_a_file("--tls-ca-dir", d)?;
     }
     let opts = proxy_options(spec)?;
-    let handler = Arc::new(Proxy::new(opts.clone(), open_log(spec)?));
+    let recorder = open_record(spec)?;
+    let recording = recorder.clone();
+    let handler = Arc::new(Proxy::recording(opts.clone(), open_log(spec)?, recorder));
     let mut cfg = ServerConfig {
         tcp_series: tcp_series(spec.tcp_series.as_deref(), spec.tcp_interval_ms)?,
         ..Default::default()
@@ -70,8 +73,13 @@ pub async fn proxy(spec: &ProxySpec, out: impl Write) -> Result<(), String> {
         "plain"
     };
     let human = format!(
-        "listening on {addr} (proxy; {mode}; {})\n",
-        speedy_net::tls::SERVER_ALPN.join(", ")
+        "listening on {addr} (proxy; {mode}; {}{})\n",
+        speedy_net::tls::SERVER_ALPN.join(", "),
+        if recording.is_some() {
+            "; recording"
+        } else {
+            ""
+        }
     );
     startup
         .announce(&human, out)
@@ -86,7 +94,14 @@ pub async fn proxy(spec: &ProxySpec, out: impl Write) -> Result<(), String> {
         handler,
         drain: DRAIN,
     };
-    serving.until_signal().await
+    let served = serving.until_signal().await;
+    if let Some(r) = recording {
+        // Bodies the origins were still sending when their clients had gone.
+        if !r.settle(DRAIN).await {
+            eprintln!("speedy proxy: --record: some exchanges were still unfinished; not written");
+        }
+    }
+    served
 }
 
 /// How the proxy reaches origins, and which: `resolve`, `allow`, `upstream`,
@@ -164,6 +179,22 @@ fn warnings(spec: &ProxySpec, opts: &ProxyOptions, addr: SocketAddr) -> Vec<Stri
         ));
     }
     out
+}
+
+/// `record`: the recorder, its log opened for appending and its CA loaded or made.
+fn open_record(spec: &ProxySpec) -> Result<Option<Arc<Recorder>>, String> {
+    let (Some(file), Some(ca)) = (&spec.record, spec.record_ca_dir()) else {
+        return Ok(None);
+    };
+    not_a_file("--record-ca", &ca)?;
+    if file.is_dir() {
+        return Err(format!(
+            "--record {}: a directory, not a file",
+            file.display()
+        ));
+    }
+    let r = Recorder::open(file, &ca).map_err(|e| format!("--record {}: {e}", file.display()))?;
+    Ok(Some(Arc::new(r)))
 }
 
 /// `log`: the request log, opened for appending.

@@ -1,5 +1,6 @@
-//! `speedy corpus`: make page archives (synthetic, or imported from HAR and WARC) and
-//! export them as HAR. The archive format is documented in `docs/archive.md`.
+//! `speedy corpus`: make page archives (synthetic, or imported from HAR, WARC, Web Page
+//! Replay and Mahimahi) and export them as HAR, Mahimahi or Web Page Replay. The archive
+//! format is documented in `docs/archive.md`.
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -9,6 +10,8 @@ use speedy_archive::Archive;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+mod record;
 
 /// Arguments of `speedy corpus`.
 #[derive(Args, Debug)]
@@ -21,10 +24,16 @@ pub struct CorpusArgs {
 enum CorpusCommand {
     /// Generate synthetic pages calibrated to the lab's page statistics.
     Synth(SynthArgs),
-    /// Import a HAR (1.1/1.2) or WARC (plain or gzip) file as an archive.
+    /// Import a HAR (1.1/1.2), WARC (plain or gzip), Web Page Replay archive (.wprgo) or
+    /// Mahimahi recording (a directory) as an archive.
     Import(ImportArgs),
-    /// Write an archive as HAR 1.2.
+    /// Write an archive as HAR 1.2, a Mahimahi recording or a Web Page Replay archive.
+    Export(ExportAsArgs),
+    /// Write an archive as HAR 1.2 (the same as `export --format har`).
     ExportHar(ExportArgs),
+    /// Record live pages into an archive through a recording proxy, with headless
+    /// Chromium (or --loader).
+    Record(record::RecordArgs),
 }
 
 /// Arguments of `speedy corpus synth`.
@@ -55,13 +64,19 @@ struct SynthArgs {
 /// Arguments of `speedy corpus import`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "The format is told by the content: WARC (gzip or not) or HAR (JSON). Parents and \
-discovery come from _initiator, else from references in the recorded bodies, else from the \
-recorded timings (docs/archive.md).\n\nExample:\n  speedy corpus import page.har --out ./archive"
+    after_help = "The format is told by the content: a directory is a Mahimahi recording (every \
+file in it one RequestResponse record); gzip data is a WARC when it holds `WARC/`, else a Web \
+Page Replay archive (JSON with `Requests`); plain data is a WARC, a WPR archive (JSON with \
+`Requests`) or a HAR (JSON with `log`). Parents and discovery come from _initiator, else from \
+references in the recorded bodies, else from the recorded timings (docs/archive.md).\n\n\
+Examples:\n  speedy corpus import page.har --out ./archive\n  \
+speedy corpus import crawl.warc.gz --out ./archive-warc\n  \
+speedy corpus import page.wprgo --out ./archive-wpr\n  \
+speedy corpus import ./recording --out ./archive-mahimahi"
 )]
 struct ImportArgs {
-    /// HAR or WARC file.
-    #[arg(value_name = "FILE")]
+    /// HAR, WARC or WPR file, or Mahimahi recording directory.
+    #[arg(value_name = "PATH")]
     file: PathBuf,
     /// Archive directory to write.
     #[arg(long, value_name = "DIR")]
@@ -69,6 +84,40 @@ struct ImportArgs {
     /// Do not print the import's warnings (skipped or repaired entries).
     #[arg(long)]
     quiet: bool,
+}
+
+/// The formats `speedy corpus export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    /// HAR 1.2 (a JSON file).
+    Har,
+    /// A Mahimahi recording: a new or empty directory, one RequestResponse file per object.
+    Mahimahi,
+    /// A Web Page Replay archive: gzip-compressed JSON (.wprgo).
+    Wpr,
+}
+
+/// Arguments of `speedy corpus export`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Mahimahi records carry each object's recorded server address, else a made-up \
+one in 10.0.0.0/8 per host; WPR archives carry the recorded protocol per host and no \
+certificates (`Certs` is empty). Bodies are the stored bytes, content coding kept \
+(docs/archive.md).\n\n\
+Examples:\n  speedy corpus export ./archive --format har --out archive.har\n  \
+speedy corpus export ./archive --format mahimahi --out ./archive-recording\n  \
+speedy corpus export ./archive --format wpr --out archive.wprgo"
+)]
+struct ExportAsArgs {
+    /// Archive directory.
+    #[arg(value_name = "ARCHIVE_DIR")]
+    dir: PathBuf,
+    /// What to write: har, mahimahi or wpr.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: ExportFormat,
+    /// File (har, wpr) or directory (mahimahi) to write.
+    #[arg(long, value_name = "PATH")]
+    out: PathBuf,
 }
 
 /// Arguments of `speedy corpus export-har`.
@@ -149,12 +198,34 @@ fn import(a: ImportArgs) -> Result<()> {
 }
 
 fn export(a: ExportArgs) -> Result<()> {
-    let har = speedy_archive::export::export_har(&a.dir, &a.out)?;
-    let entries = har["log"]["entries"].as_array().map_or(0, Vec::len);
-    let pages = har["log"]["pages"].as_array().map_or(0, Vec::len);
+    export_as(ExportAsArgs {
+        dir: a.dir,
+        format: ExportFormat::Har,
+        out: a.out,
+    })
+}
+
+fn export_as(a: ExportAsArgs) -> Result<()> {
+    use speedy_archive::export_replay::{export_mahimahi, export_wpr};
+    let (what, w) = match a.format {
+        ExportFormat::Har => {
+            let har = speedy_archive::export::export_har(&a.dir, &a.out)?;
+            let entries = har["log"]["entries"].as_array().map_or(0, Vec::len);
+            let pages = har["log"]["pages"].as_array().map_or(0, Vec::len);
+            println!(
+                "{}: HAR 1.2, {pages} pages, {entries} entries",
+                a.out.display()
+            );
+            return Ok(());
+        }
+        ExportFormat::Mahimahi => ("Mahimahi recording", export_mahimahi(&a.dir, &a.out)?),
+        ExportFormat::Wpr => ("Web Page Replay archive", export_wpr(&a.dir, &a.out)?),
+    };
     println!(
-        "{}: HAR 1.2, {pages} pages, {entries} entries",
-        a.out.display()
+        "{}: {what}, {} records, {} hosts",
+        a.out.display(),
+        w.records,
+        w.hosts
     );
     Ok(())
 }
@@ -164,7 +235,9 @@ pub fn run(a: CorpusArgs) -> ExitCode {
     let (name, r) = match a.command {
         CorpusCommand::Synth(x) => ("synth", synth(x)),
         CorpusCommand::Import(x) => ("import", import(x)),
+        CorpusCommand::Export(x) => ("export", export_as(x)),
         CorpusCommand::ExportHar(x) => ("export-har", export(x)),
+        CorpusCommand::Record(x) => ("record", record::run(x)),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -89,28 +89,18 @@ speedy lab export lab-out/quick\n  \
 speedy lab export lab-out/quick --format parquet --out /tmp/quick-tables\n\n\
 A worked example with DuckDB: docs/examples/export_duckdb.py.")]
     Export(results::ExportArgs),
-    /// Fidelity check: load the experiment's pages through its networks with headless
-    /// Chromium and with the loader (HTTP/1.1, HTTP/2 and HTTP/3, over TLS) and report each page's
-    /// onLoad ratio (loader / Chromium). Writes DIR/validate.json and prints a table.
+    /// Fidelity check: an experiment whose variants come in pairs, each protocol loaded by
+    /// the loader and by headless Chromium (HTTP/1.1, h2 and h3, all over TLS), run by the
+    /// lab's runner; prints the agreement table (per network, pages and protocol, the
+    /// loader's onLoad over Chromium's: geometric mean over pages, worst page) and writes
+    /// DIR/validate.json beside the results and report.
     #[command(
-        after_help = "Needs root (network namespaces) and Chromium (Debian: apt-get install chromium). \
-The experiment's variants are not used: both clients load every page over HTTP/1.1 and over \
-HTTP/2. See docs/lab.md."
+        after_help = "EXPERIMENT's pages, networks, runs and seed are kept and its variants replaced by the pairs (an experiment that has Chromium variants already runs as it is). `all` is the built-in `validate` experiment: pages of 2010, 2013 and 2025 on the whitepaper's DSL and cable lines, 3G and the Verizon LTE trace with their radios. Needs root (network namespaces) and Chromium (Debian: apt-get install chromium). See docs/lab.md.\n\nExamples:\n  \
+sudo speedy lab validate\n  \
+sudo speedy lab validate all --out /tmp/validate-all\n  \
+sudo speedy lab validate docs/validate/holdout.toml --runs 2"
     )]
-    Validate {
-        /// A built-in experiment name or an experiment file (default: quick).
-        #[arg(value_name = "EXPERIMENT")]
-        experiment: Option<String>,
-        /// Loads per page, network, protocol and client (default: the experiment's runs).
-        #[arg(long, value_name = "N")]
-        runs: Option<u32>,
-        /// Output directory (default: lab-out/NAME-validate).
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// The Chromium program.
-        #[arg(long, default_value = "chromium", value_name = "PROGRAM")]
-        chromium: PathBuf,
-    },
+    Validate(ValidateArgs),
     /// SST's experiments through a 1.5 Mbit/s link. Fig 7: transaction time against
     /// response size, one UDP datagram each way and a new TCP connection per transaction
     /// against a new SPDY, h2 or h3 stream on a warm connection (DIR/fig7.html). Fig 8: page loads (web-2010 corpus)
@@ -159,12 +149,7 @@ fn lab(mut a: LabArgs) -> Result<()> {
             write_report(&out)
         }
         Some(LabCmd::Report { dir }) => write_report(&dir),
-        Some(LabCmd::Validate {
-            experiment,
-            runs,
-            out,
-            chromium,
-        }) => validate(experiment, runs, out, chromium),
+        Some(LabCmd::Validate(v)) => validate(v),
         Some(LabCmd::Sst(s)) => sst(s),
         Some(LabCmd::Compare(c)) => results::compare(c),
         Some(LabCmd::Export(e)) => results::export(e),
@@ -172,53 +157,110 @@ fn lab(mut a: LabArgs) -> Result<()> {
     }
 }
 
-/// `speedy lab validate`.
-fn validate(
+/// Arguments of `speedy lab validate`.
+#[derive(Args, Debug)]
+struct ValidateArgs {
+    /// A built-in experiment name, an experiment file, or `all` (default: quick).
+    #[arg(value_name = "EXPERIMENT")]
     experiment: Option<String>,
+    /// Loads per page, network, protocol and client (default: the experiment's runs).
+    #[arg(long, value_name = "N")]
     runs: Option<u32>,
+    /// Override the number of synthesized pages.
+    #[arg(long, value_name = "N")]
+    pages: Option<usize>,
+    /// Output directory (default: lab-out/NAME-validate).
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Loads to run in parallel (as `speedy lab --lanes`).
+    #[arg(long, default_value = "auto", value_name = "N|auto")]
+    lanes: String,
+    /// The Chromium program.
+    #[arg(long, default_value = "chromium", value_name = "PROGRAM")]
     chromium: PathBuf,
-) -> Result<()> {
-    let exp = speedy_lab::experiment::named(experiment.as_deref().unwrap_or("quick"))
-        .map_err(anyhow::Error::msg)?;
-    if runs == Some(0) {
-        bail!("--runs must be at least 1");
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("validate needs root (network namespaces and TUN devices); run it with sudo");
-    }
-    let opts = speedy_lab::validate::ValidateOptions {
-        out: out.unwrap_or_else(|| PathBuf::from("lab-out").join(format!("{}-validate", exp.name))),
-        runs: runs.unwrap_or(exp.runs),
-        speedy: std::env::current_exe().context("finding the speedy program")?,
-        chromium,
-    };
-    let report = speedy_lab::validate::validate(&exp, &opts).map_err(anyhow::Error::msg)?;
-    print!("{}", report.table());
-    println!("validate: {}", opts.out.join("validate.json").display());
-    Ok(())
 }
 
-/// `speedy lab [EXPERIMENT]`: runs (or resumes) an experiment and writes its report.
-fn run_experiment(a: &LabArgs) -> Result<()> {
-    let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
-    let exp = speedy_lab::experiment::named(&name).map_err(anyhow::Error::msg)?;
-    let default_out = PathBuf::from("lab-out").join(&exp.name);
-    let mut exp = exp;
-    if let Some(r) = a.runs {
+/// `speedy lab validate`: the paired experiment through the runner, then its agreement
+/// table, `validate.json` and the report.
+fn validate(v: ValidateArgs) -> Result<()> {
+    let name = match v.experiment.as_deref() {
+        None => "quick",
+        Some("all") => "validate",
+        Some(n) => n,
+    };
+    let base = speedy_lab::experiment::named(name).map_err(anyhow::Error::msg)?;
+    let mut exp = speedy_lab::validate::paired(&base).map_err(anyhow::Error::msg)?;
+    let default_out = PathBuf::from("lab-out").join(if exp.name.ends_with("-validate") {
+        exp.name.clone()
+    } else {
+        format!("{}-validate", exp.name)
+    });
+    override_size(&mut exp, v.runs, v.pages)?;
+    let out = v.out.unwrap_or(default_out);
+    let rows = run_rows(&exp, &out, &v.lanes, (0, 1), &v.chromium)?;
+    let agreement = speedy_lab::validate::agreement::agreement(&rows);
+    print!("{}", agreement.table());
+    let path = out.join("validate.json");
+    let json = serde_json::to_vec_pretty(&agreement)?;
+    std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    println!("validate: {}", path.display());
+    write_report(&out)
+}
+
+/// `--runs` and `--pages` on an experiment.
+fn override_size(
+    exp: &mut speedy_lab::experiment::Experiment,
+    runs: Option<u32>,
+    pages: Option<usize>,
+) -> Result<()> {
+    if let Some(r) = runs {
         if r == 0 {
             bail!("--runs must be at least 1");
         }
         exp.runs = r;
     }
-    if let Some(p) = a.pages {
+    if let Some(p) = pages {
         match &mut exp.pages {
             speedy_lab::experiment::Pages::Synth(n, _) if p > 0 => *n = p,
             speedy_lab::experiment::Pages::Synth(..) => bail!("--pages must be at least 1"),
             _ => bail!("--pages applies to synthesized pages only"),
         }
     }
+    Ok(())
+}
+
+/// Runs (or resumes) `exp` into `out` with the runner; returns the rows written.
+fn run_rows(
+    exp: &speedy_lab::experiment::Experiment,
+    out: &std::path::Path,
+    lanes: &str,
+    shard: (usize, usize),
+    chromium: &std::path::Path,
+) -> Result<Vec<speedy_lab::results::Row>> {
+    let lanes = speedy_lab::runner::lanes(lanes).map_err(anyhow::Error::msg)?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("the lab needs root (network namespaces and TUN devices); run it with sudo");
+    }
+    let speedy = std::env::current_exe().context("finding the speedy program")?;
+    let opts = RunOptions {
+        out: out.to_path_buf(),
+        lanes,
+        shard,
+        speedy,
+        chromium: chromium.to_path_buf(),
+    };
+    let results = run(exp, &opts).map_err(anyhow::Error::msg)?;
+    println!("results: {}", results.display());
+    speedy_lab::results::read_rows(&results).map_err(anyhow::Error::msg)
+}
+
+/// `speedy lab [EXPERIMENT]`: runs (or resumes) an experiment and writes its report.
+fn run_experiment(a: &LabArgs) -> Result<()> {
+    let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
+    let mut exp = speedy_lab::experiment::named(&name).map_err(anyhow::Error::msg)?;
+    let default_out = PathBuf::from("lab-out").join(&exp.name);
+    override_size(&mut exp, a.runs, a.pages)?;
     let shard = match &a.shard {
         None => {
             match speedy_lab::shard::from_env(|k| std::env::var(k).ok())
@@ -233,22 +275,8 @@ fn run_experiment(a: &LabArgs) -> Result<()> {
         }
         Some(s) => speedy_lab::shard::parse(s).map_err(anyhow::Error::msg)?,
     };
-    let lanes = speedy_lab::runner::lanes(&a.lanes).map_err(anyhow::Error::msg)?;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("the lab needs root (network namespaces and TUN devices); run it with sudo");
-    }
     let out = a.out.clone().unwrap_or(default_out);
-    let speedy = std::env::current_exe().context("finding the speedy program")?;
-    let opts = RunOptions {
-        out: out.clone(),
-        lanes,
-        shard,
-        speedy,
-        chromium: a.chromium.clone(),
-    };
-    let results = run(&exp, &opts).map_err(anyhow::Error::msg)?;
-    println!("results: {}", results.display());
+    run_rows(&exp, &out, &a.lanes, shard, &a.chromium)?;
     if !a.no_report && shard.1 == 1 {
         write_report(&out)?;
     }

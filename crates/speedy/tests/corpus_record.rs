@@ -1,0 +1,534 @@
+//! `speedy corpus record` end to end, with no internet: a small live site on loopback
+//! addresses (`support/site.rs`: three hosts on 127.0.0.2-4, HTTP and HTTPS from a test
+//! CA, a redirect, a 404, a gzip-encoded resource, a ~1 MB image, a script that fetches
+//! at run time and adds an image with a cache-busting `?t=Date.now()`) is recorded
+//! through the real programs (`speedy corpus record` → `speedy proxy --record` → headless
+//! Chromium), and the archive is checked against what the site served: every URL, every
+//! body byte for byte, the recorded addresses and protocols, the runtime requests' parent.
+//! Then it is replayed (`speedy serve --archive`) to Chromium and to `speedy load`, which
+//! must request the same URLs and get every one (only the recorded 404s as 404s).
+//!
+//! Chromium is required (it never skips): `apt-get install chromium`, or point
+//! `SPEEDY_CHROMIUM` at the program. Every process is bounded in time and killed (by its
+//! pid) on drop.
+
+#[path = "support/site.rs"]
+mod site;
+mod support;
+
+use site::{LiveSite, Served, PAGE};
+use speedy_archive::{Archive, Discovery};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::{Server, TempDir, BIN};
+
+/// A child in its own process group, killed with its group (by the child's pid) on drop.
+struct Kid(Child);
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            // SAFETY: kill(2) on the group of our own unreaped child (process_group(0)).
+            unsafe {
+                libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Runs `cmd` in its own process group, at most `limit`; its output.
+fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    let out_path = std::env::temp_dir().join(format!(
+        "speedy-rec-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let (out, err) = (
+        out_path.with_extension("out"),
+        out_path.with_extension("err"),
+    );
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .process_group(0);
+    let mut kid = Kid(cmd.spawn().unwrap_or_else(|e| panic!("{what}: {e}")));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = kid.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not finish within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    let o = Output {
+        status,
+        stdout: std::fs::read(&out).unwrap_or_default(),
+        stderr: std::fs::read(&err).unwrap_or_default(),
+    };
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&err);
+    o
+}
+
+fn chromium() -> String {
+    let prog = std::env::var("SPEEDY_CHROMIUM").unwrap_or_else(|_| "chromium".into());
+    match Command::new(&prog)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(st) if st.success() => prog,
+        r => panic!(
+            "this test needs headless Chromium and could not run `{prog} --version` ({r:?}): \
+             install it (Debian: apt-get install chromium) or set SPEEDY_CHROMIUM to the program"
+        ),
+    }
+}
+
+/// `speedy corpus record URL --out OUT` with the site's names and CA, and `extra`.
+fn record(site: &LiveSite, dir: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["corpus", "record", PAGE, "--out"])
+        .arg(out)
+        .arg("--cacert")
+        .arg(dir.join("ca.pem"))
+        .args(["--timeout", "30", "--quiet-ms", "500"])
+        .args(extra);
+    for r in site.resolve() {
+        cmd.arg("--resolve").arg(r);
+    }
+    run_bounded(cmd, Duration::from_secs(180))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The URL without a `t=` query (the cache-busting parameter).
+fn unbusted(url: &str) -> String {
+    match url.split_once("?t=") {
+        Some((u, _)) => format!("{u}?t=*"),
+        None => url.to_string(),
+    }
+}
+
+/// What the site served, by URL (the first response of each).
+fn served_by_url(served: &[Served]) -> BTreeMap<String, &Served> {
+    let mut m = BTreeMap::new();
+    for s in served {
+        m.entry(s.url.clone()).or_insert(s);
+    }
+    m
+}
+
+/// The object of `archive` whose URL is `url`.
+fn id_of(a: &Archive, url: &str) -> usize {
+    a.objects
+        .iter()
+        .position(|o| o.url == url)
+        .unwrap_or_else(|| panic!("{url} is not in the archive"))
+}
+
+/// Checks the archive against the site: the same URLs, the same bodies, the recorded
+/// addresses and protocols.
+fn check_against_the_site(a: &Archive, site: &LiveSite) {
+    let served = site.served();
+    let live = served_by_url(&served);
+    let recorded: BTreeSet<String> = a.objects.iter().map(|o| o.url.clone()).collect();
+    let live_urls: BTreeSet<String> = live.keys().cloned().collect();
+    assert_eq!(
+        recorded, live_urls,
+        "the archive holds exactly what the site served"
+    );
+    for o in &a.objects {
+        let s = live[&o.url];
+        assert_eq!(
+            (o.status, o.method.as_str()),
+            (s.status, s.method.as_str()),
+            "{}",
+            o.url
+        );
+        assert!(
+            a.body(o.id)[..] == s.body[..],
+            "{}: the recorded body ({} bytes) differs from the live one ({} bytes)",
+            o.url,
+            a.body(o.id).len(),
+            s.body.len()
+        );
+        let rec = o
+            .recorded
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no `recorded`", o.url));
+        let host = o.url.split('/').nth(2).unwrap();
+        assert_eq!(rec.addr, Some(site.addr_of(host)), "{}", o.url);
+        let want = if o.url.starts_with("https:") {
+            "h2"
+        } else {
+            "http/1.1"
+        };
+        assert_eq!(rec.protocol.as_deref(), Some(want), "{}", o.url);
+        assert!(
+            rec.first_byte_ms.is_some() && rec.transfer_ms.is_some(),
+            "{}",
+            o.url
+        );
+    }
+}
+
+/// `HOST PATH` of each request in a `speedy serve --log-requests` file.
+fn replay_log(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() >= 3).then(|| {
+                (
+                    w[1].split(':').next().unwrap_or("").to_string(),
+                    w[2].to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `HOST PATH` of a URL.
+fn host_path(url: &str) -> (String, String) {
+    let u = spdy::url::Url::parse(url).unwrap();
+    (u.host_bare().to_string(), u.path.to_string())
+}
+
+#[test]
+fn records_a_live_site_with_chromium_and_replays_it() {
+    let chromium = chromium();
+    let started = Instant::now();
+    let dir = TempDir::new("corpus-record");
+    let site = LiveSite::start(&dir);
+    let out = dir.join("archive");
+    let o = record(
+        &site,
+        &dir,
+        &out,
+        &["--visits", "2", "--chromium", &chromium],
+    );
+    assert!(
+        o.status.success(),
+        "speedy corpus record failed:\n{}",
+        text(&o.stderr)
+    );
+    let progress = text(&o.stderr);
+    assert!(
+        progress.contains("[1/1] http://www.site.test/ visit 2/2"),
+        "{progress}"
+    );
+    let a = Archive::load(&out).unwrap();
+    check_against_the_site(&a, &site);
+    let recorded_in = started.elapsed();
+
+    // One page, rooted at the navigation (the redirect), every visit's pixel kept.
+    assert_eq!(a.pages.len(), 1);
+    assert_eq!(a.objects[a.pages[0].root].url, PAGE);
+    assert_eq!(a.objects[0].status, 301);
+    let busted: Vec<&str> = a
+        .objects
+        .iter()
+        .map(|o| o.url.as_str())
+        .filter(|u| u.contains("?t="))
+        .collect();
+    assert_eq!(
+        busted.len(),
+        2,
+        "one cache-busting URL per visit: {busted:?}"
+    );
+    // Discovery from Chromium's initiators.
+    let index = id_of(&a, "https://www.site.test/index.html");
+    let app = id_of(&a, "https://www.site.test/app.js");
+    let css = id_of(&a, "https://www.site.test/style.css");
+    assert!(matches!(
+        a.objects[index].discovery,
+        Discovery::Computed { parent: 0, .. }
+    ));
+    assert!(
+        matches!(a.objects[css].discovery, Discovery::Parsed { parent, .. } if parent == index)
+    );
+    let bg = id_of(&a, "https://static.site.test/bg.png");
+    assert_eq!(a.objects[bg].discovery.parent(), Some(css));
+    for u in ["https://api.site.test/data.json", busted[0], busted[1]] {
+        let d = &a.objects[id_of(&a, u)].discovery;
+        assert!(
+            matches!(d, Discovery::Computed { parent, .. } if *parent == app),
+            "{u}: {d:?}"
+        );
+    }
+    let data = &a.objects[id_of(&a, "https://api.site.test/data.json")];
+    assert_eq!(data.content_encoding.as_deref(), Some("gzip"));
+    assert_eq!(
+        a.objects[id_of(&a, "https://www.site.test/missing.png")].status,
+        404
+    );
+    assert!(
+        !out.join(".speedy-recording").exists(),
+        "the recording is removed unless kept"
+    );
+    eprintln!("recorded {} objects in {recorded_in:?}", a.objects.len());
+
+    // Replay to Chromium: the same URLs (the cache-busting one aside) and nothing else.
+    let log = dir.join("replay.log");
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--no-think-time",
+        "--archive",
+    ])
+    .arg(&out)
+    .arg("--log-requests")
+    .arg(&log);
+    let server = Server::spawn(cmd, "listening on ");
+    let mut cmd = Command::new(&chromium);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--ignore-certificate-errors",
+        "--disable-features=HttpsUpgrades",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+    ])
+    .arg(format!("--host-resolver-rules=MAP * {}", server.addr))
+    .arg(format!(
+        "--user-data-dir={}",
+        dir.join("replay-profile").display()
+    ))
+    .arg(PAGE);
+    let o = run_bounded(cmd, Duration::from_secs(60));
+    assert!(
+        o.status.success(),
+        "chromium over the replay: {}",
+        text(&o.stderr)
+    );
+    // Chromium's own services (update checks, time) are sent there too: not the page's.
+    let replayed: BTreeSet<(String, String)> = replay_log(&log)
+        .into_iter()
+        .filter(|(h, _)| h.ends_with(".site.test"))
+        .map(|(h, p)| (h, unbusted(&p)))
+        .collect();
+    let archived: BTreeSet<(String, String)> = a
+        .objects
+        .iter()
+        .map(|o| {
+            let (h, p) = host_path(&o.url);
+            (h, unbusted(&p))
+        })
+        .collect();
+    assert_eq!(
+        replayed, archived,
+        "Chromium over the replay requested what it requested live"
+    );
+
+    // Replay to the loader: every object served as recorded (the recorded 404s only).
+    let har = dir.join("replay.har");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["load", PAGE, "--archive"])
+        .arg(&out)
+        .arg("--resolve")
+        .arg(format!("*={}", server.addr))
+        .arg("--har")
+        .arg(&har);
+    let o = run_bounded(cmd, Duration::from_secs(60));
+    assert!(
+        o.status.success(),
+        "speedy load over the replay: {}",
+        text(&o.stderr)
+    );
+    let log = speedy_archive::har::parse(&std::fs::read(&har).unwrap()).unwrap();
+    let mut seen = BTreeSet::new();
+    for e in &log.entries {
+        let want = a.objects[id_of(&a, &e.url)].status;
+        assert_eq!(e.status, want, "{} over the replay", e.url);
+        seen.insert(e.url.clone());
+    }
+    let all: BTreeSet<String> = a.objects.iter().map(|o| o.url.clone()).collect();
+    assert_eq!(seen, all, "the loader fetched every recorded object");
+    drop(server);
+    eprintln!("recorded and replayed in {:?}", started.elapsed());
+}
+
+#[test]
+fn records_with_the_loader_without_a_browser() {
+    let dir = TempDir::new("corpus-record-loader");
+    let site = LiveSite::start(&dir);
+    let out = dir.join("archive");
+    let o = record(&site, &dir, &out, &["--loader", "--keep-recording"]);
+    assert!(
+        o.status.success(),
+        "speedy corpus record --loader failed:\n{}",
+        text(&o.stderr)
+    );
+    let a = Archive::load(&out).unwrap();
+    check_against_the_site(&a, &site);
+    let urls: BTreeSet<&str> = a.objects.iter().map(|o| o.url.as_str()).collect();
+    // What parsers find, not what scripts would request.
+    for u in [
+        PAGE,
+        "https://www.site.test/index.html",
+        "https://static.site.test/big.jpg",
+        "https://static.site.test/bg.png",
+    ] {
+        assert!(urls.contains(u), "{u} missing: {urls:?}");
+    }
+    assert!(!urls.contains("https://api.site.test/data.json"));
+    assert!(
+        out.join(".speedy-recording/page00-visit1.jsonl").is_file(),
+        "--keep-recording keeps the log"
+    );
+}
+
+#[test]
+fn failures_name_their_cause() {
+    let dir = TempDir::new("corpus-record-fail");
+    let site = LiveSite::start(&dir);
+    // The host is nowhere (a closed port): the URL and the proxy's reason.
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "corpus",
+        "record",
+        "https://www.site.test/index.html",
+        "--loader",
+        "--out",
+    ])
+    .arg(dir.join("a"))
+    .args(["--resolve", "www.site.test=127.0.0.2:1"]);
+    let o = run_bounded(cmd, Duration::from_secs(60));
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("https://www.site.test/index.html: unreachable") && e.contains("refused"),
+        "{e}"
+    );
+    // A certificate the proxy does not trust: said so, with the way out.
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "corpus",
+        "record",
+        "https://www.site.test/index.html",
+        "--loader",
+        "--out",
+    ])
+    .arg(dir.join("b"))
+    .arg("--resolve")
+    .arg(format!("www.site.test={}", site.addr_of("www.site.test")));
+    let o = run_bounded(cmd, Duration::from_secs(60));
+    let e = text(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("unreachable") && e.contains("--cacert"),
+        "{e}"
+    );
+    // No Chromium; an output directory that cannot be made.
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "corpus",
+        "record",
+        PAGE,
+        "--chromium",
+        "/nonexistent/chromium",
+        "--out",
+    ])
+    .arg(dir.join("c"));
+    let e = text(&run_bounded(cmd, Duration::from_secs(30)).stderr);
+    assert!(
+        e.contains("/nonexistent/chromium") && e.contains("needs headless Chromium"),
+        "{e}"
+    );
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["corpus", "record", PAGE, "--loader", "--out"])
+        .arg(&file);
+    let e = text(&run_bounded(cmd, Duration::from_secs(30)).stderr);
+    assert!(e.contains("--out") && e.contains("not a directory"), "{e}");
+}
+
+/// The examples of `speedy corpus record --help` run, the internet replaced by the live
+/// site: every example's hosts are sent to it (`--resolve`, its own entries replaced by
+/// the site's) and its CA trusted (`--cacert`, replaced likewise); `--out` goes to a
+/// fresh directory.
+#[test]
+fn help_examples_of_record_run() {
+    let chromium = chromium();
+    let help = Command::new(BIN)
+        .args(["corpus", "record", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&help.stdout);
+    let start = help
+        .find("Examples:")
+        .expect("corpus record --help has examples");
+    let mut lines: Vec<String> = Vec::new();
+    let mut cont = false;
+    for l in help[start..].lines().skip(1) {
+        let t = l.trim().trim_end_matches('\\').trim().to_string();
+        if cont {
+            lines.last_mut().unwrap().push_str(&format!(" {t}"));
+        } else if t.starts_with("speedy ") {
+            lines.push(t);
+        }
+        cont = (cont || l.trim().starts_with("speedy ")) && l.trim().ends_with('\\');
+    }
+    assert!(lines.len() >= 3, "{lines:?}");
+    let dir = TempDir::new("corpus-record-help");
+    let site = LiveSite::start(&dir);
+    let www = site.addr_of("www.site.test");
+    for (i, line) in lines.iter().enumerate() {
+        let words: Vec<String> = line
+            .split_whitespace()
+            .map(|w| w.trim_matches('\'').to_string())
+            .collect();
+        let mut args: Vec<String> = Vec::new();
+        let mut it = words[1..].iter();
+        while let Some(w) = it.next() {
+            match w.as_str() {
+                "--resolve" | "--cacert" => {
+                    it.next();
+                }
+                "--out" => {
+                    it.next();
+                    args.push("--out".into());
+                    args.push(dir.join(format!("out{i}")).display().to_string());
+                }
+                _ => args.push(w.clone()),
+            }
+        }
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args).arg("--cacert").arg(dir.join("ca.pem"));
+        for r in site.resolve() {
+            cmd.arg("--resolve").arg(r);
+        }
+        cmd.arg("--resolve").arg(format!("*={www}"));
+        if !args.iter().any(|a| a == "--loader") {
+            cmd.arg("--chromium").arg(&chromium);
+        }
+        let o = run_bounded(cmd, Duration::from_secs(180));
+        assert!(
+            o.status.success(),
+            "example `{line}` failed:\n{}",
+            text(&o.stderr)
+        );
+        assert!(dir.join(format!("out{i}/archive.json")).is_file(), "{line}");
+    }
+}
