@@ -366,7 +366,56 @@ fn records_a_live_site_with_chromium_and_replays_it() {
     let all: BTreeSet<String> = a.objects.iter().map(|o| o.url.clone()).collect();
     assert_eq!(seen, all, "the loader fetched every recorded object");
     drop(server);
+    lab_over_the_recording(&out, &dir, &chromium);
     eprintln!("recorded and replayed in {:?}", started.elapsed());
+}
+
+/// A lab experiment over the recorded corpus, with the loader and Chromium: the rows
+/// count how the replay server matched. The loader asks for the recorded URLs (every one
+/// an exact match, the recorded 404 included); Chromium's script makes a new cache-busting
+/// URL, answered by the best query match and counted; the report's notes say so.
+fn lab_over_the_recording(archive: &Path, dir: &Path, chromium: &str) {
+    let exp = dir.join("recorded.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"recorded\"\nruns = 1\nseed = 1\ntimeout_s = 60\n[pages]\narchive = \"{}\"\n\
+             [[network]]\nname = \"fast\"\ndown = \"20mbit\"\nup = \"5mbit\"\nrtt_ms = 20\n\
+             [[variant]]\nname = \"h2\"\nprotocol = \"h2\"\ntls = true\nbaseline = true\n\
+             [[variant]]\nname = \"h2-chromium\"\nprotocol = \"h2\"\ntls = true\n\
+             client = \"chromium\"\nagainst = \"h2\"\n",
+            archive.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("lab");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .args(["--chromium", chromium]);
+    let o = run_bounded(cmd, Duration::from_secs(180));
+    assert!(
+        o.status.success(),
+        "speedy lab over the recording: {}",
+        text(&o.stderr)
+    );
+    let rows = speedy_lab::results::read_rows(&out.join("results.jsonl")).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let of = |v: &str| rows.iter().find(|r| r.variant == v).unwrap();
+    let loader = of("h2")
+        .replay
+        .expect("the row counts the replay's matches");
+    assert_eq!((loader.query, loader.other_host, loader.missed), (0, 0, 0));
+    let browser = of("h2-chromium").replay.expect("Chromium's row too");
+    assert!(browser.query >= 1, "the new cache-busting URL: {browser:?}");
+    assert_eq!((browser.other_host, browser.missed), (0, 0), "{browser:?}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        report.contains("Replay: of "),
+        "the report's notes count the matches"
+    );
 }
 
 #[test]
