@@ -1,21 +1,57 @@
 #!/usr/bin/env bash
-# Runs the spdy crate's fuzz targets for SECONDS each (default 60) and prints one
-# summary line per target. Exits non-zero if any target crashed, timed out (a hang:
-# -timeout=10 per input) or ran out of memory (-rss_limit_mb=2048).
+# Runs the fuzz targets for SECONDS each (default 25) and prints one summary line per
+# target. Exits non-zero if any target crashed, timed out (a hang: -timeout=10 per input)
+# or ran out of memory (-rss_limit_mb=2048). Each target's inputs are bounded by its own
+# -max_len (below).
 #
 #   fuzz/run.sh [SECONDS] [TARGET...]
 #
-# Needs the nightly toolchain; installs cargo-fuzz if it is missing. Corpora live in
-# fuzz/corpus/TARGET (not committed) and are seeded at run time from the byte vectors of
-# crates/spdy/tests/frames.rs; crashes land in fuzz/artifacts/TARGET.
+# The targets (the harnesses are in src/, one module per crate surface):
+#   frame_decode      spdy: frames through Frame::decode, encode -> decode round trips
+#   header_block      spdy: name/value blocks, compressed blocks, compressor round trips
+#   server_session    spdy: a server Session against a raw or scripted peer
+#   client_session    spdy: a client Session against a raw or scripted peer
+#   har_import        speedy-archive: the HAR importer (reader, pages, discovery) and
+#                     the in-memory exports of what it imports, read back
+#   warc_import       speedy-archive: WARC, plain or gzip (warc::parse, the HTTP
+#                     message reader, the importer)
+#   mahimahi_import   speedy-archive: Mahimahi records (the protobuf wire codec, the
+#                     RequestResponse decoder, encode/decode round trips) and the
+#                     folder, built in memory, through the importer
+#   wpr_import        speedy-archive: Web Page Replay archives: the JSON, the JSON
+#                     through gzip, and raw gzip data (inflation bounded by -max_len)
+#   http1_response    speedy-net: HTTP/1.1 response heads and body framing (sans IO),
+#                     the stream read at once and in pieces giving the same responses
+#   spdy_mux          speedy-net: the SPDY stream multiplexer on its connection loop,
+#                     against a scripted peer, with an application of varied manners
+#   sctp_packet       speedy-net: SCTP packets (chunks, address stripping, checksums,
+#                     the SACK-immediately bit, COOKIE ECHO bundling, the Bundler)
+#   sctp_route        speedy-net: the SPDY frame <-> SCTP stream router, both ways
+#   sctp_association  sctp-proto: an association set up as speedy's (bundling client,
+#                     address stripping, the router) whose packets are delivered, lost,
+#                     reordered, corrupted and forged with the right tags
+#
+# Needs the nightly toolchain and python3; installs cargo-fuzz if it is missing. Corpora
+# live in fuzz/corpus/TARGET (not committed) and are seeded at run time: the spdy targets
+# from the byte vectors of crates/spdy/tests/frames.rs (below), the others by seeds.py
+# from the test fixtures (crates/speedy-archive/tests/data and the fixture site,
+# speedy-net's response and SCTP test vectors); inputs that once crashed a target are
+# kept in fuzz/regressions/TARGET and copied in. Crashes land in fuzz/artifacts/TARGET.
+#
+# Cost: a cold build of the fuzz crate takes 4-5 minutes on 2 cores (speedy-net brings
+# tokio, rustls, quinn and hyper: about 3 of them), a rebuild after a change to the
+# harnesses under half a minute. scripts/test runs every target for FUZZ_SECONDS (25:
+# 13 targets, about 5.5 minutes).
 set -u
 cd "$(dirname "$0")"
 
-secs=${1:-60}
+secs=${1:-25}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(frame_decode header_block server_session client_session)
+    targets=(frame_decode header_block server_session client_session
+        har_import warc_import mahimahi_import wpr_import
+        http1_response spdy_mux sctp_packet sctp_route sctp_association)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -48,6 +84,24 @@ seed client_session script "0200090b01010101000d0001000203"
 for t in server_session client_session; do
     seed "$t" raw "01000000000000${chromium_v3_syn:0:2}"
 done
+python3 seeds.py || { echo "run.sh: seeds.py failed" >&2; exit 2; }
+for d in regressions/*/; do
+    [ -d "$d" ] || continue
+    t=$(basename "$d")
+    mkdir -p "corpus/$t"
+    cp -n "$d"* "corpus/$t/" 2>/dev/null || true
+done
+
+# max_len TARGET: the largest input of each target (libFuzzer's own guess otherwise).
+max_len() {
+    case "$1" in
+        har_import | warc_import) echo 16384 ;;
+        mahimahi_import | wpr_import) echo 8192 ;;
+        http1_response | spdy_mux) echo 4096 ;;
+        sctp_packet | sctp_route | sctp_association) echo 2048 ;;
+        *) echo 0 ;;
+    esac
+}
 
 echo "run.sh: building ${targets[*]}" >&2
 for t in "${targets[@]}"; do
@@ -61,18 +115,18 @@ for t in "${targets[@]}"; do
     start=$(date +%s)
     cargo +nightly fuzz run "$t" "corpus/$t" -- \
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-        >"$log" 2>&1
+        -max_len="$(max_len "$t")" >"$log" 2>&1
     rc=$?
     took=$(($(date +%s) - start))
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
     corpus=$(find "corpus/$t" -type f | wc -l)
     if [ "$rc" -eq 0 ]; then
-        printf 'ok    %-15s %4ss  %10s execs  %7s execs/s  cov %-6s corpus %s\n' \
+        printf 'ok    %-16s %4ss  %10s execs  %7s execs/s  cov %-6s corpus %s\n' \
             "$t" "$took" "${execs:-?}" "$(( ${execs:-0} / (took > 0 ? took : 1) ))" "${cov:-?}" "$corpus"
     else
         status=1
-        printf 'CRASH %-15s %4ss  %10s execs  (exit %s) artifacts in fuzz/artifacts/%s\n' \
+        printf 'CRASH %-16s %4ss  %10s execs  (exit %s) artifacts in fuzz/artifacts/%s\n' \
             "$t" "$took" "${execs:-?}" "$rc" "$t"
         grep -E 'panicked|ERROR|SUMMARY|Test unit written|timeout' "$log" | head -20 >&2
     fi

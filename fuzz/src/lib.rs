@@ -16,6 +16,26 @@
 //!   writes must decode cleanly, its stream ids must increase, no DATA frame may exceed
 //!   `max_data_frame` (`lone_data_frame` when larger) or overdraw the stream window, and
 //!   a session error must end with GOAWAY.
+//!
+//! The other crates' parsers, each in its module:
+//!
+//! - [`archive`]: the page-archive importers of `speedy-archive` (HAR, WARC, Mahimahi,
+//!   Web Page Replay), with their readers and what the exporters make of an import.
+//! - [`http1`]: `speedy-net`'s HTTP/1.1 response decoder (heads, body framing).
+//! - [`mux`]: `speedy-net`'s SPDY stream multiplexer on its connection loop.
+//! - [`sctp`]: `speedy-net`'s SCTP packet code and frame router, and an `sctp-proto`
+//!   association set up as speedy's, fed packets delivered, lost, reordered, corrupted
+//!   and forged.
+
+pub mod archive;
+pub mod http1;
+pub mod mux;
+pub mod sctp;
+
+pub use archive::{har_import, mahimahi_import, warc_import, wpr_import};
+pub use http1::http1_response;
+pub use mux::spdy_mux;
+pub use sctp::{sctp_association, sctp_packet, sctp_route};
 
 use bytes::{Bytes, BytesMut};
 use spdy::codes::{GoAwayStatus, RstStatus, SettingId};
@@ -538,6 +558,51 @@ fn script_step(
     let v = peer.v;
     let op = inp.byte();
     let frame = match op % 16 {
+        0..=11 => peer_frame(inp, v, op, ids, next_peer, &mut peer.pending),
+        12 => {
+            *now += Duration::from_millis(inp.byte() as u64);
+            None
+        }
+        13 | 14 => {
+            app_step(inp, s, ids, *now, budget_bytes);
+            None
+        }
+        _ => {
+            // Corrupt one byte of the next frame.
+            let mut tmp = Vec::new();
+            let f = Frame::Ping { id: inp.u32() };
+            f.encode(v, &mut peer.comp, &mut tmp);
+            let at = inp.byte() as usize % tmp.len();
+            tmp[at] ^= inp.byte() | 1;
+            peer.pending.extend_from_slice(&tmp);
+            None
+        }
+    };
+    if let Some(f) = frame {
+        let start = peer.pending.len();
+        f.encode(v, &mut peer.comp, &mut peer.pending);
+        if op & 0xc0 == 0xc0 && peer.pending.len() > start {
+            // Flip a byte inside it (header blocks included: zlib garbage).
+            let span = peer.pending.len() - start;
+            let at = start + inp.byte() as usize % span;
+            peer.pending[at] ^= inp.byte() | 1;
+        }
+    }
+}
+
+/// The frame a scripted peer sends for `op` (0 to 11: SYN_STREAM, SYN_REPLY, RST_STREAM,
+/// SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE, DATA, raw bytes straight into
+/// `pending`, NOOP, CREDENTIAL and unknown frames), naming the streams in `ids` or new
+/// ones from `next_peer` on.
+pub(crate) fn peer_frame(
+    inp: &mut Input,
+    v: Version,
+    op: u8,
+    ids: &[u32],
+    next_peer: &mut u32,
+    pending: &mut Vec<u8>,
+) -> Option<Frame> {
+    match op % 16 {
         0 | 1 => {
             let id = if op & 0x10 != 0 {
                 pick_id(inp, ids, *next_peer)
@@ -611,7 +676,7 @@ fn script_step(
         }
         10 => {
             let n = inp.byte() as usize;
-            peer.pending.extend_from_slice(inp.bytes(n));
+            pending.extend_from_slice(inp.bytes(n));
             None
         }
         11 => Some(match inp.byte() % 4 {
@@ -634,34 +699,7 @@ fn script_step(
                 payload: Bytes::from(inp.bytes(12).to_vec()),
             },
         }),
-        12 => {
-            *now += Duration::from_millis(inp.byte() as u64);
-            None
-        }
-        13 | 14 => {
-            app_step(inp, s, ids, *now, budget_bytes);
-            None
-        }
-        _ => {
-            // Corrupt one byte of the next frame.
-            let mut tmp = Vec::new();
-            let f = Frame::Ping { id: inp.u32() };
-            f.encode(v, &mut peer.comp, &mut tmp);
-            let at = inp.byte() as usize % tmp.len();
-            tmp[at] ^= inp.byte() | 1;
-            peer.pending.extend_from_slice(&tmp);
-            None
-        }
-    };
-    if let Some(f) = frame {
-        let start = peer.pending.len();
-        f.encode(v, &mut peer.comp, &mut peer.pending);
-        if op & 0xc0 == 0xc0 && peer.pending.len() > start {
-            // Flip a byte inside it (header blocks included: zlib garbage).
-            let span = peer.pending.len() - start;
-            let at = start + inp.byte() as usize % span;
-            peer.pending[at] ^= inp.byte() | 1;
-        }
+        _ => None,
     }
 }
 

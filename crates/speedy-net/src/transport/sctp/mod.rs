@@ -405,13 +405,16 @@ impl Peer {
 }
 
 /// The next thing that arrives for an association: a datagram on a client's own
-/// socket (read into `datagram`), or an event the endpoint task decoded for a server's.
+/// socket (read into `datagram`; INITs are dropped, [`packet::client_takes`]), or an
+/// event the endpoint task decoded for a server's.
 async fn next_in(feed: &mut Feed, sock: &UdpSocket, datagram: &mut [u8]) -> io::Result<In> {
     match feed {
-        Feed::Client { .. } => sock
-            .recv(datagram)
-            .await
-            .map(|n| In::Packet(incoming(&datagram[..n]))),
+        Feed::Client { .. } => loop {
+            let n = sock.recv(datagram).await?;
+            if packet::client_takes(&datagram[..n]) {
+                return Ok(In::Packet(incoming(&datagram[..n])));
+            }
+        },
         Feed::Server { rx, .. } => match rx.recv().await {
             Some(Datagram(ev)) => Ok(In::Event(ev)),
             None => Err(io::Error::other("the SCTP endpoint stopped")),

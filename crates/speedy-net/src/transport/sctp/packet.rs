@@ -90,6 +90,16 @@ pub fn first_chunk(packet: &[u8]) -> Option<u8> {
     chunks(packet).next().map(|(t, _, _)| t)
 }
 
+/// Whether a client's endpoint may be handed `packet`: anything but an INIT. A client
+/// accepts no association, and the SCTP stack's endpoint without a server configuration
+/// panics on an INIT that is not for one of its associations (`sctp-proto` 0.10,
+/// `Endpoint::handle_first_packet` unwraps the configuration; an INIT's verification
+/// tag is 0, so that is every INIT): one datagram from the server's address would end
+/// the client's association task.
+pub fn client_takes(packet: &[u8]) -> bool {
+    first_chunk(packet) != Some(chunk::INIT)
+}
+
 /// Writes the CRC32c of `packet` into its common header (RFC 9260 Appendix A).
 pub fn seal(packet: &mut [u8]) {
     packet[8..12].fill(0);
@@ -455,6 +465,31 @@ mod tests {
         let mut bad = p.to_vec();
         bad[8] ^= 1;
         assert_eq!(strip_addresses(&bad), None);
+    }
+
+    #[test]
+    fn a_client_takes_no_init_which_the_stack_would_panic_on() {
+        // Found by the fuzz target sctp_association: a forged INIT to the client.
+        let mut fixed = vec![0u8; 16];
+        fixed[..4].copy_from_slice(&0x0102_0304u32.to_be_bytes());
+        let init = packet(0, &[(chunk::INIT, &fixed)]);
+        assert!(!client_takes(&init));
+        for other in [
+            packet(0, &[(chunk::INIT_ACK, &fixed)]),
+            packet(7, &[(chunk::COOKIE_ACK, &[])]),
+            packet(7, &[(chunk::DATA, &[0u8; 16])]),
+            Bytes::from_static(b"short"),
+        ] {
+            assert!(client_takes(&other));
+        }
+        // Why: the stack's client endpoint panics on it (when it stops, this may go).
+        let mut endpoint = sctp_proto::Endpoint::new(Default::default(), None);
+        let server: std::net::SocketAddr = "127.0.0.1:9443".parse().unwrap();
+        let _association = endpoint.connect(sctp_proto::ClientConfig::new(), server);
+        let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            endpoint.handle(Instant::now(), server, None, None, init.clone())
+        }));
+        assert!(handled.is_err(), "sctp-proto took an INIT on a client endpoint");
     }
 
     #[test]
