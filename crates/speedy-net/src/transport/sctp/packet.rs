@@ -489,7 +489,10 @@ mod tests {
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             endpoint.handle(Instant::now(), server, None, None, init.clone())
         }));
-        assert!(handled.is_err(), "sctp-proto took an INIT on a client endpoint");
+        assert!(
+            handled.is_err(),
+            "sctp-proto took an INIT on a client endpoint"
+        );
     }
 
     #[test]
