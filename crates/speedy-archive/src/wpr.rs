@@ -4,6 +4,7 @@
 //! Replay"). This module reads and writes the file; `import::from_wpr` and
 //! `export_replay` turn it into an archive and back.
 
+use crate::har::read::kind_of;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -138,7 +139,7 @@ pub fn read(data: &[u8]) -> Result<WprArchive, WprError> {
             let entry = || format!("NegotiatedProtocol[{host:?}]");
             let p = p
                 .as_str()
-                .ok_or_else(|| err(entry(), format!("expected a string, found {}", kind(p))))?;
+                .ok_or_else(|| err(entry(), format!("expected a string, found {}", kind_of(p))))?;
             a.negotiated.insert(host.clone(), p.to_string());
         }
     }
@@ -148,20 +149,9 @@ pub fn read(data: &[u8]) -> Result<WprArchive, WprError> {
     Ok(a)
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn object<'a>(v: &'a Value, entry: &str) -> Result<&'a Map<String, Value>, WprError> {
     v.as_object()
-        .ok_or_else(|| err(entry, format!("expected an object, found {}", kind(v))))
+        .ok_or_else(|| err(entry, format!("expected an object, found {}", kind_of(v))))
 }
 
 /// The records of `Requests`.
@@ -171,9 +161,12 @@ fn records(requests: &Map<String, Value>) -> Result<Vec<WprRecord>, WprError> {
         let urls = object(urls, &format!("Requests[{host:?}]"))?;
         for (url, list) in urls {
             let entry = format!("Requests[{host:?}][{url:?}]");
-            let list = list
-                .as_array()
-                .ok_or_else(|| err(&entry, format!("expected an array, found {}", kind(list))))?;
+            let list = list.as_array().ok_or_else(|| {
+                err(
+                    &entry,
+                    format!("expected an array, found {}", kind_of(list)),
+                )
+            })?;
             for (index, r) in list.iter().enumerate() {
                 let mut rec = WprRecord {
                     host: host.clone(),
@@ -202,7 +195,7 @@ fn bytes(r: &Map<String, Value>, here: &str, name: &str) -> Result<Vec<u8>, WprE
             .map_err(|e| err(entry(), format!("invalid base64: {e}"))),
         Some(v) => Err(err(
             entry(),
-            format!("expected a base64 string, found {}", kind(v)),
+            format!("expected a base64 string, found {}", kind_of(v)),
         )),
     }
 }

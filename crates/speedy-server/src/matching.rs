@@ -128,14 +128,15 @@ impl Matcher {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let same_method = || same_path.iter().filter(|&&id| self.keys[id].0 == method);
-        let exact = same_method().filter(|&&id| self.keys[id].1 == pq);
-        // max_by_key keeps the last of equals: reverse so the first recorded wins.
-        let exact: Vec<usize> = exact.copied().collect();
-        if let Some(&id) = exact
-            .iter()
-            .rev()
-            .max_by_key(|&&id| equal_headers(&archive.objects[id].request_headers, headers))
-        {
+        // The first recorded wins among equals: only a strictly better one replaces it.
+        let mut exact: Option<(usize, usize)> = None;
+        for &id in same_method().filter(|&&id| self.keys[id].1 == pq) {
+            let equal = equal_headers(&archive.objects[id].request_headers, headers);
+            if exact.is_none_or(|(_, e)| equal > e) {
+                exact = Some((id, equal));
+            }
+        }
+        if let Some((id, _)) = exact {
             return Some((id, Match::Exact));
         }
         let mut best: Option<(usize, f64)> = None;

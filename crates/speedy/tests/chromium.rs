@@ -11,6 +11,8 @@
 //! The test fails (it never skips) when Chromium is missing: install it with
 //! `apt-get install chromium`, or point `SPEEDY_CHROMIUM` at the program.
 
+mod support;
+
 use speedy_archive::synth::{synthesize, SynthOptions};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
@@ -18,6 +20,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::chromium;
 
 const BIN: &str = env!("CARGO_BIN_EXE_speedy");
 
@@ -77,22 +80,6 @@ impl Drop for Kid {
         if self.0.try_wait().ok().flatten().is_none() {
             self.kill();
         }
-    }
-}
-
-fn chromium() -> String {
-    let prog = std::env::var("SPEEDY_CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    match Command::new(&prog)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-    {
-        Ok(st) if st.success() => prog,
-        r => panic!(
-            "this test needs headless Chromium and could not run `{prog} --version` ({r:?}): \
-             install it (Debian: apt-get install chromium) or set SPEEDY_CHROMIUM to the program"
-        ),
     }
 }
 

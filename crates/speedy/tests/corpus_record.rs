@@ -23,7 +23,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{Server, TempDir, BIN};
+use support::{chromium, Server, TempDir, BIN};
 
 /// A child in its own process group, killed with its group (by the child's pid) on drop.
 struct Kid(Child);
@@ -76,22 +76,6 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(&err);
     o
-}
-
-fn chromium() -> String {
-    let prog = std::env::var("SPEEDY_CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    match Command::new(&prog)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-    {
-        Ok(st) if st.success() => prog,
-        r => panic!(
-            "this test needs headless Chromium and could not run `{prog} --version` ({r:?}): \
-             install it (Debian: apt-get install chromium) or set SPEEDY_CHROMIUM to the program"
-        ),
-    }
 }
 
 /// `speedy corpus record URL --out OUT` with the site's names and CA, and `extra`.

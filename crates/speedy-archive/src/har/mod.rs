@@ -5,7 +5,7 @@
 //! [`crate::date`].
 
 mod model;
-mod read;
+pub(crate) mod read;
 mod validate;
 
 pub use model::*;

@@ -149,7 +149,7 @@ impl std::fmt::Display for HarError {
 
 type R<T> = Result<T, HarError>;
 
-fn kind_of(v: &Value) -> &'static str {
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -33,14 +33,6 @@ pub fn import_mahimahi(dir: &Path) -> Result<Imported, ImportError> {
             warnings.push(format!("{name}: not a regular file; skipped"));
         }
     }
-    if files.is_empty() {
-        return Err(invalid(
-            dir,
-            "",
-            "a directory without files: a Mahimahi recording is a directory of \
-             RequestResponse files (save.*), one per exchange",
-        ));
-    }
     files.sort();
     let count = files.len();
     let read = files
@@ -57,14 +49,6 @@ pub fn import_mahimahi_files(
     dir: &Path,
     mut files: Vec<(String, Vec<u8>)>,
 ) -> Result<Imported, ImportError> {
-    if files.is_empty() {
-        return Err(invalid(
-            dir,
-            "",
-            "a recording without files: a Mahimahi recording is a directory of \
-             RequestResponse files (save.*), one per exchange",
-        ));
-    }
     files.sort();
     let count = files.len();
     import_records(dir, count, files.into_iter().map(Ok), Vec::new())
@@ -78,6 +62,14 @@ fn import_records(
     files: impl Iterator<Item = Result<(String, Vec<u8>), ImportError>>,
     mut warnings: Vec<String>,
 ) -> Result<Imported, ImportError> {
+    if count == 0 {
+        return Err(invalid(
+            dir,
+            "",
+            "a directory without files: a Mahimahi recording is a directory of \
+             RequestResponse files (save.*), one per exchange",
+        ));
+    }
     let mut recs = Vec::with_capacity(count);
     for file in files {
         let (name, data) = file?;

@@ -4,7 +4,7 @@
 
 use super::html::{self, table, Cell};
 use super::Ctx;
-use crate::validate::agreement::{agreement, CELL_BOUNDS, PAGE_BOUNDS};
+use crate::validate::agreement::{agreement, Agreement, CELL_BOUNDS, PAGE_BOUNDS};
 
 /// The section: one line per network × calibration × protocol.
 pub fn section(cx: &mut Ctx) -> String {
@@ -46,18 +46,96 @@ pub fn section(cx: &mut Ctx) -> String {
         ],
         &rows,
     );
-    let met = a.cells.iter().filter(|c| c.within_goal()).count();
     out.push_str(&html::p(&format!(
         "The loader's onLoad over headless Chromium's for the same pages, network and \
          protocol (each page's median over its runs; the cell's ratio is the geometric \
-         mean over its pages). Above 1 the loader is slower than Chromium. The goal: every \
-         cell within {:.2}-{:.2} and every page within {:.2}-{:.2}; {met} of {} cells meet \
-         it.",
+         mean over its pages). Above 1 the loader is slower than Chromium. {}",
+        goal(&a)
+    )));
+    out
+}
+
+/// The goal and how many cells meet it.
+fn goal(a: &Agreement) -> String {
+    let met = a.cells.iter().filter(|c| c.within_goal()).count();
+    format!(
+        "The goal: every cell within {:.2}-{:.2} and every page within {:.2}-{:.2}; {met} of \
+         {} cells meet it.",
         CELL_BOUNDS.0,
         CELL_BOUNDS.1,
         PAGE_BOUNDS.0,
         PAGE_BOUNDS.1,
         a.cells.len()
-    )));
+    )
+}
+
+/// The agreement table for the terminal: a line per cell, then the goal.
+pub fn agreement_text(a: &Agreement) -> String {
+    let lines: Vec<Vec<String>> = a
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.network.clone(),
+                c.calibration.clone(),
+                c.protocol.to_string(),
+                c.pages.to_string(),
+                format!("{}/{}", c.loads.0, c.loads.1),
+                format!("{:.2}", c.ratio),
+                format!("{:.2} ({})", c.worst, c.worst_page),
+                c.pages_outside.to_string(),
+                if c.within_goal() { "yes" } else { "no" }.into(),
+            ]
+        })
+        .collect();
+    let mut out = super::text_table(
+        &[
+            "network",
+            "pages from",
+            "protocol",
+            "pages",
+            "loads (loader/Chromium)",
+            "onLoad ratio (geomean)",
+            "worst page",
+            "pages outside",
+            "within goal",
+        ],
+        &[true, true, true, false, false, false, false, false, true],
+        &lines,
+    );
+    out.push_str(&format!(
+        "ratio = loader / Chromium onLoad, each page's median over its runs. {}\n",
+        goal(a)
+    ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agreement_text;
+    use crate::validate::agreement::agreement;
+
+    #[test]
+    fn the_terminal_table_has_a_line_per_cell_and_the_goal() {
+        let row = |page: &str, variant: &str, client: &str, ms: f64| -> crate::results::Row {
+            serde_json::from_value(serde_json::json!({
+                "experiment": "v", "page": page, "network": "dsl", "network_desc": "d",
+                "variant": variant, "baseline": client == "loader", "protocol": "h2",
+                "tls": true, "client": client, "run": 0, "on_load_ms": ms,
+                "on_content_load_ms": ms, "objects": 1, "failed_objects": 0,
+                "bytes_down": 0, "bytes_up": 0, "packets_down": 0, "packets_up": 0,
+                "link_drops": 0, "connections": 1, "har": "h", "calibration": "web-2010"
+            }))
+            .unwrap()
+        };
+        let rows = vec![
+            row("a", "h2", "loader", 1200.0),
+            row("a", "h2-chromium", "chromium", 1000.0),
+            row("b", "h2", "loader", 900.0),
+            row("b", "h2-chromium", "chromium", 1000.0),
+        ];
+        let t = agreement_text(&agreement(&rows));
+        assert!(t.contains("1.04") && t.contains("1.20 (a)"), "{t}");
+        assert!(t.contains("1 of 1 cells meet it"), "{t}");
+    }
 }

@@ -17,7 +17,7 @@
 //! Per-page and per-protocol charts are drawn for the *main* networks: those that are
 //! not points of a sweep (all networks when every network is a sweep point).
 
-mod agreement;
+pub(crate) mod agreement;
 mod cellular;
 mod charts;
 mod dist;
@@ -34,6 +34,7 @@ mod svg;
 mod transport;
 mod waterfall;
 
+pub use agreement::agreement_text;
 pub use har::{parse as parse_har, read as read_har, Load as HarLoad, Object as HarObject};
 pub use links::file_url;
 pub use sections::READING_GUIDE;

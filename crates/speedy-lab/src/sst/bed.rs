@@ -155,28 +155,8 @@ fn run_bounded(
     let mut child = cmd.spawn().map_err(|e| format!("{what}: starting: {e}"))?;
     // A spec is a few KiB, well under a pipe's buffer.
     let _ = child.stdin.take().expect("piped").write_all(input);
-    let pipe = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let boxed = |r: Option<Box<dyn Read + Send>>| r;
-    let out = pipe(boxed(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    ));
-    let err = pipe(boxed(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    ));
+    let out = read_all(child.stdout.take());
+    let err = read_all(child.stderr.take());
     let status = loop {
         if let Some(s) = child.try_wait().map_err(|e| format!("{what}: {e}"))? {
             break s;
@@ -200,4 +180,16 @@ fn run_bounded(
         ));
     }
     Ok((out, took))
+}
+
+/// Reads a child's pipe to its end on a thread of its own (so neither pipe can fill and
+/// stall the child while the other is read).
+fn read_all(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    })
 }

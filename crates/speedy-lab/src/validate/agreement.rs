@@ -186,55 +186,6 @@ fn cell(rows: &[Row], net: &str, loader: &str, chromium: &str) -> Option<Cell> {
     })
 }
 
-impl Agreement {
-    /// The terminal table: a line per cell, and a last line on the goal.
-    pub fn table(&self) -> String {
-        let lines: Vec<Vec<String>> = self
-            .cells
-            .iter()
-            .map(|c| {
-                vec![
-                    c.network.clone(),
-                    c.calibration.clone(),
-                    c.protocol.to_string(),
-                    c.pages.to_string(),
-                    format!("{}/{}", c.loads.0, c.loads.1),
-                    format!("{:.2}", c.ratio),
-                    format!("{:.2} ({})", c.worst, c.worst_page),
-                    c.pages_outside.to_string(),
-                    if c.within_goal() { "yes" } else { "no" }.into(),
-                ]
-            })
-            .collect();
-        let mut out = crate::report::text_table(
-            &[
-                "network",
-                "pages from",
-                "protocol",
-                "pages",
-                "loads (loader/Chromium)",
-                "onLoad ratio (geomean)",
-                "worst page",
-                "pages outside",
-                "within goal",
-            ],
-            &[true, true, true, false, false, false, false, false, true],
-            &lines,
-        );
-        let met = self.cells.iter().filter(|c| c.within_goal()).count();
-        out.push_str(&format!(
-            "ratio = loader / Chromium onLoad, each page's median over its runs; goal: every \
-             cell within {:.2}-{:.2} and every page within {:.2}-{:.2}: {met} of {} cells meet it\n",
-            CELL_BOUNDS.0,
-            CELL_BOUNDS.1,
-            PAGE_BOUNDS.0,
-            PAGE_BOUNDS.1,
-            self.cells.len()
-        ));
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,8 +231,6 @@ mod tests {
         let mut far = c.clone();
         far.pages_outside = 1;
         assert!(!far.within_goal());
-        let t = a.table();
-        assert!(t.contains("1.04") && t.contains("1.20 (a)"), "{t}");
         // validate.json reads back (serde_json's float parsing may differ in the last bit).
         let back: Agreement = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
         let b = &back.cells[0];

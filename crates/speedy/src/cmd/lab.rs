@@ -199,7 +199,7 @@ fn validate(v: ValidateArgs) -> Result<()> {
     let out = v.out.unwrap_or(default_out);
     let rows = run_rows(&exp, &out, &v.lanes, (0, 1), &v.chromium)?;
     let agreement = speedy_lab::validate::agreement::agreement(&rows);
-    print!("{}", agreement.table());
+    print!("{}", speedy_lab::report::agreement_text(&agreement));
     let path = out.join("validate.json");
     let json = serde_json::to_vec_pretty(&agreement)?;
     std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;

@@ -302,3 +302,21 @@ pub fn can_run_link() -> bool {
     }
     ok
 }
+
+/// The Chromium program (`SPEEDY_CHROMIUM`, else `chromium`), checked to run: a test that
+/// needs it fails (never skips) with how to install it.
+pub fn chromium() -> String {
+    let prog = std::env::var("SPEEDY_CHROMIUM").unwrap_or_else(|_| "chromium".into());
+    match Command::new(&prog)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(st) if st.success() => prog,
+        r => panic!(
+            "this test needs headless Chromium and could not run `{prog} --version` ({r:?}): \
+             install it (Debian: apt-get install chromium) or set SPEEDY_CHROMIUM to the program"
+        ),
+    }
+}
