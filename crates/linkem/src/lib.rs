@@ -43,7 +43,7 @@ pub mod time;
 
 pub use config::{parse_rate, Profile, PROFILES};
 pub use counters::{Counters, DirCounters};
-pub use io::topology::{Side, Topology, TopologyConfig};
+pub use io::topology::{usable_server_addr, Side, Topology, TopologyConfig};
 pub use link::{DirectionConfig, Link, LinkConfig};
 pub use packet::Packet;
 pub use stage::loss::LossModel;

@@ -252,6 +252,7 @@ async fn uses_pushed_resources_and_hints() {
         think_time: false,
         push: PushPolicy::Subresources,
         hint: true,
+        ..opts()
     };
     let s = serve(a.clone(), None, pushing).await;
     for proto in [Proto::Spdy, Proto::H2] {

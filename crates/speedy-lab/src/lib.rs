@@ -4,7 +4,7 @@
 //! `linkem`, the replay server and the loader as processes) → one HAR and one
 //! [`results::Row`] per load (`results.jsonl`) → statistics → `report.html`.
 
-mod chromium;
+pub mod chromium;
 pub mod compare;
 pub mod experiment;
 pub mod export;

@@ -26,15 +26,18 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_STARTUP_LINES: usize = 100_000;
 
 /// Namespaces and a running link for loading pages of at most `hosts` origins each:
-/// one server address per origin (up to 32; origins share addresses beyond that).
+/// one server address per origin (up to 32; origins share addresses beyond that), and
+/// one per replay slot of `recorded` (each the address the slot was recorded at where
+/// that is free in the namespace; [`TopologyConfig::preferred_addrs`]).
 pub fn topology_for(
     hosts: usize,
+    recorded: &[Option<std::net::Ipv4Addr>],
     link: &linkem::LinkConfig,
     seed: u64,
 ) -> Result<Topology, String> {
-    let max_hosts = hosts.clamp(1, 32);
     let mut topo = Topology::create(&TopologyConfig {
-        server_addrs: max_hosts,
+        server_addrs: hosts.clamp(1, 32),
+        preferred_addrs: recorded.to_vec(),
         ..Default::default()
     })
     .map_err(|e| format!("creating namespaces: {e}"))?;

@@ -75,8 +75,12 @@ pub struct ReplayOptions {
     pub push: PushPolicy,
     /// Add `x-subresources` to HTML responses.
     pub hint: bool,
-    /// Wait each object's recorded think time before answering.
+    /// Wait each object's think time (`think_ms`, the archive's model of the server's
+    /// work) before answering.
     pub think_time: bool,
+    /// Also wait the think time a recording saw ([`recorded_think_ms`]); off by default,
+    /// as in Mahimahi's and Web Page Replay's replays.
+    pub recorded_think_time: bool,
 }
 
 impl Default for ReplayOptions {
@@ -85,6 +89,7 @@ impl Default for ReplayOptions {
             push: PushPolicy::None,
             hint: false,
             think_time: true,
+            recorded_think_time: false,
         }
     }
 }
@@ -95,6 +100,39 @@ pub struct Replay {
     opts: ReplayOptions,
     matcher: matching::Matcher,
     children: HashMap<usize, Vec<usize>>,
+    /// Per object, the recorded think time to wait (empty unless
+    /// `recorded_think_time`).
+    recorded_think: Vec<u32>,
+}
+
+/// Per object of `a`, the server think time its recording saw: the time to the
+/// response's first byte beyond the quickest first byte of any object of the same host
+/// (which stands for the round trip to that origin, as the HAR importer takes the
+/// quickest wait); 0 for objects recorded without a first-byte time.
+pub fn recorded_think_ms(a: &Archive) -> Vec<u32> {
+    let host = |url: &str| Url::parse(url).map(|u| u.host_bare().to_string());
+    let mut quickest: HashMap<String, u32> = HashMap::new();
+    for o in &a.objects {
+        if let (Some(h), Some(fb)) = (
+            host(&o.url),
+            o.recorded.as_ref().and_then(|r| r.first_byte_ms),
+        ) {
+            let q = quickest.entry(h).or_insert(fb);
+            *q = (*q).min(fb);
+        }
+    }
+    a.objects
+        .iter()
+        .map(|o| {
+            match (
+                host(&o.url).and_then(|h| quickest.get(&h)),
+                o.recorded.as_ref().and_then(|r| r.first_byte_ms),
+            ) {
+                (Some(q), Some(fb)) => fb - q,
+                _ => 0,
+            }
+        })
+        .collect()
 }
 
 /// Host without a port, lower-cased.
@@ -116,6 +154,11 @@ impl Replay {
             opts,
             matcher: matching::Matcher::new(&archive),
             children: HashMap::new(),
+            recorded_think: if opts.recorded_think_time {
+                recorded_think_ms(&archive)
+            } else {
+                Vec::new()
+            },
         };
         for o in &archive.objects {
             if let Some(p) = o.discovery.parent() {
@@ -144,7 +187,18 @@ impl Replay {
     /// share their connections as it did then); every other host has a slot of its own.
     /// Slots are numbered from 0 in the order of their first host.
     pub fn host_slots(&self) -> Vec<usize> {
-        let mut slot_of_addr: HashMap<std::net::IpAddr, usize> = HashMap::new();
+        self.slots().0
+    }
+
+    /// For each slot of [`Replay::host_slots`], the address its hosts were recorded at
+    /// (`None` for a host with no recorded address): where a test bed can, it serves the
+    /// slot at that address, as live.
+    pub fn slot_addrs(&self) -> Vec<Option<std::net::IpAddr>> {
+        self.slots().1
+    }
+
+    /// (slot per host, recorded address per slot).
+    fn slots(&self) -> (Vec<usize>, Vec<Option<std::net::IpAddr>>) {
         let mut recorded: HashMap<String, std::net::IpAddr> = HashMap::new();
         for o in &self.archive.objects {
             let (Some(u), Some(addr)) =
@@ -156,18 +210,23 @@ impl Replay {
                 .entry(u.host_bare().to_string())
                 .or_insert(addr.ip());
         }
-        let mut next = 0;
-        let mut take = || {
-            next += 1;
-            next - 1
-        };
-        self.hosts()
+        let mut slot_of_addr: HashMap<std::net::IpAddr, usize> = HashMap::new();
+        let mut addrs: Vec<Option<std::net::IpAddr>> = Vec::new();
+        let slots = self
+            .hosts()
             .iter()
             .map(|h| match recorded.get(h) {
-                Some(ip) => *slot_of_addr.entry(*ip).or_insert_with(&mut take),
-                None => take(),
+                Some(ip) => *slot_of_addr.entry(*ip).or_insert_with(|| {
+                    addrs.push(Some(*ip));
+                    addrs.len() - 1
+                }),
+                None => {
+                    addrs.push(None);
+                    addrs.len() - 1
+                }
             })
-            .collect()
+            .collect();
+        (slots, addrs)
     }
 
     /// Finds the object a request asks for, and how ([`matching`]).
@@ -310,7 +369,8 @@ impl Handler for Replay {
                 }
             }
         }
-        let think = if self.opts.think_time { o.think_ms } else { 0 };
+        let think = if self.opts.think_time { o.think_ms } else { 0 }
+            + self.recorded_think.get(o.id).copied().unwrap_or(0);
         Box::pin(async move {
             if think > 0 {
                 tokio::time::sleep(Duration::from_millis(think as u64)).await;
@@ -368,10 +428,54 @@ mod tests {
                 o.recorded = Some(at("192.0.2.8"));
             }
         }
-        let slots = Replay::new(Arc::new(a), ReplayOptions::default()).host_slots();
+        let r = Replay::new(Arc::new(a), ReplayOptions::default());
+        let slots = r.host_slots();
         assert_eq!(&slots[..3], &[0, 1, 0]);
         let rest: Vec<usize> = slots[3..].to_vec();
         assert_eq!(rest, (2..hosts.len() - 1).collect::<Vec<_>>());
+        // Each slot's recorded address, none for the hosts recorded nowhere.
+        let addrs = r.slot_addrs();
+        assert_eq!(addrs.len(), hosts.len() - 1);
+        assert_eq!(addrs[0], Some("192.0.2.7".parse().unwrap()));
+        assert_eq!(addrs[1], Some("192.0.2.8".parse().unwrap()));
+        assert!(addrs[2..].iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn recorded_think_time_is_the_wait_beyond_the_hosts_quickest() {
+        let mut a = synthesize(SynthOptions { pages: 1, seed: 5 });
+        let host0 = Url::parse(&a.objects[0].url)
+            .unwrap()
+            .host_bare()
+            .to_string();
+        let mut of_host0 = Vec::new();
+        for o in a.objects.iter_mut() {
+            if Url::parse(&o.url).unwrap().host_bare() == host0 {
+                of_host0.push(o.id);
+                o.recorded = Some(speedy_archive::Recorded {
+                    first_byte_ms: Some(40 + 10 * of_host0.len() as u32),
+                    ..Default::default()
+                });
+            }
+        }
+        assert!(of_host0.len() >= 2, "{of_host0:?}");
+        let think = recorded_think_ms(&a);
+        for (k, id) in of_host0.iter().enumerate() {
+            assert_eq!(think[*id], 10 * k as u32);
+        }
+        // Objects recorded without timings wait nothing more.
+        assert_eq!(think.iter().filter(|t| **t > 0).count(), of_host0.len() - 1);
+        // Only when asked.
+        let off = Replay::new(Arc::new(a.clone()), ReplayOptions::default());
+        assert!(off.recorded_think.is_empty());
+        let on = Replay::new(
+            Arc::new(a),
+            ReplayOptions {
+                recorded_think_time: true,
+                ..Default::default()
+            },
+        );
+        assert_eq!(on.recorded_think, think);
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct ServeSpec {
     /// Archive: answer at once instead of waiting each object's recorded think time.
     #[arg(long, requires = "archive")]
     pub no_think_time: bool,
+    /// Archive of a recording: also wait, before each response, the server think time the
+    /// recording saw (the time to its first byte beyond the quickest of its host's).
+    /// Off by default, as in Mahimahi's and Web Page Replay's replays.
+    #[arg(long, requires = "archive")]
+    pub recorded_think_time: bool,
     /// Archive: serve https origins without TLS too (TLS is otherwise on, from the lab CA).
     #[arg(long, requires = "archive")]
     pub plain: bool,

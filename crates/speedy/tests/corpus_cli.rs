@@ -441,15 +441,16 @@ fn objects_of(dir: &Path) -> (Vec<serde_json::Value>, serde_json::Value) {
 
 /// Starts `speedy serve --archive DIR`; returns it and its origin → address map.
 fn serve(dir: &Path) -> (Running, std::collections::HashMap<String, String>) {
+    serve_with(dir, &["--no-think-time"])
+}
+
+/// [`serve`] with `flags` instead of `--no-think-time`.
+fn serve_with(dir: &Path, flags: &[&str]) -> (Running, std::collections::HashMap<String, String>) {
     use std::io::BufRead;
     let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--no-think-time",
-            "--archive",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(flags)
+        .arg("--archive")
         .arg(dir)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -586,4 +587,57 @@ fn mahimahi_and_wpr_import_export_import_and_replay_byte_for_byte() {
             assert_eq!(l["sha256"], o["body"]["sha256"], "{format} {u}");
         }
     }
+}
+
+/// `speedy serve --recorded-think-time`: a recording's server think time (its time to
+/// first byte beyond the quickest of its host's) is waited before the response only
+/// when asked; the importer leaves `think_ms` at 0 for recorded objects.
+#[test]
+fn recorded_think_time_is_replayed_only_when_asked() {
+    let d = Dir::new("recthink");
+    let (rec, a) = (d.0.join("rec"), d.0.join("a"));
+    write_mahimahi(&rec);
+    ok(&["corpus", "import", s(&rec), "--out", s(&a)]);
+    let mut j = archive_json(&a);
+    for o in j["objects"].as_array_mut().unwrap() {
+        assert_eq!(
+            o["think_ms"], 0,
+            "a recording's think time stays in `recorded`"
+        );
+        let fb = match o["url"].as_str().unwrap() {
+            "https://cdn.example.test/photo.jpg" => 605,
+            "https://cdn.example.test/s.css" => 5,
+            _ => continue,
+        };
+        o["recorded"]["first_byte_ms"] = fb.into();
+    }
+    std::fs::write(a.join("archive.json"), serde_json::to_vec(&j).unwrap()).unwrap();
+    let fetch = |flag: &[&str]| -> Vec<(String, f64)> {
+        let (_srv, origins) = serve_with(&a, flag);
+        let mut args = vec![
+            "fetch".to_string(),
+            "--cacert".into(),
+            s(&a.join("lab-ca/ca.pem")).into(),
+            "--resolve".into(),
+            format!("cdn.example.test={}", origins["cdn.example.test"]),
+        ];
+        args.extend(["s.css", "photo.jpg"].map(|p| format!("https://cdn.example.test/{p}")));
+        let o = Command::new(BIN).args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| {
+                speedy_records::version::read::<speedy_net::fetch_record::FetchLine>(l).unwrap()
+            })
+            .map(|l| (l.url, l.elapsed_ms.unwrap()))
+            .collect()
+    };
+    let took =
+        |lines: &[(String, f64)], p: &str| lines.iter().find(|(u, _)| u.ends_with(p)).unwrap().1;
+    let on = fetch(&["--recorded-think-time"]);
+    assert!(took(&on, "photo.jpg") >= 600.0, "{on:?}");
+    let off = fetch(&[]);
+    assert!(took(&off, "photo.jpg") < 600.0, "{off:?}");
+    // The quickest of the host waits nothing either way.
+    assert!(took(&on, "s.css") < 600.0, "{on:?}");
 }

@@ -35,8 +35,14 @@ pub enum Side {
 /// How to build a [`Topology`].
 #[derive(Clone, Debug)]
 pub struct TopologyConfig {
-    /// Addresses on the server side, one per origin (at least 1).
+    /// Addresses on the server side, one per origin (at least 1, and at least as many as
+    /// `preferred_addrs` names).
     pub server_addrs: usize,
+    /// Addresses to give the server side, by position: entry `i`, when it is `Some` and
+    /// free in the namespace ([`usable_server_addr`]), is the `i`-th server address; the
+    /// others are fresh ones from 100.65.0.0/16. A replay gives each origin the address
+    /// it was recorded at this way, as Mahimahi's ReplayShell does.
+    pub preferred_addrs: Vec<Option<Ipv4Addr>>,
     /// MTU of both TUN devices.
     pub mtu: u32,
     /// Kernel queue length of both TUN devices, in packets.
@@ -50,6 +56,7 @@ impl Default for TopologyConfig {
     fn default() -> Self {
         TopologyConfig {
             server_addrs: 1,
+            preferred_addrs: Vec::new(),
             mtu: 1500,
             txqueuelen: 1000,
             realtime_priority: 50,
@@ -99,6 +106,44 @@ fn server_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::from(base + 1 + i as u32 + (i as u32 / 254) * 2)
 }
 
+/// Whether `a` can be a server address inside the topology's own namespace: anything a
+/// host could have on the internet or a private network, but not loopback, link-local,
+/// multicast, broadcast, unspecified, "this network" (0.0.0.0/8), reserved (240.0.0.0/4),
+/// or the shared address space 100.64.0.0/10 the topology numbers its own ends from.
+pub fn usable_server_addr(a: Ipv4Addr) -> bool {
+    let o = a.octets();
+    !(a.is_loopback()
+        || a.is_link_local()
+        || a.is_multicast()
+        || a.is_broadcast()
+        || o[0] == 0
+        || o[0] >= 240
+        || (o[0] == 100 && (64..128).contains(&o[1])))
+}
+
+/// The server addresses of `cfg`: the usable preferred ones in their places, fresh ones
+/// (from 100.65.0.1 on) elsewhere, no address twice.
+fn server_addrs_of(cfg: &TopologyConfig) -> Vec<Ipv4Addr> {
+    let n = cfg.server_addrs.max(cfg.preferred_addrs.len()).max(1);
+    let mut taken: std::collections::HashSet<Ipv4Addr> = std::collections::HashSet::new();
+    let mut placed: Vec<Option<Ipv4Addr>> = (0..n)
+        .map(|i| {
+            cfg.preferred_addrs
+                .get(i)
+                .copied()
+                .flatten()
+                .filter(|a| usable_server_addr(*a) && taken.insert(*a))
+        })
+        .collect();
+    let mut fresh = (0..).map(server_addr).filter(|a| !taken.contains(a));
+    for p in &mut placed {
+        if p.is_none() {
+            *p = fresh.next();
+        }
+    }
+    placed.into_iter().flatten().collect()
+}
+
 fn create_tun_in(ns: &Netns, name: &str) -> io::Result<Tun> {
     let fd = ns.fd();
     let name = name.to_string();
@@ -126,7 +171,7 @@ impl Topology {
         let ctun = create_tun_in(&client, &format!("{id}c"))?;
         let stun = create_tun_in(&server, &format!("{id}s"))?;
         let client_addr = Ipv4Addr::new(100, 64, 0, 1);
-        let server_addrs: Vec<Ipv4Addr> = (0..cfg.server_addrs.max(1)).map(server_addr).collect();
+        let server_addrs = server_addrs_of(cfg);
         let dev_up = |dev: &str| {
             format!(
                 "link set lo up\nlink set dev {dev} mtu {} txqueuelen {} up\n",
@@ -336,5 +381,50 @@ mod tests {
         assert_eq!(server_addr(0), Ipv4Addr::new(100, 65, 0, 1));
         assert_eq!(server_addr(253), Ipv4Addr::new(100, 65, 0, 254));
         assert_eq!(server_addr(254), Ipv4Addr::new(100, 65, 1, 1));
+    }
+
+    #[test]
+    fn preferred_addresses_take_their_places_when_usable() {
+        let a = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        let cfg = TopologyConfig {
+            server_addrs: 2,
+            preferred_addrs: vec![
+                Some(a("203.0.113.5")),
+                None,
+                Some(a("127.0.0.2")),
+                Some(a("100.65.0.1")),
+                Some(a("203.0.113.5")),
+                Some(a("10.1.2.3")),
+            ],
+            ..Default::default()
+        };
+        // Loopback, the lab's own range and a repeat get fresh addresses, skipping none
+        // that is already placed.
+        assert_eq!(
+            server_addrs_of(&cfg),
+            vec![
+                a("203.0.113.5"),
+                a("100.65.0.1"),
+                a("100.65.0.2"),
+                a("100.65.0.3"),
+                a("100.65.0.4"),
+                a("10.1.2.3"),
+            ]
+        );
+        let plain = TopologyConfig {
+            server_addrs: 3,
+            ..Default::default()
+        };
+        assert_eq!(server_addrs_of(&plain).len(), 3);
+        for bad in [
+            "169.254.1.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "0.1.2.3",
+            "100.100.0.1",
+        ] {
+            assert!(!usable_server_addr(a(bad)), "{bad}");
+        }
+        assert!(usable_server_addr(a("142.250.1.1")) && usable_server_addr(a("192.168.1.1")));
     }
 }

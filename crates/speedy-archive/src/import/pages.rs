@@ -465,10 +465,13 @@ fn host_rtts(recs: &[Rec]) -> HashMap<String, f64> {
 }
 
 /// The archive object of record `r` with discovery `d` (local indices, shifted by `base`)
-/// and server think time: the `_speedy` one, else the wait beyond the host's round trip.
+/// and server think time: the `_speedy` one, else none for a recording (whose timings
+/// stay in `recorded`, replayed only when asked: `speedy serve --recorded-think-time`),
+/// else the wait beyond the host's round trip.
 fn to_object(r: &Rec, d: Discovery, base: usize, rtt: &HashMap<String, f64>) -> Object {
     let think_ms = match r.speedy.as_ref().and_then(|s| s.think_ms) {
         Some(t) => t,
+        None if r.recorded.is_some() => 0,
         None => match (r.wait, rtt.get(&host_of(&r.url))) {
             (Some(w), Some(&m)) if m < f64::MAX => (w - m).max(0.0).round() as u32,
             _ => 0,

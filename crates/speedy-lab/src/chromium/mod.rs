@@ -233,6 +233,71 @@ pub(crate) fn load(
     drive(command(topo, l), l.profile, url, timeout, &expect, tick)
 }
 
+/// One page load by Chromium, as [`load_page`] returns it.
+#[derive(Clone, Debug)]
+pub struct PageLoad {
+    /// onLoad (`loadEventStart`), ms from navigation start.
+    pub on_load_ms: f64,
+    /// DOMContentLoaded (`domContentLoadedEventStart`), ms.
+    pub dom_content_loaded_ms: f64,
+    /// The protocol the document came over (`nextHopProtocol`).
+    pub protocol: String,
+    /// Every URL the page requested (redirects' targets included), in order.
+    pub requested: Vec<String>,
+    /// The load as a HAR 1.2, as the runner keeps for its Chromium rows.
+    pub har: speedy_archive::har::Har,
+}
+
+/// Loads `url` once with headless Chromium (`program`, a fresh profile under
+/// `profile`) in the client namespace of `topo`, every host of `origins` mapped to its
+/// `IP:PORT` and any other name unresolvable, over `protocol` as the lab's Chromium
+/// variants load (`ca_spki`: the hash of the key Chromium's QUIC must trust, h3 only).
+/// For what the runner does not cover, such as loading a live site and its replay
+/// through the same link. A load whose event does not come within `timeout` is an error.
+pub fn load_page(
+    program: &Path,
+    topo: &Topology,
+    origins: &[(String, String)],
+    (protocol, ca_spki): (Protocol, &str),
+    profile: &Path,
+    url: &str,
+    timeout: Duration,
+) -> Result<PageLoad, String> {
+    let launch = Launch {
+        program,
+        origins,
+        ca_spki,
+        protocol,
+        profile,
+        after_paint: false,
+    };
+    let loaded = load(
+        topo,
+        &launch,
+        url,
+        timeout,
+        (Duration::from_secs(3600), &mut || {}),
+    )?;
+    if loaded.timed_out {
+        return Err(format!("{url}: no load event within {timeout:?}"));
+    }
+    let requested = loaded
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            events::NetworkEvent::Request(r) => Some(r.request.url.clone()),
+            _ => None,
+        })
+        .collect();
+    Ok(PageLoad {
+        har: har::build(url, &loaded, "chromium"),
+        on_load_ms: loaded.timings.load,
+        dom_content_loaded_ms: loaded.timings.dcl,
+        protocol: loaded.timings.protocol.clone(),
+        requested,
+    })
+}
+
 /// Loads `url` with the Chromium `cmd` starts (its flags set, among them
 /// `--user-data-dir=PROFILE`, made afresh here and removed afterwards), waiting for
 /// what `expect` says; the load event must come within `timeout` (else the load is

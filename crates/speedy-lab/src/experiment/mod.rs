@@ -41,6 +41,10 @@ pub struct Experiment {
     pub session_think: Option<Duration>,
     /// Where the pages come from.
     pub pages: Pages,
+    /// `[pages] recorded_think_time = true`: the replay servers also wait, before each
+    /// response, the server think time its recording saw (`speedy serve
+    /// --recorded-think-time`); off by default, as in Mahimahi.
+    pub recorded_think_time: bool,
     /// Networks, sweeps expanded.
     pub networks: Vec<Network>,
     /// Protocol variants.
@@ -97,6 +101,7 @@ struct PagesSpec {
     calibration: Option<String>,
     archive: Option<PathBuf>,
     select: Option<Vec<String>>,
+    recorded_think_time: Option<bool>,
 }
 
 #[derive(Deserialize, Clone, Default)]
@@ -209,6 +214,7 @@ pub fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Experiment, St
         revisit_after: spec.revisit_after_ms.map(Duration::from_millis),
         session_think: spec.session_think_ms.map(Duration::from_millis),
         timeout,
+        recorded_think_time: spec.pages.get_ref().recorded_think_time.unwrap_or(false),
         pages,
         networks,
         variants,
@@ -223,6 +229,14 @@ fn pages_of(
     at: &dyn Fn(Range<usize>, String) -> String,
 ) -> Result<Pages, String> {
     let ps = spec.pages.get_ref();
+    if ps.synth.is_some() && ps.recorded_think_time.is_some() {
+        return Err(at(
+            spec.pages.span(),
+            "pages.recorded_think_time applies to an archive (of a recording), not to \
+             synth = N"
+                .into(),
+        ));
+    }
     Ok(match (ps.synth, &ps.archive) {
         (Some(0), _) => {
             return Err(at(

@@ -81,6 +81,11 @@ fn refuses_impossible_values_with_the_line() {
         e.contains("/nonexistent/dir") && e.starts_with("x.toml:1:"),
         "{e}"
     );
+    let e = p("[pages]\nsynth = 1\nrecorded_think_time = true\n[[network]]\nprofile=\"whitepaper-dsl\"\n[[variant]]\nname=\"a\"\nprotocol=\"spdy\"\n").unwrap_err();
+    assert!(
+        e.starts_with("x.toml:1:") && e.contains("recorded_think_time applies to an archive"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -25,6 +25,7 @@ fn serve_spec(corpora: &Corpora, exp: &Experiment, v: usize, ca_dir: &Path) -> S
     let mut spec = ServeSpec {
         archive: Some(corpora.list[corpora.of_variant[v]].0.clone()),
         ca_dir: Some(ca_dir.to_path_buf()),
+        recorded_think_time: exp.recorded_think_time,
         // Every server of an experiment with SCTP (or h3) variants listens for them,
         // so one server serves its TCP and UDP variants alike (SCTP on a UDP port of
         // its own, which the test bed reads back from the start-up line).
@@ -217,7 +218,12 @@ impl<'a> Lane<'a> {
     fn open(sh: &'a Shared<'a>, net: &'a Network, lane: usize) -> Result<Lane<'a>, String> {
         let (exp, opts, corpora) = (sh.exp, sh.opts, sh.corpora);
         let link = net.link.clone();
-        let topo = topology_for(corpora.max_hosts(), &link, exp.seed)?;
+        let topo = topology_for(
+            corpora.max_hosts(),
+            &corpora.recorded_addrs,
+            &link,
+            exp.seed,
+        )?;
         let default_cc = knobs::sh(
             &topo,
             Side::Server,

@@ -3,6 +3,7 @@
 
 use crate::experiment::{Experiment, Pages};
 use speedy_archive::synth::{Calibration, CALIBRATIONS};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// A page to load.
@@ -59,6 +60,17 @@ pub fn prepare_corpus(
     out: &Path,
     cal: Option<&'static Calibration>,
 ) -> Result<(PathBuf, Vec<PageInfo>), String> {
+    load_corpus(exp, out, cal).map(|(dir, pages, _)| (dir, pages))
+}
+
+/// [`prepare_corpus`], and the address each of the replay server's slots was recorded at
+/// (`speedy_server::Replay::slot_addrs`; IPv4 only, the test bed's), empty when none was.
+#[allow(clippy::type_complexity)]
+fn load_corpus(
+    exp: &Experiment,
+    out: &Path,
+    cal: Option<&'static Calibration>,
+) -> Result<(PathBuf, Vec<PageInfo>, Vec<Option<Ipv4Addr>>), String> {
     let (dir, archive) = match &exp.pages {
         Pages::Synth(n, default) => {
             let cal = cal.unwrap_or(default);
@@ -117,7 +129,28 @@ pub fn prepare_corpus(
     if pages.is_empty() {
         return Err(format!("{}: no pages to load", dir.display()));
     }
-    Ok((dir, pages))
+    let recorded = if archive.objects.iter().any(|o| o.recorded.is_some()) {
+        let replay = speedy_server::Replay::new(
+            std::sync::Arc::new(archive),
+            speedy_server::ReplayOptions::default(),
+        );
+        let addrs: Vec<Option<Ipv4Addr>> = replay
+            .slot_addrs()
+            .into_iter()
+            .map(|a| match a {
+                Some(std::net::IpAddr::V4(v4)) => Some(v4),
+                _ => None,
+            })
+            .collect();
+        if addrs.iter().any(Option::is_some) {
+            addrs
+        } else {
+            Vec::new()
+        }
+    } else {
+        Vec::new()
+    };
+    Ok((dir, pages, recorded))
 }
 
 /// The pages every variant loads: the experiment's corpus, and one more per calibration
@@ -127,13 +160,18 @@ pub(super) struct Corpora {
     pub list: Vec<(PathBuf, Vec<PageInfo>)>,
     /// Per variant, its corpus in `list`.
     pub of_variant: Vec<usize>,
+    /// The addresses the experiment's corpus was recorded at, per replay slot (empty for
+    /// synthesized pages and archives with no recorded address): the test bed serves
+    /// each slot there where it can ([`linkem::TopologyConfig::preferred_addrs`]).
+    pub recorded_addrs: Vec<Option<Ipv4Addr>>,
 }
 
 impl Corpora {
     /// Makes (or finds) every corpus the variants load.
     pub fn prepare(exp: &Experiment, out: &Path) -> Result<Corpora, String> {
         let mut names: Vec<Option<&str>> = vec![None];
-        let mut list = vec![prepare_pages(exp, out)?];
+        let (dir, pages, recorded_addrs) = load_corpus(exp, out, None)?;
+        let mut list = vec![(dir, pages)];
         let mut of_variant = Vec::new();
         for v in &exp.variants {
             let name = v.calibration.map(|c| c.name);
@@ -152,7 +190,11 @@ impl Corpora {
             };
             of_variant.push(i);
         }
-        Ok(Corpora { list, of_variant })
+        Ok(Corpora {
+            list,
+            of_variant,
+            recorded_addrs,
+        })
     }
 
     /// Page `i` as variant `v` loads it, and the archive it comes from.

@@ -125,6 +125,7 @@ async fn bind_archive(spec: &ServeSpec, dir: &Path, out: impl Write) -> Result<S
             push: spec.push,
             hint: spec.hint,
             think_time: !spec.no_think_time,
+            recorded_think_time: spec.recorded_think_time,
         },
     );
     let hosts = replay.hosts();

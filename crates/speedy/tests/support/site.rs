@@ -7,7 +7,7 @@
 //! The pages:
 //! - `http://www.site.test/` redirects (301) to `https://www.site.test/index.html`;
 //! - `index.html` links `/style.css` (which draws `https://static.site.test/bg.png`),
-//!   shows `https://static.site.test/logo.png`, a ~1 MB `https://static.site.test/big.jpg`
+//!   shows `https://static.site.test/logo.png`, a ~1 MB `https://static.site.test/big.bmp`
 //!   and `/missing.png` (404), and runs `/app.js`;
 //! - `app.js` fetches `https://api.site.test/data.json` (served gzip-encoded, with CORS)
 //!   and adds an image `https://static.site.test/pixel.gif?t=<Date.now()>` (a
@@ -40,7 +40,7 @@ const INDEX: &str = r#"<!doctype html>
 </head><body>
 <h1>A live site</h1>
 <img src="https://static.site.test/logo.png" alt="logo">
-<img src="https://static.site.test/big.jpg" alt="big">
+<img src="https://static.site.test/big.bmp" alt="big">
 <img src="/missing.png" alt="gone">
 <script src="/app.js"></script>
 </body></html>
@@ -78,6 +78,28 @@ struct Site {
 }
 
 /// Deterministic filler bytes.
+/// A valid 24-bit BMP image of `w` × `h` pixels of noise (`w` a multiple of 4, so rows
+/// need no padding): an image Chromium decodes, so it downloads the whole of it. (Noise
+/// under a `.jpg` name was taken for a broken image after its first 16 KiB and cancelled,
+/// which left the rest of it in flight ahead of the page's later responses, a race that
+/// made onLoad bimodal.)
+fn bmp(w: u32, h: u32, seed: u64) -> Vec<u8> {
+    let pixels = (w * h * 3) as usize;
+    let mut b = Vec::with_capacity(54 + pixels);
+    b.extend_from_slice(b"BM");
+    b.extend_from_slice(&(54 + pixels as u32).to_le_bytes());
+    b.extend_from_slice(&[0; 4]);
+    b.extend_from_slice(&54u32.to_le_bytes());
+    b.extend_from_slice(&40u32.to_le_bytes());
+    b.extend_from_slice(&w.to_le_bytes());
+    b.extend_from_slice(&h.to_le_bytes());
+    b.extend_from_slice(&1u16.to_le_bytes());
+    b.extend_from_slice(&24u16.to_le_bytes());
+    b.extend_from_slice(&[0; 24]);
+    b.extend(filler(pixels, seed));
+    b
+}
+
 fn filler(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     (0..n)
@@ -131,8 +153,8 @@ impl Site {
             (_, "static.site.test", "/bg.png") => {
                 (200, h(&[("content-type", "image/png")]), filler(700, 2))
             }
-            (_, "static.site.test", "/big.jpg") => {
-                (200, h(&[("content-type", "image/jpeg")]), self.big.clone())
+            (_, "static.site.test", "/big.bmp") => {
+                (200, h(&[("content-type", "image/bmp")]), self.big.clone())
             }
             (_, "static.site.test", "/pixel.gif") => (
                 200,
@@ -199,8 +221,16 @@ pub struct LiveSite {
 
 impl LiveSite {
     /// Makes the test CA in `dir` (`ca.pem`, and the leaf's files) and starts the three
-    /// servers.
+    /// servers on their loopback addresses.
     pub fn start(dir: &Path) -> LiveSite {
+        let ips: Vec<String> = HOSTS.iter().map(|(_, ip)| ip.to_string()).collect();
+        LiveSite::start_at(dir, &ips)
+    }
+
+    /// [`LiveSite::start`] with the hosts at `ips` (in the order of [`HOSTS`]), e.g. a
+    /// test namespace's addresses (the listening sockets are made on the calling thread,
+    /// so in its network namespace).
+    pub fn start_at(dir: &Path, ips: &[String]) -> LiveSite {
         let ca_key = rcgen::KeyPair::generate().unwrap();
         let mut ca = rcgen::CertificateParams::default();
         ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -226,13 +256,14 @@ impl LiveSite {
             .unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
         let site = Arc::new(Site {
-            big: filler(1 << 20, 4),
+            big: bmp(512, 682, 4),
             data_gz: gz.finish().unwrap(),
             log: log.clone(),
         });
         let servers = HOSTS
             .iter()
-            .map(|(host, ip)| {
+            .zip(ips)
+            .map(|((host, _), ip)| {
                 let cfg = ServerConfig {
                     tls: Some(tls.clone()),
                     ..ServerConfig::default()
