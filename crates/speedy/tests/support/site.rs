@@ -12,6 +12,8 @@
 //! - `app.js` fetches `https://api.site.test/data.json` (served gzip-encoded, with CORS)
 //!   and adds an image `https://static.site.test/pixel.gif?t=<Date.now()>` (a
 //!   cache-busting parameter made at run time);
+//! - `https://www.site.test/about.html`, a second page: `/style.css` again (and so
+//!   `bg.png`), `logo.png` again and `https://static.site.test/team.png`;
 //! - `/` of any host outside `site.test` is a small HTML page (what the `--help`
 //!   examples' `example.com` meets when every host goes to `www.site.test`'s server);
 //! - anything else is 404 (Chromium's `/favicon.ico`).
@@ -33,6 +35,19 @@ pub const HOSTS: [(&str, &str); 3] = [
 
 /// The page to record.
 pub const PAGE: &str = "http://www.site.test/";
+
+/// A second page, sharing some objects with the first.
+pub const ABOUT: &str = "https://www.site.test/about.html";
+
+const ABOUT_HTML: &str = r#"<!doctype html>
+<html><head><title>about site.test</title>
+<link rel="stylesheet" href="/style.css">
+</head><body>
+<h1>About</h1>
+<img src="https://static.site.test/logo.png" alt="logo">
+<img src="https://static.site.test/team.png" alt="team">
+</body></html>
+"#;
 
 const INDEX: &str = r#"<!doctype html>
 <html><head><title>site.test</title>
@@ -141,6 +156,14 @@ impl Site {
                 h(&[("content-type", "text/html; charset=utf-8")]),
                 INDEX.into(),
             ),
+            (_, "www.site.test", "/about.html") => (
+                200,
+                h(&[("content-type", "text/html; charset=utf-8")]),
+                ABOUT_HTML.into(),
+            ),
+            (_, "static.site.test", "/team.png") => {
+                (200, h(&[("content-type", "image/png")]), filler(5_000, 5))
+            }
             (_, "www.site.test", "/style.css") => {
                 (200, h(&[("content-type", "text/css")]), STYLE.into())
             }
