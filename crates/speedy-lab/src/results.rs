@@ -362,9 +362,110 @@ pub fn append_row(path: &Path, row: &Row) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The file beside `results.jsonl` that lists the loads that failed.
+pub const FAILURES_FILE: &str = "failures.jsonl";
+
+/// A load that failed, one line of [`FAILURES_FILE`]: which load and why (its client
+/// crashed or hung, a replay server or proxy died under it, its HAR could not be read).
+/// A failed load has no row: the runner tries it once more at the end of its lane's
+/// queue, and resuming the experiment (the same `--out`) runs whatever has no row yet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailedLoad {
+    /// The line's format ([`FailedLoad::CURRENT`]).
+    pub version: u32,
+    /// Network name.
+    pub network: String,
+    /// Page name (or `session`).
+    pub page: String,
+    /// Variant name.
+    pub variant: String,
+    /// Run index.
+    pub run: u32,
+    /// What went wrong, as the lane saw it.
+    pub reason: String,
+    /// Whether this was the load's second try (after which the lane leaves it to a
+    /// resumed run).
+    pub retry: bool,
+}
+
+impl speedy_records::version::Versioned for FailedLoad {
+    const NAME: &'static str = "a failed-load line";
+    const CURRENT: u32 = 1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+/// Appends `f` to `path` as one line (one write, as [`append_row`]).
+pub fn append_failure(path: &Path, f: &FailedLoad) -> Result<(), String> {
+    use std::io::Write;
+    let mut line = serde_json::to_string(f).map_err(|e| e.to_string())?;
+    line.push('\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(line.as_bytes()))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The failed loads of `path` (none when it does not exist); a line that does not read
+/// is an error naming it.
+pub fn read_failures(path: &Path) -> Result<Vec<FailedLoad>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            speedy_records::version::read(l)
+                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_loads_round_trip_and_name_a_bad_line() {
+        let dir = std::env::temp_dir().join(format!("speedy-failures-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(FAILURES_FILE);
+        let _ = std::fs::remove_file(&p);
+        assert_eq!(read_failures(&p).unwrap(), vec![]);
+        let f = FailedLoad {
+            version: 1,
+            network: "dsl".into(),
+            page: "00-news".into(),
+            variant: "h2".into(),
+            run: 2,
+            reason: "the replay server died during the load (signal: 9 (SIGKILL))".into(),
+            retry: false,
+        };
+        append_failure(&p, &f).unwrap();
+        append_failure(
+            &p,
+            &FailedLoad {
+                retry: true,
+                ..f.clone()
+            },
+        )
+        .unwrap();
+        let got = read_failures(&p).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0], f);
+        assert!(got[1].retry);
+        std::fs::write(&p, "{\"version\": 9}\n").unwrap();
+        let e = read_failures(&p).unwrap_err();
+        assert!(e.contains(":1:"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn an_unfinished_last_line_is_skipped_and_cut_before_appending() {

@@ -68,6 +68,9 @@ pub struct ReplaySpec<'a> {
 /// lab leaves no server behind.
 pub struct ReplayServer {
     child: Child,
+    /// How it was started, to start it again ([`ReplayServer::restart`]).
+    speedy: PathBuf,
+    serve: ServeSpec,
     startup: ServeStartup,
     /// With SCTP: the file the server keeps its SCTP counters in (`--sctp-counters`), a
     /// temporary file removed with the server.
@@ -79,6 +82,7 @@ pub struct ReplayServer {
 impl ReplayServer {
     /// Starts the server and waits (at most [`STARTUP_TIMEOUT`]) for its start-up line.
     pub fn start(topo: &Topology, spec: &ReplaySpec) -> Result<ReplayServer, String> {
+        let given = spec.serve.clone();
         let mut serve = spec.serve.clone();
         serve.bind_origins = topo.server_addrs().iter().map(|a| a.to_string()).collect();
         let mut sctp_counters = None;
@@ -94,6 +98,8 @@ impl ReplayServer {
         let (child, startup) = spawn_announced(cmd, json, spec.speedy, "the replay server")?;
         let mut server = ReplayServer {
             child,
+            speedy: spec.speedy.to_path_buf(),
+            serve: given,
             startup,
             sctp_counters,
             sctp_port: None,
@@ -109,6 +115,23 @@ impl ReplayServer {
             server.sctp_port = Some(sctp_port_of(&server.startup)?);
         }
         Ok(server)
+    }
+
+    /// How the server ended, if it has (killed, crashed): `None` while it runs.
+    pub fn exited(&mut self) -> Option<String> {
+        exit_of(&mut self.child)
+    }
+
+    /// Starts the server again as it was started (the same spec, so the same ports and
+    /// addresses), after it ended; the old process is reaped first.
+    pub fn restart(&mut self, topo: &Topology) -> Result<(), String> {
+        let spec = ReplaySpec {
+            speedy: &self.speedy.clone(),
+            serve: self.serve.clone(),
+        };
+        // Dropping the old value kills (if need be) and reaps it, and removes its files.
+        *self = ReplayServer::start(topo, &spec)?;
+        Ok(())
     }
 
     /// With SCTP: the UDP port of its SCTP listeners, the same at every origin's address
@@ -287,6 +310,9 @@ pub(crate) fn spawn_announced_to(
 /// pid) when dropped.
 pub struct ProxyServer {
     child: Child,
+    /// How it was started, to start it again ([`ProxyServer::restart`]).
+    speedy: PathBuf,
+    spec: ProxySpec,
     /// Where the loader reaches it.
     pub addr: std::net::SocketAddr,
     /// Its `--tcp-series` file.
@@ -318,15 +344,48 @@ impl ProxyServer {
             resolve: resolve.iter().map(|(h, a)| format!("{h}={a}")).collect(),
             ..ProxySpec::default()
         };
+        ProxyServer::spawn(topo, speedy, spec, series)
+    }
+
+    fn spawn(
+        topo: &Topology,
+        speedy: &Path,
+        spec: ProxySpec,
+        series: &Path,
+    ) -> Result<ProxyServer, String> {
         let json = serde_json::to_vec(&spec).map_err(|e| format!("the proxy spec: {e}"))?;
         let mut cmd = topo.command(Side::Server, speedy);
         cmd.args(["proxy", "--spec", "-"]);
         let (child, startup) = spawn_announced(cmd, json, speedy, "the proxy")?;
         Ok(ProxyServer {
             child,
+            speedy: speedy.to_path_buf(),
+            spec,
             addr: startup.listening,
             series: series.to_path_buf(),
         })
+    }
+
+    /// How the proxy ended, if it has: `None` while it runs.
+    pub fn exited(&mut self) -> Option<String> {
+        exit_of(&mut self.child)
+    }
+
+    /// Starts the proxy again as it was started (the same address and files).
+    pub fn restart(&mut self, topo: &Topology) -> Result<(), String> {
+        let (speedy, spec, series) = (self.speedy.clone(), self.spec.clone(), self.series.clone());
+        *self = ProxyServer::spawn(topo, &speedy, spec, &series)?;
+        Ok(())
+    }
+}
+
+/// How `child` ended (`exit status: 1`, `signal: 9 (SIGKILL)`), if it has; `None`
+/// while it runs.
+fn exit_of(child: &mut Child) -> Option<String> {
+    match child.try_wait() {
+        Ok(Some(status)) => Some(status.to_string()),
+        Ok(None) => None,
+        Err(e) => Some(format!("cannot be waited for: {e}")),
     }
 }
 

@@ -136,6 +136,23 @@ pub fn remove_own() -> Vec<String> {
     removed
 }
 
+/// The namespaces of ours (`lk<pid>-<n><c|s>`) that exist now, each with its owner's pid
+/// and whether that process still runs, sorted by name.
+pub fn survey() -> Vec<(String, i32, bool)> {
+    let Ok(dir) = std::fs::read_dir("/run/netns") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, i32, bool)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            owner_pid(&name).map(|pid| (name, pid, pid_alive(pid)))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Deletes namespaces of ours whose owner process is gone. Returns their names.
 pub fn remove_stale() -> Vec<String> {
     let mut removed = Vec::new();

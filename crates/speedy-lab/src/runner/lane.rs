@@ -184,7 +184,14 @@ pub(super) struct Lane<'a> {
     profile: PathBuf,
 }
 
-/// Runs jobs from `queue` on a lane of its own until the queue is empty.
+/// Loads failing one after another after which a lane gives up: faults (a server or
+/// browser that dies, a loader that hangs) are rare, and a failure that repeats is a
+/// set-up someone must look at.
+const MAX_FAILURES_IN_A_ROW: usize = 3;
+
+/// Runs jobs from `queue` on a lane of its own until the queue is empty. A load that
+/// fails is written to `failures.jsonl` with its reason and tried once more at the end
+/// of the queue; a server or proxy that died is started again before the next load.
 pub(super) fn run_lane(
     sh: &Shared,
     net: &Network,
@@ -192,6 +199,7 @@ pub(super) fn run_lane(
     queue: &Mutex<VecDeque<Job>>,
 ) -> Result<(), String> {
     let mut l = Lane::open(sh, net, lane)?;
+    let mut in_a_row = 0;
     loop {
         let Some(job) = queue.lock().expect("lock").pop_front() else {
             break;
@@ -202,8 +210,26 @@ pub(super) fn run_lane(
             Client::Chromium => sh.budget.chromium,
         };
         let taken = sh.budget.take(shares);
-        l.run_job(&job)?;
+        let result = l.attend(lane).and_then(|()| l.run_job(&job));
         drop(taken);
+        match result {
+            Ok(()) => in_a_row = 0,
+            Err(reason) => {
+                in_a_row += 1;
+                l.failed(&job, lane, &reason)?;
+                if in_a_row >= MAX_FAILURES_IN_A_ROW {
+                    return Err(format!(
+                        "{in_a_row} loads in a row failed (failures.jsonl); the last: {reason}"
+                    ));
+                }
+                if !job.retry {
+                    queue.lock().expect("lock").push_back(Job {
+                        retry: true,
+                        ..job.clone()
+                    });
+                }
+            }
+        }
         if !sh.exp.think_time.is_zero() {
             std::thread::sleep(sh.exp.think_time);
         }
@@ -291,9 +317,9 @@ impl<'a> Lane<'a> {
         let rel = file("hars", "har");
         let har = opts.out.join(&rel);
         std::fs::create_dir_all(har.parent().expect("has parent")).map_err(|e| e.to_string())?;
-        let skey = &self.keys[job.variant];
+        let skey = &self.keys[job.variant].clone();
         let proxy = variant.proxy.as_ref().map(|_| &self.proxies[skey]);
-        let series_from = proxy.map(|p| probes::file_len(&p.series));
+        let series_from = proxy.map(|p| (p.series.clone(), probes::file_len(&p.series)));
         let spec = (variant.client == Client::Loader).then(|| {
             load::spec(
                 exp,
@@ -311,19 +337,24 @@ impl<'a> Lane<'a> {
         });
         let t0 = Instant::now();
         let mut watch = Watch::start(&self.topo, &self.servers, session)?;
-        let status = self.run_client(job, spec.as_ref(), &har, &mut watch)?;
+        let status = self.run_client(job, spec.as_ref(), &har, &mut watch);
         // Stopped here (restarted before the next load) for the forwarding thread's own
         // measure of this load's timing.
         self.topo.stop_link();
+        // A load whose server died under it measured the fault, not the variant.
+        if let Some(why) = self.died_meanwhile() {
+            return Err(why);
+        }
+        let status = status?;
         let fwd = self.topo.forward_stats();
         let h = Har::read(&har).map_err(|e| format!("{e} ({status})"))?;
-        let series = match (proxy, series_from) {
-            (Some(p), Some(from)) => {
+        let series = match series_from {
+            Some((path, from)) => {
                 let rel = file("series", "jsonl");
-                probes::copy_tail(&p.series, from, &opts.out.join(&rel))?;
+                probes::copy_tail(&path, from, &opts.out.join(&rel))?;
                 Some(rel)
             }
-            _ => None,
+            None => None,
         };
         let measured = Measured {
             h,
@@ -442,6 +473,88 @@ impl<'a> Lane<'a> {
             self.progress(&row, m.t0);
         }
         Ok(())
+    }
+
+    /// Before a load: starts again any replay server or proxy that has died (killed,
+    /// crashed), saying which and how it had ended.
+    fn attend(&mut self, lane: usize) -> Result<(), String> {
+        for s in self.servers.values_mut() {
+            if let Some(how) = s.exited() {
+                eprintln!(
+                    "lane {lane} on {}: the replay server ended ({how}); starting it again",
+                    self.net.name
+                );
+                s.restart(&self.topo)?;
+            }
+        }
+        for p in self.proxies.values_mut() {
+            if let Some(how) = p.exited() {
+                eprintln!(
+                    "lane {lane} on {}: the proxy ended ({how}); starting it again",
+                    self.net.name
+                );
+                p.restart(&self.topo)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a load: the replay servers and proxies that ended while it ran, as a
+    /// reason not to keep it (`None`: all run).
+    fn died_meanwhile(&mut self) -> Option<String> {
+        let mut dead = Vec::new();
+        for s in self.servers.values_mut() {
+            if let Some(how) = s.exited() {
+                dead.push(format!("a replay server ended during the load ({how})"));
+            }
+        }
+        for p in self.proxies.values_mut() {
+            if let Some(how) = p.exited() {
+                dead.push(format!("a proxy ended during the load ({how})"));
+            }
+        }
+        (!dead.is_empty()).then(|| dead.join("; "))
+    }
+
+    /// Records that `job` failed for `reason` (failures.jsonl, and a line on stderr).
+    fn failed(&self, job: &Job, lane: usize, reason: &str) -> Result<(), String> {
+        let exp = self.sh.exp;
+        let page = if exp.session_think.is_some() {
+            "session".to_string()
+        } else {
+            self.sh
+                .corpora
+                .page(job.variant, job.visits[0])
+                .0
+                .name
+                .clone()
+        };
+        let f = crate::results::FailedLoad {
+            version: 1,
+            network: self.net.name.clone(),
+            page,
+            variant: exp.variants[job.variant].name.clone(),
+            run: job.run,
+            reason: reason.to_string(),
+            retry: job.retry,
+        };
+        eprintln!(
+            "lane {lane} on {}: {} | {} | run {} failed: {reason}{}",
+            f.network,
+            f.page,
+            f.variant,
+            f.run,
+            if job.retry {
+                " (its second try: left to a resumed run)"
+            } else {
+                " (tried again at the end of the queue)"
+            }
+        );
+        let path = self
+            .sh
+            .results
+            .with_file_name(crate::results::FAILURES_FILE);
+        crate::results::append_failure(&path, &f)
     }
 
     /// Before a load: the variant's TCP knobs, and a fresh link seeded by (experiment seed,

@@ -286,6 +286,18 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
             return Err(errs.join("\n"));
         }
     }
+    let written = progress.lock().expect("lock").0;
+    if written < total {
+        eprintln!(
+            "speedy lab {}: {} of {total} rows were not written, their loads failed twice ({} \
+             says why); run again with the same --out to try them again",
+            exp.name,
+            total - written,
+            results
+                .with_file_name(crate::results::FAILURES_FILE)
+                .display()
+        );
+    }
     Ok(results)
 }
 

@@ -31,6 +31,8 @@ pub(super) struct Job {
     pub variant: usize,
     /// The run, from 0.
     pub run: u32,
+    /// A second try, after the first failed ([`crate::results::FailedLoad`]).
+    pub retry: bool,
 }
 
 /// What identifies a row in a results file (resuming skips loads whose key is there).
@@ -239,6 +241,7 @@ pub(super) fn jobs(exp: &Experiment, pages: usize) -> Vec<Job> {
                         visits: visits.clone(),
                         variant,
                         run,
+                        retry: false,
                     });
                 }
             }

@@ -118,6 +118,15 @@ sudo speedy lab sst --figures 9 --protocols h2 --size 1000000 --out /tmp/sst\n  
 sudo speedy lab sst --figures 7 --sizes 32,16384,1048576 --reps 1"
     )]
     Sst(SstArgs),
+    /// Remove what labs that are gone left behind: the network namespaces (`lk<pid>-…`,
+    /// a client and a server side per lane) of a lab killed with SIGKILL or crashed, whose
+    /// process no longer runs. A lab removes its own when it ends, even on Ctrl-C, and the
+    /// next lab removes stale ones before it starts; this does it on demand. Namespaces of
+    /// labs still running are listed and left alone.
+    #[command(
+        after_help = "Needs root. Its servers, proxies and browsers die with the lab (they are started with the parent-death signal), so the namespaces are all that is left.\n\nExample:\n  sudo speedy lab clean"
+    )]
+    Clean,
 }
 
 /// Runs `speedy lab`.
@@ -151,10 +160,39 @@ fn lab(mut a: LabArgs) -> Result<()> {
         Some(LabCmd::Report { dir }) => write_report(&dir),
         Some(LabCmd::Validate(v)) => validate(v),
         Some(LabCmd::Sst(s)) => sst(s),
+        Some(LabCmd::Clean) => clean(),
         Some(LabCmd::Compare(c)) => results::compare(c),
         Some(LabCmd::Export(e)) => results::export(e),
         None => run_experiment(&a),
     }
+}
+
+/// `speedy lab clean`: removes the namespaces of labs that are gone, names those left.
+fn clean() -> Result<()> {
+    use linkem::io::netns;
+    let before = netns::survey();
+    let removed = netns::remove_stale();
+    for name in &removed {
+        println!("removed {name}");
+    }
+    let mut failed = 0;
+    for (name, pid, alive) in netns::survey() {
+        if alive {
+            println!("left {name}: its lab (pid {pid}) is running");
+        } else {
+            eprintln!("speedy lab clean: could not remove {name} (try: ip netns del {name})");
+            failed += 1;
+        }
+    }
+    println!(
+        "{} namespaces of labs that are gone removed, {} of running labs left",
+        removed.len(),
+        before.len() - removed.len() - failed
+    );
+    if failed > 0 {
+        anyhow::bail!("{failed} namespaces could not be removed (is this root?)");
+    }
+    Ok(())
 }
 
 /// Arguments of `speedy lab validate`.
