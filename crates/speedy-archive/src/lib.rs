@@ -11,6 +11,7 @@ pub mod export;
 pub mod export_replay;
 pub mod har;
 pub mod import;
+pub mod inflate;
 pub mod mahimahi;
 pub mod model;
 pub mod protobuf;

@@ -96,20 +96,13 @@ pub fn looks_like_warc(data: &[u8]) -> bool {
     data.starts_with(b"WARC/")
 }
 
-/// Decompresses a gzip WARC (every member), or returns plain data as it is.
+/// Decompresses a gzip WARC (every member, within [`crate::inflate::limit`]), or returns
+/// plain data as it is.
 pub fn decompress(data: &[u8]) -> Result<Vec<u8>, WarcError> {
     if !data.starts_with(&[0x1f, 0x8b]) {
         return Ok(data.to_vec());
     }
-    let mut out = Vec::with_capacity(data.len() * 4);
-    let mut d = flate2::read::MultiGzDecoder::new(data);
-    d.read_to_end(&mut out).map_err(|e| {
-        err(
-            format!("byte {} of the decompressed data", out.len()),
-            format!("gzip: {e}"),
-        )
-    })?;
-    Ok(out)
+    crate::inflate::gunzip(data).map_err(|e| err("the compressed file".to_string(), e))
 }
 
 fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {

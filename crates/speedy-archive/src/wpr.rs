@@ -105,16 +105,7 @@ pub fn json_is_wpr(data: &[u8]) -> bool {
 pub fn read(data: &[u8]) -> Result<WprArchive, WprError> {
     let plain;
     let json: &[u8] = if is_gzip(data) {
-        let mut out = Vec::new();
-        flate2::read::MultiGzDecoder::new(data)
-            .read_to_end(&mut out)
-            .map_err(|e| {
-                err(
-                    "",
-                    format!("gzip: {e} (at byte {} of the decompressed data)", out.len()),
-                )
-            })?;
-        plain = out;
+        plain = crate::inflate::gunzip(data).map_err(|e| err("", e))?;
         &plain
     } else {
         data

@@ -234,6 +234,39 @@ fn bad_input_is_named_and_exits_2() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// A gzip bomb under a WARC's and a WPR archive's name (300 gzip members of 1 MiB of
+/// zeros, 300 MiB inflated from about 300 KiB) is refused by name, nothing written, the
+/// process never near its size in memory.
+#[test]
+fn gzip_bombs_are_refused() {
+    use std::io::Write;
+    let d = Dir::new("bomb");
+    let member = |data: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    };
+    let zeros = member(&vec![0u8; 1 << 20]);
+    for (name, head) in [
+        ("bomb.warc.gz", &b"WARC/1.1\r\n"[..]),
+        ("bomb.wprgo", b"{\"Requests\": {"),
+    ] {
+        let mut file = member(head);
+        for _ in 0..300 {
+            file.extend_from_slice(&zeros);
+        }
+        let path = d.0.join(name);
+        std::fs::write(&path, &file).unwrap();
+        let out = d.0.join(format!("{name}-out"));
+        let err = fail(&["corpus", "import", s(&path), "--out", s(&out)]);
+        assert!(
+            err.contains("gzip bomb") && err.contains(&format!("{} compressed bytes", file.len())),
+            "{name}: {err}"
+        );
+        assert!(!out.exists(), "{name}: nothing written");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Mahimahi and Web Page Replay: import, export, import again, then replay and fetch.
 
