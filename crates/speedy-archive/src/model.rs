@@ -241,6 +241,12 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ArchiveError + '_ {
     }
 }
 
+/// The largest body made of filler ([`BodySource::Synthetic`]): a replay server makes each
+/// one whole in memory per response, so a size claimed by a file from elsewhere (a HAR
+/// entry of a 50 GB "video" with no body) must not become an allocation. Importers cap
+/// what they are told with a warning; an archive with more is refused.
+pub const MAX_SYNTHETIC: usize = 256 << 20;
+
 /// Deterministic filler bytes for a synthetic body (same size and id → same bytes).
 pub fn synthetic_body(id: usize, size: usize) -> Bytes {
     let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (id as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -360,6 +366,15 @@ impl Archive {
                     "objects[{i}]: url {:?} is not absolute http(s)",
                     o.url
                 ));
+            }
+            if let BodySource::Synthetic { size } = o.body {
+                if size > MAX_SYNTHETIC {
+                    return Err(format!(
+                        "objects[{i}] ({}): a synthetic body of {size} bytes (filler is made \
+                         whole for each response: at most {MAX_SYNTHETIC} bytes)",
+                        o.url
+                    ));
+                }
             }
             if let Some(p) = o.discovery.parent() {
                 if p >= self.objects.len() || p == i {

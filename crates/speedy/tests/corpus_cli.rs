@@ -674,3 +674,47 @@ fn recorded_think_time_is_replayed_only_when_asked() {
     // The quickest of the host waits nothing either way.
     assert!(took(&on, "s.css") < 600.0, "{on:?}");
 }
+
+/// A HAR entry that claims a body of 50 GB and records none is imported with its filler
+/// cut to `MAX_SYNTHETIC` and a warning; an archive that asks for more filler than that is
+/// refused by the server at start, naming the object.
+#[test]
+fn huge_claimed_bodies_are_cut_or_refused() {
+    let d = Dir::new("huge");
+    let mut har: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("timings-only.har")).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    let last = entries.last_mut().unwrap();
+    let url = last["request"]["url"].as_str().unwrap().to_string();
+    let content = last["response"]["content"].as_object_mut().unwrap();
+    content.remove("text");
+    content.insert("size".into(), 50_000_000_000u64.into());
+    let path = d.0.join("huge.har");
+    std::fs::write(&path, serde_json::to_vec(&har).unwrap()).unwrap();
+    let a = d.0.join("a");
+    let o = speedy(&["corpus", "import", s(&path), "--out", s(&a)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let max = speedy_archive::model::MAX_SYNTHETIC;
+    assert!(
+        err.contains(&format!(
+            "{url}: 50000000000 bytes claimed and none recorded; its filler is cut to {max} bytes"
+        )),
+        "{err}"
+    );
+    let mut j = archive_json(&a);
+    let o = j["objects"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|o| o["url"] == url.as_str())
+        .unwrap();
+    assert_eq!(o["body"]["size"], max);
+    o["body"]["size"] = (max + 1).into();
+    std::fs::write(a.join("archive.json"), serde_json::to_vec(&j).unwrap()).unwrap();
+    let err = fail(&["serve", "--listen", "127.0.0.1:0", "--archive", s(&a)]);
+    assert!(
+        err.contains(&format!("{url}): a synthetic body of {} bytes", max + 1)),
+        "{err}"
+    );
+}

@@ -6,7 +6,7 @@ use super::scan::{line_end, scan, Ref};
 use super::urls::{host_of, is_http, normalize};
 use super::{short, Rec, QUICK_MS};
 use crate::har::InitiatorKind;
-use crate::model::{Archive, BodySource, Discovery, Object, ObjectType, Page};
+use crate::model::{Archive, BodySource, Discovery, Object, ObjectType, Page, MAX_SYNTHETIC};
 use std::collections::{HashMap, HashSet};
 /// Does `r` start a new page after `page` (HAR without pages, WARC)?
 pub(super) fn starts_page(page: &[Rec], refs: &HashSet<String>, r: &Rec, use_time: bool) -> bool {
@@ -364,7 +364,16 @@ pub(super) fn build_page(
     let base = a.objects.len();
     let mut ids = Vec::with_capacity(recs.len());
     for (r, d) in recs.into_iter().zip(disc) {
-        let o = to_object(&r, d, base, &rtt);
+        let mut o = to_object(&r, d, base, &rtt);
+        if let BodySource::Synthetic { size } = &mut o.body {
+            if *size > MAX_SYNTHETIC {
+                warnings.push(format!(
+                    "{}: {} bytes claimed and none recorded; its filler is cut to {} bytes",
+                    r.url, size, MAX_SYNTHETIC
+                ));
+                *size = MAX_SYNTHETIC;
+            }
+        }
         ids.push(a.add_object(o, r.stored.clone()));
     }
     Some(Page {
