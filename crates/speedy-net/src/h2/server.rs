@@ -5,10 +5,11 @@
 use crate::body::Body;
 use crate::h2::priority::{parse_priority_field, FrameTap, Scheduler};
 use crate::handler::{Handler, Request, Response, ServerConfig};
-use crate::transport::io::BoxIo;
+use crate::transport::io::{BoxIo, LazyFlush};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use tokio::time::Instant;
 
 /// Serves one HTTP/2 connection. Header lists are bounded by the SPDY header-block
@@ -42,16 +43,19 @@ pub(crate) async fn serve(
     let max_body = cfg.max_body;
     let body_read_timeout = cfg.limits.body_read_timeout;
     let sched = Arc::new(Scheduler::new(CONTENDED, ALONE));
+    let io = LazyFlush::new(tokio::io::BufWriter::with_capacity(
+        H2_WRITE_BATCH,
+        FrameTap::new(io, sched.clone()),
+    ));
+    // Held while the loop answers requests the connection has already read.
+    let hold = io.holder();
     let handshake = h2::server::Builder::new()
         .max_concurrent_streams(100)
         .initial_window_size(1 << 20)
         .initial_connection_window_size(8 << 20)
         .max_header_list_size(cfg.spdy.max_header_block as u32)
         .max_send_buffer_size(2 * ALONE)
-        .handshake::<_, Bytes>(tokio::io::BufWriter::with_capacity(
-            H2_WRITE_BATCH,
-            FrameTap::new(io, sched.clone()),
-        ));
+        .handshake::<_, Bytes>(io);
     // Over TLS the preface was not sniffed yet: it gets the sniffing time.
     let mut conn = tokio::time::timeout(limits.sniff_timeout, handshake)
         .await
@@ -64,8 +68,16 @@ pub(crate) async fn serve(
     // not finished by then.
     let mut close_by: Option<Instant> = None;
     let mut draining = false;
+    // A request the connection had read already, taken without waiting.
+    let mut ready = None;
+    let mut in_a_row = 0;
     loop {
-        let next = tokio::select! {
+        let next = if let Some(n) = ready.take() {
+            n
+        } else {
+            hold.store(false, Ordering::Relaxed);
+            in_a_row = 0;
+            tokio::select! {
             n = conn.accept() => n,
             _ = shutdown.wait(), if !draining => {
                 draining = true;
@@ -86,6 +98,7 @@ pub(crate) async fn serve(
             _ = sleep_until_opt(close_by) => {
                 tracing::debug!("h2: did not close after GOAWAY: dropped");
                 break;
+            }
             }
         };
         let Some(next) = next else { break };
@@ -128,9 +141,25 @@ pub(crate) async fn serve(
                 });
             }
         }
+        // The next request if the connection has read it already, answered before
+        // anything is flushed: a batch of requests gets its answers in one write. Polled
+        // with this task's own waker, which the connection keeps to be woken by the
+        // streams' tasks (a no-op waker there would leave their data unsent).
+        in_a_row += 1;
+        if in_a_row < MAX_HELD && !draining {
+            hold.store(true, Ordering::Relaxed);
+            ready = match std::future::poll_fn(|cx| Poll::Ready(conn.poll_accept(cx))).await {
+                Poll::Ready(n) => Some(n),
+                Poll::Pending => None,
+            };
+        }
     }
     Ok(())
 }
+
+/// Requests answered in a row before their answers are flushed whatever else the
+/// connection has read.
+const MAX_HELD: usize = 64;
 
 /// Sleeps until `at`, or forever when there is no deadline.
 async fn sleep_until_opt(at: Option<Instant>) {

@@ -1,4 +1,5 @@
-//! Transport plumbing: a boxed byte stream, and a reader that replays sniffed bytes.
+//! Transport plumbing: a boxed byte stream, a reader that replays sniffed bytes, and a
+//! writer that flushes when the reader has nothing more ([`LazyFlush`]).
 
 use std::io;
 use std::pin::Pin;
@@ -11,6 +12,122 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
 
 /// A boxed transport.
 pub type BoxIo = Box<dyn Io>;
+
+/// Reads a flush may wait behind, when the peer keeps sending.
+const FLUSH_AFTER_READS: u32 = 8;
+
+/// A connection whose flushes wait while its reader has more to read: `poll_flush` flushes
+/// at once only when the last read found nothing (the engine has drained its input and
+/// is about to wait); otherwise it notes that a flush is wanted, and the next read that
+/// finds nothing (or the end, or an error) does it, or the [`FLUSH_AFTER_READS`]th read
+/// with data since. The owner can also hold flushes ([`LazyFlush::holder`]) while it
+/// answers requests the engine has already read. An engine that flushes after each
+/// request it hands out (the `h2` crate does) then writes the answers to a batch of
+/// requests with one system call instead of one per request; on loopback each write also
+/// wakes the peer. Shutdown flushes first.
+pub struct LazyFlush<T> {
+    inner: T,
+    want_flush: bool,
+    /// The last read found nothing to read.
+    drained: bool,
+    reads_since: u32,
+    hold: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<T> LazyFlush<T> {
+    /// Wraps `inner`.
+    pub fn new(inner: T) -> Self {
+        LazyFlush {
+            inner,
+            want_flush: false,
+            drained: false,
+            reads_since: 0,
+            hold: Default::default(),
+        }
+    }
+
+    /// A switch for the owner: while it is `true`, a read that finds nothing does not
+    /// flush (the owner is answering requests already read, and will let go before it
+    /// waits).
+    pub fn holder(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.hold.clone()
+    }
+}
+
+impl<T: AsyncWrite + Unpin> LazyFlush<T> {
+    /// Does a wanted flush; `Ready(Ok)` once done (or when none is wanted).
+    fn flush_wanted(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !self.want_flush {
+            return Poll::Ready(Ok(()));
+        }
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        if let Poll::Ready(Ok(())) = r {
+            self.want_flush = false;
+            self.reads_since = 0;
+        }
+        r
+    }
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for LazyFlush<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let me = &mut *self;
+        let before = buf.filled().len();
+        let r = Pin::new(&mut me.inner).poll_read(cx, buf);
+        let got_data = matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before;
+        me.drained = !got_data;
+        if me.want_flush {
+            if got_data {
+                me.reads_since += 1;
+            }
+            let held = me.hold.load(std::sync::atomic::Ordering::Relaxed);
+            if (!got_data && !held) || me.reads_since >= FLUSH_AFTER_READS {
+                // A flush that cannot finish now is retried at the next read, its waker
+                // registered; an error is the connection's.
+                if let Poll::Ready(Err(e)) = me.flush_wanted(cx) {
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for LazyFlush<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.want_flush = true;
+        if self.drained && !self.hold.load(std::sync::atomic::Ordering::Relaxed) {
+            return self.flush_wanted(cx);
+        }
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.want_flush = true;
+        std::task::ready!(self.flush_wanted(cx))?;
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
 
 /// A stream whose first bytes were already read (protocol sniffing); they are returned
 /// again before the rest.
