@@ -286,7 +286,12 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
             return Err(errs.join("\n"));
         }
     }
-    let written = progress.lock().expect("lock").0;
+    say_missing(exp, &results, progress.lock().expect("lock").0, total);
+    Ok(results)
+}
+
+/// Says how many rows a run left unwritten (their loads failed twice), if any.
+fn say_missing(exp: &Experiment, results: &Path, written: usize, total: usize) {
     if written < total {
         eprintln!(
             "speedy lab {}: {} of {total} rows were not written, their loads failed twice ({} \
@@ -298,7 +303,6 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
                 .display()
         );
     }
-    Ok(results)
 }
 
 /// Chromium's `--version` when a variant of `exp` loads with Chromium (`None`

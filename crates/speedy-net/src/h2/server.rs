@@ -111,36 +111,18 @@ pub(crate) async fn serve(
         };
         idle_at = Instant::now() + limits.idle_timeout;
         let guard = Active::new(&active);
-        let mut answering = Box::pin(answer(
-            req,
-            respond,
-            scheme,
-            max_body,
-            body_read_timeout,
-            handler.clone(),
-            sched.clone(),
-        ));
-        // A response the handler has at once (a cached file, an archived object) is
-        // queued here, in the connection's own task: no task per stream, and it goes out
-        // with the connection's next write instead of after every other stream's task has
-        // run. Anything that waits (a body to read, a file to stream) gets its own task,
-        // whose first poll registers the wakers this one could not.
-        match futures_util::FutureExt::now_or_never(answering.as_mut()) {
-            Some(r) => {
-                if let Err(e) = r {
-                    tracing::debug!("h2 stream: {e}");
-                }
-                drop(guard);
-            }
-            None => {
-                tokio::spawn(async move {
-                    if let Err(e) = answering.await {
-                        tracing::debug!("h2 stream: {e}");
-                    }
-                    drop(guard);
-                });
-            }
-        }
+        dispatch(
+            answer(
+                req,
+                respond,
+                scheme,
+                max_body,
+                body_read_timeout,
+                handler.clone(),
+                sched.clone(),
+            ),
+            guard,
+        );
         // The next request if the connection has read it already, answered before
         // anything is flushed: a batch of requests gets its answers in one write. Polled
         // with this task's own waker, which the connection keeps to be woken by the
@@ -160,6 +142,35 @@ pub(crate) async fn serve(
 /// Requests answered in a row before their answers are flushed whatever else the
 /// connection has read.
 const MAX_HELD: usize = 64;
+
+/// Answers one stream: at once, in the connection's own task, when the handler has the
+/// response at once (a cached file, an archived object): no task per stream, and it goes
+/// out with the connection's next write instead of after every other stream's task has
+/// run. Anything that waits (a body to read, a file to stream) gets its own task, whose
+/// first poll registers the wakers this one could not. `guard` counts the stream active
+/// until then.
+fn dispatch(
+    answering: impl std::future::Future<Output = Result<(), h2::Error>> + Send + 'static,
+    guard: Active,
+) {
+    let mut answering = Box::pin(answering);
+    match futures_util::FutureExt::now_or_never(answering.as_mut()) {
+        Some(r) => {
+            if let Err(e) = r {
+                tracing::debug!("h2 stream: {e}");
+            }
+            drop(guard);
+        }
+        None => {
+            tokio::spawn(async move {
+                if let Err(e) = answering.await {
+                    tracing::debug!("h2 stream: {e}");
+                }
+                drop(guard);
+            });
+        }
+    }
+}
 
 /// Sleeps until `at`, or forever when there is no deadline.
 async fn sleep_until_opt(at: Option<Instant>) {
