@@ -7,16 +7,16 @@
 //! | limit | where | what the peer sees |
 //! |---|---|---|
 //! | `max_body` | `http1/server.rs`, `h2/server.rs`, `spdy/server.rs` (declared length, before the handler), `body.rs` (bytes counted as they are read) | HTTP/1.1 413 + close; h2 413 + RST_STREAM NO_ERROR; SPDY RST_STREAM REFUSED_STREAM (declared) or CANCEL (mid-body) |
-//! | header block size | `spdy::Config::max_header_block` (SPDY: per stream, SYN_STREAM and every HEADERS added up, `spdy/src/session/recv.rs`); h2's max header list size is set to the same number | SPDY RST_STREAM FRAME_TOO_LARGE (SPDY/2: PROTOCOL_ERROR); h2 per the `h2` crate |
-//! | `max_buffered` | `spdy/server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control, SPDY/3 only per-stream windows, and a lenient session accepts overruns from peers without flow control) | the connection is not read while half of it waits (`Owner::wants_read`: TCP holds the peer); RST_STREAM CANCEL on the stream whose DATA would still go over |
-//! | `sniff_timeout` | `server.rs`: the first bytes of a plain connection | close |
+//! | header block size | `spdy::Config::max_header_block` (SPDY: per stream, SYN_STREAM and every HEADERS added up, `spdy/src/session/recv.rs`); h2's max header list size and HTTP/3's max field section size are set to the same number; `h3/quic.rs`: an HTTP/3 frame but DATA declaring more, as its length arrives | SPDY RST_STREAM FRAME_TOO_LARGE (SPDY/2: PROTOCOL_ERROR); h2 per the `h2` crate; HTTP/3 431 (a frame but HEADERS on a request stream: reset H3_EXCESSIVE_LOAD; on the control stream: the connection closed H3_EXCESSIVE_LOAD) |
+//! | `max_buffered` | `spdy/server.rs`: request-body bytes received and not yet read by handlers, per connection (SPDY/2 has no flow control, SPDY/3 only per-stream windows, and a lenient session accepts overruns from peers without flow control); `h3/mod.rs`: each QUIC connection's receive window | the connection is not read while half of it waits (`Owner::wants_read`: TCP holds the peer); RST_STREAM CANCEL on the stream whose DATA would still go over; QUIC's flow control holds the peer |
+//! | `sniff_timeout` | `server.rs`: the first bytes of a plain connection; `h3/mod.rs`: a QUIC handshake | close |
 //! | `tls_handshake_timeout` | `server.rs` | close |
-//! | `header_read_timeout` | `http1/ready.rs`, then `http1/server.rs` (hyper) once a request went there: a request head, and the wait for the next one on a keep-alive connection | close |
+//! | `header_read_timeout` | `http1/ready.rs`, then `http1/server.rs` (hyper) once a request went there: a request head, and the wait for the next one on a keep-alive connection; `h3/mod.rs`: a request's header section | close (HTTP/3: the stream dropped) |
 //! | `body_read_timeout` | `body.rs` (`Body::with_read_timeout`, set on request bodies by `http1/server.rs`, `h2/server.rs`, `spdy/server.rs`): a handler waiting for the peer's next body bytes | the handler's read fails (`TimedOut`); what follows is the handler's answer (the proxy: 408) |
-//! | `idle_timeout` | `spdy/server.rs`, `h2/server.rs`: no open stream for this long | GOAWAY, then close |
+//! | `idle_timeout` | `spdy/server.rs`, `h2/server.rs`, `h3/mod.rs`: no open stream for this long | GOAWAY, then close |
 //! | `park_after` | `spdy/conn.rs` (server sessions): quiet this long, the session's zlib contexts shrink to their histories and its empty read buffer is freed (~27 KiB → ~5 KiB a session) | nothing |
-//! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest) | a delayed accept |
-//! | `max_connections_per_ip` | `server.rs`: connections from one address (IPv6: one /64) at once, counted at accept | closed at once, so one peer cannot take every slot |
+//! | `max_connections` | `server.rs`: accepting waits for a free slot (the kernel's backlog holds the rest); `h3/mod.rs`: QUIC connections, counted apart | a delayed accept; QUIC: CONNECTION_REFUSED |
+//! | `max_connections_per_ip` | `server.rs`, `h3/mod.rs` (each its own count): connections from one address (IPv6: one /64) at once, counted at accept | closed at once (QUIC: CONNECTION_REFUSED), so one peer cannot take every slot |
 //!
 //! Clients facing a hostile server: `ClientConfig::read_timeout` (`client.rs`; `speedy
 //! fetch --read-timeout`, default 30 s) bounds connecting, the wait for a response head

@@ -140,20 +140,21 @@ async fn serve_on(
 
 /// Open connections per peer address (IPv6 per /64, the block one subscriber gets), held
 /// to a cap: the per-IP fairness of [`Limits::max_connections_per_ip`]
-/// (crate::limits::Limits). One lock per accept and per close.
-struct PerIp {
+/// (crate::limits::Limits). One lock per accept and per close. Also HTTP/3's
+/// (`crate::h3::serve_h3`).
+pub(crate) struct PerIp {
     cap: usize,
     open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
 }
 
 /// A connection counted against its address until dropped.
-struct Held {
+pub(crate) struct Held {
     key: Option<std::net::IpAddr>,
     table: Arc<PerIp>,
 }
 
 impl PerIp {
-    fn new(cap: usize) -> PerIp {
+    pub(crate) fn new(cap: usize) -> PerIp {
         PerIp {
             cap,
             open: Default::default(),
@@ -175,7 +176,7 @@ impl PerIp {
     }
 
     /// Counts a new connection from `ip`, or `None` when its address holds the cap.
-    fn enter(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<Held> {
+    pub(crate) fn enter(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<Held> {
         if self.cap == 0 {
             return Some(Held {
                 key: None,

@@ -8,10 +8,14 @@
 //! the last byte from the origin, and the last byte handed to the client's connection
 //! (queued for sending, not acknowledged). They go to a JSON-lines log.
 //!
-//! Bodies: responses stream through a bounded buffer ([`BUFFER_CHUNKS`] chunks) filled
+//! Bodies: responses stream through a bounded buffer ([`BUFFER_CHUNKS`] pieces of at
+//! most [`PIECE`] bytes, 1 MiB) filled
 //! by a task that reads the origin as fast as it sends, so the origin-side times are
 //! the origin's and a slow client holds the origin back by flow control. Request bodies
-//! are read whole before forwarding (bounded by `max_body`; page loads upload little).
+//! are read whole before forwarding (page loads upload little), and `max_body` bounds
+//! what they hold, each alone (over it: 413) and all of them at once (a request whose
+//! body would take the total past it gets 503): four clients uploading endless bodies
+//! made the proxy hold 64 MiB each (tests/abuse_h3_proxy.rs).
 //!
 //! Access: every request's target (host and port; CONNECT's as much as an origin's) must
 //! be allowed first ([`ProxyOptions::permits`]: a `--resolve` entry or an `--allow` rule,
@@ -48,6 +52,12 @@ use tokio::sync::mpsc;
 /// Chunks of a response held between the origin and the client.
 pub const BUFFER_CHUNKS: usize = 64;
 
+/// The largest piece of a response in that buffer: an origin's body comes in chunks as
+/// large as its connection's reads (hyper's grow to hundreds of KiB), so whole chunks
+/// made the buffer of a client that does not read hold 20 MiB (tests/abuse_h3_proxy.rs:
+/// 8 such clients, 171 MiB); in pieces it holds at most 1 MiB.
+pub const PIECE: usize = 16 * 1024;
+
 /// How the proxy reaches origins, and which it may reach.
 #[derive(Clone)]
 pub struct ProxyOptions {
@@ -68,7 +78,8 @@ pub struct ProxyOptions {
     pub client: ClientConfig,
     /// No response headers from the origin within this: 504.
     pub timeout: Duration,
-    /// Largest request body forwarded.
+    /// Largest request body forwarded, and the most request-body bytes all requests
+    /// together hold at once (see the module doc).
     pub max_body: usize,
 }
 
@@ -105,6 +116,8 @@ pub struct Proxy(Arc<Inner>);
 
 struct Inner {
     opts: ProxyOptions,
+    /// Request-body bytes held now, out of `opts.max_body` (one permit a byte).
+    bodies: Arc<tokio::sync::Semaphore>,
     /// Origin connections and the address each was dialled at, by `scheme://host:port`.
     pool: tokio::sync::Mutex<HashMap<String, (Arc<Client>, SocketAddr)>>,
     log: Option<Mutex<std::fs::File>>,
@@ -124,7 +137,9 @@ impl Proxy {
         log: Option<std::fs::File>,
         record: Option<Arc<Recorder>>,
     ) -> Proxy {
+        let budget = opts.max_body.min(tokio::sync::Semaphore::MAX_PERMITS);
         Proxy(Arc::new(Inner {
+            bodies: Arc::new(tokio::sync::Semaphore::new(budget)),
             opts,
             pool: tokio::sync::Mutex::new(HashMap::new()),
             log: log.map(Mutex::new),
@@ -247,12 +262,10 @@ impl Inner {
             error(status, &why)
         };
         let body = std::mem::take(&mut req.body);
-        let body = match body.collect(self.opts.max_body).await {
+        // Held until the origin has answered: the request has gone by then.
+        let (body, _held) = match self.collect(body).await {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                return fail(408, format!("request body: {e}"))
-            }
-            Err(e) => return fail(413, format!("request body: {e}")),
+            Err((status, why)) => return fail(status, why),
         };
         let creq = ClientRequest {
             method: req.method.clone(),
@@ -315,6 +328,62 @@ impl Inner {
             body: Body::stream(logged(rx, guard), len),
             ..Default::default()
         }
+    }
+
+    /// Reads a request body whole, its bytes counted against what all requests may hold
+    /// at once (see the module doc); an error is the status and words the client gets:
+    /// 413 for a body over `max_body` alone, 503 for one the others leave no room for,
+    /// 408 for one that stalls.
+    async fn collect(
+        &self,
+        mut body: Body,
+    ) -> Result<(Bytes, Option<tokio::sync::OwnedSemaphorePermit>), (u16, String)> {
+        let max = self.opts.max_body;
+        let too_large = || (413, format!("request body: over the limit of {max} bytes"));
+        let mut held: Option<tokio::sync::OwnedSemaphorePermit> = None;
+        let mut hold = |n: usize| {
+            let p = u32::try_from(n)
+                .ok()
+                .and_then(|n| self.bodies.clone().try_acquire_many_owned(n).ok())
+                .ok_or_else(|| {
+                    let why = format!(
+                        "busy: the request bodies held at once are at their limit of {max} bytes"
+                    );
+                    (503, why)
+                })?;
+            match &mut held {
+                Some(h) => h.merge(p),
+                None => held = Some(p),
+            }
+            Ok::<_, (u16, String)>(())
+        };
+        if let Some(b) = body.take_full() {
+            if b.len() > max {
+                return Err(too_large());
+            }
+            hold(b.len())?;
+            return Ok((b, held));
+        }
+        let declared = body.len().unwrap_or(0);
+        if declared > max as u64 {
+            return Err(too_large());
+        }
+        let mut out = bytes::BytesMut::with_capacity(declared as usize);
+        while let Some(c) = body.chunk().await {
+            let c = match c {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err((408, format!("request body: {e}")))
+                }
+                Err(e) => return Err((413, format!("request body: {e}"))),
+            };
+            if out.len() + c.len() > max {
+                return Err(too_large());
+            }
+            hold(c.len())?;
+            out.extend_from_slice(&c);
+        }
+        Ok((out.freeze(), held))
     }
 
     /// Sends a request to its origin on the pooled connection (once more on a new one
@@ -473,8 +542,19 @@ async fn pump(
             }
             Err(_) => failed = true,
         }
-        if client && tx.send(c).await.is_err() {
-            client = false;
+        if client {
+            client = match c {
+                Ok(mut b) => loop {
+                    if b.is_empty() {
+                        break true;
+                    }
+                    let piece = b.split_to(b.len().min(PIECE));
+                    if tx.send(Ok(piece)).await.is_err() {
+                        break false;
+                    }
+                },
+                Err(e) => tx.send(Err(e)).await.is_ok(),
+            };
         }
         if !client && capture.as_ref().is_none_or(Capture::full) {
             break;

@@ -119,15 +119,17 @@ pub struct ServeSpec {
     /// kernel's, no limit).
     #[arg(long, value_name = "BYTES", value_parser = crate::spec::parse_size)]
     pub notsent_lowat: Option<usize>,
-    /// Connections served at once; more wait in the kernel's accept queue.
+    /// Connections served at once; more wait in the kernel's accept queue. HTTP/3's QUIC
+    /// connections are counted apart (as many again; more are refused).
     #[arg(long, default_value_t = 4096, value_name = "N")]
     pub max_connections: usize,
-    /// Connections from one address (IPv6: one /64) at once; more are closed as they are
-    /// accepted, so one peer cannot take every slot. Default: a quarter of
-    /// --max-connections; 0: no limit per address.
+    /// Connections from one address (IPv6: one /64) at once, on TCP and on QUIC each; more
+    /// are closed (QUIC: refused) as they are accepted, so one peer cannot take every
+    /// slot. Default: a quarter of --max-connections; 0: no limit per address.
     #[arg(long, value_name = "N")]
     pub max_connections_per_ip: Option<usize>,
-    /// Seconds a new connection has to send its first bytes (protocol sniffing).
+    /// Seconds a new connection has to send its first bytes (protocol sniffing), and a
+    /// QUIC handshake to end.
     #[arg(long, default_value = "10", value_name = "SECS", value_parser = crate::spec::parse_secs)]
     #[serde(with = "speedy_net::text::secs")]
     pub sniff_timeout: Duration,
@@ -136,7 +138,7 @@ pub struct ServeSpec {
     #[serde(with = "speedy_net::text::secs")]
     pub tls_handshake_timeout: Duration,
     /// Seconds for an HTTP/1.1 request head, and between requests on a keep-alive
-    /// connection.
+    /// connection; for an HTTP/3 request's header section.
     #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::spec::parse_secs)]
     #[serde(with = "speedy_net::text::secs")]
     pub header_read_timeout: Duration,
@@ -145,8 +147,8 @@ pub struct ServeSpec {
     #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::spec::parse_secs)]
     #[serde(with = "speedy_net::text::secs")]
     pub body_read_timeout: Duration,
-    /// Seconds a SPDY or h2 session may have no open stream before it gets GOAWAY and
-    /// is closed.
+    /// Seconds a SPDY, h2 or HTTP/3 connection may have no open stream before it gets
+    /// GOAWAY and is closed.
     #[arg(long, default_value = "120", value_name = "SECS", value_parser = crate::spec::parse_secs)]
     #[serde(with = "speedy_net::text::secs")]
     pub idle_timeout: Duration,
@@ -263,6 +265,11 @@ pub struct ProxySpec {
     /// Seconds to wait for an origin's response headers before answering 504.
     #[arg(long, default_value_t = 30, value_name = "SECS")]
     pub timeout: u64,
+    /// Largest request body forwarded, in bytes (suffixes K, M, G: binary units). Bodies
+    /// are read whole before they go to the origin, and all of them at once are held to
+    /// this too: a body over it gets 413, one the others leave no room for 503.
+    #[arg(long, default_value = "64M", value_name = "BYTES", value_parser = crate::spec::parse_size)]
+    pub max_body: usize,
     /// Append one JSON line per request to this file.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,

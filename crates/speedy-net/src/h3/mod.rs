@@ -11,6 +11,16 @@
 //!   body is read as the handler asks (at most `max_body` bytes).
 //! - Not carried over HTTP/3: server push (the `h3` crate has none), `Response::reset`
 //!   becomes a stream reset with H3_REQUEST_CANCELLED.
+//! - The server's [`crate::Limits`] hold as on TCP: `max_connections` and
+//!   `max_connections_per_ip` (counted at accept; over them QUIC's CONNECTION_REFUSED),
+//!   the handshake within `sniff_timeout`, a request's header section within
+//!   `header_read_timeout` (then the stream is dropped), a connection with no request
+//!   open for `idle_timeout` gets GOAWAY and is closed (H3_NO_ERROR), and the request-body
+//!   bytes a connection's handlers have not read are held to `max_buffered` (QUIC's
+//!   connection receive window; quinn's default has none). The `h3` crate holds every
+//!   frame but DATA whole before it looks at it: on a request or control stream, one that
+//!   declares more than the header-section limit is refused as its length arrives
+//!   (`quic.rs`: a HEADERS frame gets 431, others H3_EXCESSIVE_LOAD).
 //!
 //! `quic.rs` binds the `h3` crate's QUIC traits to quinn itself (each response stream's
 //! quinn priority from its RFC 9218 urgency, PRIORITY_UPDATE both ways, a ping).
@@ -20,7 +30,9 @@ mod quic;
 use crate::body::Body;
 use crate::h2::priority::parse_priority_field;
 use crate::handler::{Handler, Request, Response, ServerConfig};
+use crate::limits::Limits;
 use crate::reply::ClientError;
+use crate::server::PerIp;
 use crate::transport::dial::{resolve, unspecified_for};
 use bytes::{Buf, Bytes};
 use quic::{Injector, Priorities};
@@ -44,6 +56,9 @@ const CLOSE_LINGER: Duration = Duration::from_secs(2);
 /// A QUIC endpoint bound to a UDP address, accepting HTTP/3 connections.
 pub struct H3Listener {
     endpoint: quinn::Endpoint,
+    /// Its configuration, whose transport [`serve_h3`] sets from the server's limits.
+    config: quinn::ServerConfig,
+    cc: QuicCc,
 }
 
 impl H3Listener {
@@ -59,12 +74,14 @@ impl H3Listener {
         tls.max_early_data_size = 0;
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
             .map_err(|e| io::Error::other(format!("TLS configuration unfit for QUIC: {e}")))?;
-        let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        let mut t = transport();
-        t.congestion_controller_factory(cc.factory());
-        cfg.transport_config(Arc::new(t));
-        let endpoint = quinn::Endpoint::server(cfg, addr)?;
-        Ok(H3Listener { endpoint })
+        let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        config.transport_config(Arc::new(server_transport(cc, &Limits::default())));
+        let endpoint = quinn::Endpoint::server(config.clone(), addr)?;
+        Ok(H3Listener {
+            endpoint,
+            config,
+            cc,
+        })
     }
 
     /// The UDP address it listens on.
@@ -163,20 +180,39 @@ fn transport() -> quinn::TransportConfig {
     t
 }
 
+/// The server's transport settings: congestion control `cc`, and a connection receive
+/// window of `limits.max_buffered`. quinn's default window is unbounded: a peer uploading
+/// on each of its 100 streams to handlers that do not read made the server hold a
+/// stream window (1.25 MB) each, 113 MiB on one connection (tests/abuse_h3_proxy.rs).
+fn server_transport(cc: QuicCc, limits: &Limits) -> quinn::TransportConfig {
+    let mut t = transport();
+    t.congestion_controller_factory(cc.factory());
+    let window = quinn::VarInt::from_u64(limits.max_buffered as u64).unwrap_or(quinn::VarInt::MAX);
+    t.receive_window(window);
+    t
+}
+
 /// Serves HTTP/3 on `listener` until `cfg.shutdown` is triggered: then it refuses new
 /// connections at once (QUIC's CONNECTION_REFUSED), every connection says GOAWAY and
 /// closes with H3_NO_ERROR once its requests are done and acknowledged, and this returns
 /// after the last (bound the drain with a timeout around this future, as for
-/// [`crate::server::serve`]). At most `cfg.limits.max_connections` connections at once;
-/// more are refused.
+/// [`crate::server::serve`]). At most `cfg.limits.max_connections` connections at once,
+/// and `cfg.limits.max_connections_per_ip` from one address; more are refused.
 pub async fn serve_h3(
     listener: H3Listener,
     cfg: ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> io::Result<()> {
+    let mut config = listener.config.clone();
+    config.transport_config(Arc::new(server_transport(listener.cc, &cfg.limits)));
+    listener.endpoint.set_server_config(Some(config));
     let slots = Arc::new(Semaphore::new(
         cfg.limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
     ));
+    // Counted at accept, as on TCP (the address is the one the client's first packet
+    // came from: QUIC validates it only with the handshake, which must end within
+    // `sniff_timeout`).
+    let per_ip = Arc::new(PerIp::new(cfg.limits.max_connections_per_ip));
     let shutdown = cfg.shutdown.clone();
     let cfg = Arc::new(cfg);
     let mut conns = tokio::task::JoinSet::new();
@@ -206,11 +242,20 @@ pub async fn serve_h3(
             incoming.refuse();
             continue;
         };
+        let Some(held) = per_ip.enter(incoming.remote_address().ip()) else {
+            tracing::debug!(
+                "h3: {} refused: its address holds its share",
+                incoming.remote_address()
+            );
+            incoming.refuse();
+            continue;
+        };
         let (cfg, handler) = (cfg.clone(), handler.clone());
         conns.spawn(async move {
             if let Err(e) = serve_connection(incoming, &cfg, handler).await {
                 tracing::debug!("h3 connection: {e}");
             }
+            drop(held);
             drop(permit);
         });
         while conns.try_join_next().is_some() {}
@@ -237,9 +282,11 @@ async fn serve_connection(
         .map_err(|_| "QUIC handshake timed out".to_string())?
         .map_err(|e| format!("QUIC handshake: {e}"))?;
     let prio = Arc::new(Priorities::default());
+    let max_header = cfg.spdy.max_header_block as u64;
+    let quic = quic::Connection::new(conn.clone(), prio.clone()).limit_frames(max_header);
     let mut h3c = h3::server::builder()
-        .max_field_section_size(cfg.spdy.max_header_block as u64)
-        .build::<_, Bytes>(quic::Connection::new(conn.clone(), prio.clone()))
+        .max_field_section_size(max_header)
+        .build::<_, Bytes>(quic)
         .await
         .map_err(|e| format!("h3 set-up: {e}"))?;
     // Dropping `h3c` closes the connection: it lives until the end.
@@ -257,8 +304,9 @@ async fn serve_connection(
 }
 
 /// Accepts requests on `h3c`, each answered on its own task, until the peer closes or,
-/// after the server's shutdown, until the requests accepted before the GOAWAY are done;
-/// `true` in that second case (the connection is then to be closed).
+/// after the server's shutdown (or `idle_timeout` with no request open), until the
+/// requests accepted before the GOAWAY are done; `true` in that second case (the
+/// connection is then to be closed).
 async fn accept_requests(
     h3c: &mut H3Server,
     cfg: &ServerConfig,
@@ -268,26 +316,32 @@ async fn accept_requests(
     let mut streams = tokio::task::JoinSet::new();
     // Set with the GOAWAY: the first request stream id not processed.
     let mut goaway: Option<u64> = None;
+    // Since when no request has been open (the QUIC keep-alives of either end would
+    // otherwise hold an unused connection for ever).
+    let mut quiet_since = tokio::time::Instant::now();
     loop {
+        let idle = quiet_since + cfg.limits.idle_timeout;
         let next = tokio::select! {
             n = h3c.accept() => n,
             _ = cfg.shutdown.wait(), if goaway.is_none() => {
-                let id = prio.next_request();
-                goaway = Some(id);
-                // GOAWAY(id): `h3` sends the id after the last request it accepted plus
-                // one, the same id; it rejects only streams above it, so a stream with
-                // this very id is rejected below.
-                if let Err(e) = h3c.shutdown(1).await {
-                    tracing::debug!("h3 GOAWAY: {e}");
-                }
+                goaway = Some(say_goaway(h3c, prio).await);
                 if streams.is_empty() {
                     break;
                 }
                 continue;
             }
-            Some(_) = streams.join_next(), if goaway.is_some() => {
+            _ = tokio::time::sleep_until(idle), if goaway.is_none() && streams.is_empty() => {
+                tracing::debug!("h3 connection: no request for {:?}", cfg.limits.idle_timeout);
+                goaway = Some(say_goaway(h3c, prio).await);
+                break;
+            }
+            // (None when there is no task: the branch is then off.)
+            Some(_) = streams.join_next() => {
                 if streams.is_empty() {
-                    break;
+                    if goaway.is_some() {
+                        break;
+                    }
+                    quiet_since = tokio::time::Instant::now();
                 }
                 continue;
             }
@@ -298,8 +352,18 @@ async fn accept_requests(
                 let prio = prio.clone();
                 let max_body = cfg.max_body;
                 let read_timeout = cfg.limits.body_read_timeout;
+                let head_timeout = cfg.limits.header_read_timeout;
                 streams.spawn(async move {
-                    match resolver.resolve_request().await {
+                    // A header section that does not come whole within the time drops the
+                    // stream (STOP_SENDING, and its response side finished empty): a peer
+                    // cannot hold a request stream open with one never finished.
+                    let Ok(resolved) =
+                        tokio::time::timeout(head_timeout, resolver.resolve_request()).await
+                    else {
+                        tracing::debug!("h3 request: no header section in {head_timeout:?}");
+                        return;
+                    };
+                    match resolved {
                         Ok((_, mut stream))
                             if goaway.is_some_and(|g| stream.id().into_inner() >= g) =>
                         {
@@ -320,7 +384,6 @@ async fn accept_requests(
                         Err(e) => tracing::debug!("h3 request: {e}"),
                     }
                 });
-                while streams.try_join_next().is_some() {}
             }
             Ok(None) => break,
             Err(e) => {
@@ -333,6 +396,18 @@ async fn accept_requests(
     }
     while streams.join_next().await.is_some() {}
     goaway.is_some()
+}
+
+/// Sends GOAWAY; returns its id, the first request stream not processed.
+async fn say_goaway(h3c: &mut H3Server, prio: &Priorities) -> u64 {
+    let id = prio.next_request();
+    // GOAWAY(id): `h3` sends the id after the last request it accepted plus one, the
+    // same id; it rejects only streams above it, so a stream with this very id is
+    // rejected in `accept_requests`.
+    if let Err(e) = h3c.shutdown(1).await {
+        tracing::debug!("h3 GOAWAY: {e}");
+    }
+    id
 }
 
 type ServerStream = h3::server::RequestStream<quic::BidiStream<Bytes>, Bytes>;

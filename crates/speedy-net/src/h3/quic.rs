@@ -18,6 +18,15 @@
 //!   reserved type (RFC 9114 §6.2.3), which a server must ignore and should stop, and
 //!   waits for the STOP_SENDING. Like a PING's answer, it is queued behind the data the
 //!   server has already sent.
+//! - **Frame limit** (server, [`Connection::limit_frames`]): `h3` reads every frame but
+//!   DATA whole into memory before it looks at it, whatever length it declares (a HEADERS
+//!   frame declaring 16 MiB was held whole, then answered 431). A [`Tap`] on each request
+//!   stream and on the control stream reads the frame headers as they pass, and a frame
+//!   other than DATA declaring more than the limit (the header-section limit) is refused
+//!   there, before `h3` buffers any of it: a request's HEADERS gets a 431 response and its
+//!   reading is stopped (H3_NO_ERROR: the response stands, RFC 9114 §4.1.2), any other
+//!   such frame on a request stream resets it with H3_EXCESSIVE_LOAD, and on the control
+//!   stream closes the connection with H3_EXCESSIVE_LOAD.
 
 use crate::h2::priority::{parse_priority_field, DEFAULT_URGENCY, KEEP, MAX_REMEMBERED};
 use bytes::{Buf, Bytes, BytesMut};
@@ -37,6 +46,16 @@ const CONTROL_STREAM: u64 = 0x00;
 const PRIORITY_UPDATE: u64 = 0xF0700;
 /// A reserved stream type (0x1f × N + 0x21, N = 0), used by [`Injector::ping`].
 const RESERVED_STREAM: u64 = 0x21;
+/// HTTP/3 frame types (RFC 9114 §7.2).
+const DATA: u64 = 0x00;
+const HEADERS: u64 = 0x01;
+/// HTTP/3 error codes (RFC 9114 §8.1).
+const H3_NO_ERROR: u32 = 0x100;
+const H3_EXCESSIVE_LOAD: u32 = 0x107;
+/// A response of status 431 (Request Header Fields Too Large) as a HEADERS frame: QPACK
+/// with no dynamic table (two zero bytes), then `:status` by its static index (24) with
+/// the literal value `431` (RFC 9204 §4.5.4).
+const RESPONSE_431: [u8; 10] = [0x01, 0x08, 0x00, 0x00, 0x5f, 0x09, 0x03, b'4', b'3', b'1'];
 /// quinn's priority of the streams `h3` opens itself (control, QPACK): above every
 /// request stream (whose priorities are `7 - urgency`).
 const UNI_PRIORITY: i32 = 8;
@@ -160,6 +179,9 @@ pub struct Connection {
     bidi: Accepted<(quinn::SendStream, quinn::RecvStream)>,
     uni: Accepted<quinn::RecvStream>,
     open: OpenStreams,
+    /// Server: the longest frame but DATA taken on the peer's streams (see the module
+    /// doc).
+    max_frame: Option<u64>,
 }
 
 /// What the streams of one connection share.
@@ -196,7 +218,16 @@ impl Connection {
             bidi,
             uni,
             open,
+            max_frame: None,
         }
+    }
+
+    /// Refuses frames other than DATA declaring more than `max` bytes on the peer's
+    /// request streams and control stream (see the module doc): a server's, with its
+    /// header-section limit.
+    pub fn limit_frames(mut self, max: u64) -> Connection {
+        self.max_frame = Some(max);
+        self
     }
 
     /// The client's handle for PRIORITY_UPDATE frames and round-trip probes.
@@ -258,7 +289,15 @@ impl<B: Buf> quic::Connection<B> for Connection {
     ) -> Poll<Result<RecvStream, ConnectionErrorIncoming>> {
         let r = ready!(self.uni.poll_next_unpin(cx)).expect("the accept stream never ends");
         let s = r.map_err(conn_error)?;
-        Poll::Ready(Ok(RecvStream::new(s, Some(self.open.shared.prio.clone()))))
+        let mut recv = RecvStream::new(s);
+        // Its type comes first: the tap lets go unless it is the control stream.
+        recv.tap = Some(Tap {
+            max: self.max_frame,
+            ..Tap::default()
+        });
+        recv.prio = Some(self.open.shared.prio.clone());
+        recv.refuse = Some(Refuse::Connection(self.conn.clone()));
+        Poll::Ready(Ok(recv))
     }
 
     fn poll_accept_bidi(
@@ -272,10 +311,17 @@ impl<B: Buf> quic::Connection<B> for Connection {
             .shared
             .prio
             .register(u64::from(send.id), &send.quinn);
-        Poll::Ready(Ok(BidiStream {
-            send,
-            recv: RecvStream::new(recv, None),
-        }))
+        let mut recv = RecvStream::new(recv);
+        if let Some(max) = self.max_frame {
+            // A request stream has no type: its frames start at once.
+            recv.tap = Some(Tap {
+                typed: true,
+                max: Some(max),
+                ..Tap::default()
+            });
+            recv.refuse = Some(Refuse::Request(send.quinn.clone()));
+        }
+        Poll::Ready(Ok(BidiStream { send, recv }))
     }
 
     fn opener(&self) -> OpenStreams {
@@ -343,7 +389,7 @@ impl<B: Buf> quic::OpenStreams<B> for OpenStreams {
         let (send, recv) = r.map_err(stream_conn_error)?;
         Poll::Ready(Ok(BidiStream {
             send: SendStream::new(send, None),
-            recv: RecvStream::new(recv, None),
+            recv: RecvStream::new(recv),
         }))
     }
 
@@ -446,24 +492,90 @@ type ReadChunk = ReusableBoxFuture<
     ),
 >;
 
-/// A stream's receiving half; on unidirectional streams of a server, a tap that reads
-/// PRIORITY_UPDATE frames off the control stream.
+/// A stream's receiving half; on the peer's unidirectional streams, a tap that reads
+/// PRIORITY_UPDATE frames off the control stream, and on a server's, the frame limit
+/// (see the module doc).
 pub struct RecvStream {
     stream: Option<quinn::RecvStream>,
     id: quinn::StreamId,
     reading: ReadChunk,
-    tap: Option<(Tap, Arc<Priorities>)>,
+    tap: Option<Tap>,
+    /// Where the control stream's PRIORITY_UPDATE frames go.
+    prio: Option<Arc<Priorities>>,
+    /// How a frame over the tap's limit is refused.
+    refuse: Option<Refuse>,
+    /// Set once one was: every read fails from then on.
+    refused: bool,
+}
+
+/// How a frame over the limit is refused.
+enum Refuse {
+    /// On a request stream, by its response half.
+    Request(Shared<quinn::SendStream>),
+    /// On the control stream, by closing the connection.
+    Connection(quinn::Connection),
 }
 
 impl RecvStream {
-    fn new(stream: quinn::RecvStream, prio: Option<Arc<Priorities>>) -> RecvStream {
+    fn new(stream: quinn::RecvStream) -> RecvStream {
         RecvStream {
             id: stream.id(),
             stream: Some(stream),
             reading: ReusableBoxFuture::new(async { unreachable!("replaced before polled") }),
-            tap: prio.map(|p| (Tap::default(), p)),
+            tap: None,
+            prio: None,
+            refuse: None,
+            refused: false,
         }
     }
+
+    /// Refuses the frame of type `ty` declaring `len` bytes, the stream's first if
+    /// `first` (see the module doc); the error `h3` then gets.
+    fn refuse(
+        &mut self,
+        ty: u64,
+        len: u64,
+        first: bool,
+        cx: &mut Context<'_>,
+    ) -> StreamErrorIncoming {
+        self.refused = true;
+        let code = |c: u32| quinn::VarInt::from_u32(c);
+        match &self.refuse {
+            Some(Refuse::Request(send)) => {
+                let mut s = lock(send);
+                // The response is written here, at once (quinn takes 10 bytes on a new
+                // stream); if it cannot be, the stream is reset instead.
+                let answered = first
+                    && ty == HEADERS
+                    && matches!(Pin::new(&mut *s).poll_write(cx, &RESPONSE_431),
+                        Poll::Ready(Ok(n)) if n == RESPONSE_431.len())
+                    && s.finish().is_ok();
+                let stop = if answered {
+                    H3_NO_ERROR
+                } else {
+                    let _ = s.reset(code(H3_EXCESSIVE_LOAD));
+                    H3_EXCESSIVE_LOAD
+                };
+                drop(s);
+                if let Some(r) = self.stream.as_mut() {
+                    let _ = r.stop(code(stop));
+                }
+            }
+            Some(Refuse::Connection(conn)) => {
+                conn.close(code(H3_EXCESSIVE_LOAD), b"a frame over the limit")
+            }
+            None => {}
+        }
+        excess(ty, len)
+    }
+}
+
+/// The error `h3` gets for a frame over the limit.
+fn excess(ty: u64, len: u64) -> StreamErrorIncoming {
+    StreamErrorIncoming::Unknown(Box::new(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("an HTTP/3 frame of type {ty:#x} declaring {len} bytes, over the limit: refused"),
+    )))
 }
 
 impl quic::RecvStream for RecvStream {
@@ -473,6 +585,9 @@ impl quic::RecvStream for RecvStream {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        if self.refused {
+            return Poll::Ready(Err(excess(0, 0)));
+        }
         if let Some(mut s) = self.stream.take() {
             self.reading.set(async move {
                 let r = s.read_chunk(usize::MAX, true).await;
@@ -482,9 +597,18 @@ impl quic::RecvStream for RecvStream {
         let (s, r) = ready!(self.reading.poll(cx));
         self.stream = Some(s);
         let data = r.map_err(read_error)?.map(|c| c.bytes);
-        if let (Some(b), Some((tap, prio))) = (&data, &mut self.tap) {
-            if !tap.feed(b, |id, u| prio.set(id, u)) {
-                self.tap = None;
+        if let (Some(b), Some(tap)) = (&data, &mut self.tap) {
+            let prio = &self.prio;
+            match tap.feed(b, |id, u| {
+                if let Some(p) = prio {
+                    p.set(id, u)
+                }
+            }) {
+                Tapped::Go => {}
+                Tapped::NotControl => self.tap = None,
+                Tapped::TooLong { ty, len, first } => {
+                    return Poll::Ready(Err(self.refuse(ty, len, first, cx)));
+                }
             }
         }
         Poll::Ready(Ok(data))
@@ -736,21 +860,38 @@ fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
 // =======================================================================================
 // The control-stream tap.
 
-/// Follows the frames of an incoming unidirectional stream: the stream type, then (on
-/// a control stream) each frame's type and length, keeping PRIORITY_UPDATE payloads.
+/// Follows the frames of an incoming stream: on a unidirectional stream its type, then
+/// (on a control stream) each frame's type and length, keeping PRIORITY_UPDATE payloads;
+/// on a request stream, its frames' types and lengths.
 #[derive(Default)]
 struct Tap {
     /// Header bytes not yet complete (a varint split across chunks).
     head: Vec<u8>,
+    /// The stream type is read (or there is none: a request stream).
     typed: bool,
     /// The frame being read: its type, bytes of payload left, payload kept.
     frame: Option<(u64, u64, Vec<u8>)>,
+    /// Frames but DATA declaring more than this are refused.
+    max: Option<u64>,
+    /// Frames whose header has been read.
+    frames: u64,
+}
+
+/// What a [`Tap`] made of the bytes it was fed.
+#[derive(Debug, PartialEq)]
+enum Tapped {
+    /// Nothing to do.
+    Go,
+    /// The stream is not a control stream: nothing more to follow.
+    NotControl,
+    /// A frame of type `ty` declares `len` bytes, over the limit; the stream's first if
+    /// `first`.
+    TooLong { ty: u64, len: u64, first: bool },
 }
 
 impl Tap {
     /// Feeds received bytes; calls `found(stream, urgency)` for each PRIORITY_UPDATE.
-    /// Returns false once the stream is known not to be a control stream.
-    fn feed(&mut self, mut b: &[u8], mut found: impl FnMut(u64, u8)) -> bool {
+    fn feed(&mut self, mut b: &[u8], mut found: impl FnMut(u64, u8)) -> Tapped {
         while !b.is_empty() {
             if let Some((ty, left, kept)) = &mut self.frame {
                 let n = (*left).min(b.len() as u64) as usize;
@@ -778,7 +919,7 @@ impl Tap {
             if !self.typed {
                 if let Some((ty, _)) = get_varint(&self.head) {
                     if ty != CONTROL_STREAM {
-                        return false;
+                        return Tapped::NotControl;
                     }
                     self.typed = true;
                     self.head.clear();
@@ -788,6 +929,11 @@ impl Tap {
             if let Some((ty, n)) = get_varint(&self.head) {
                 if let Some((len, _)) = get_varint(&self.head[n..]) {
                     self.head.clear();
+                    self.frames += 1;
+                    if ty != DATA && self.max.is_some_and(|m| len > m) {
+                        let first = self.frames == 1;
+                        return Tapped::TooLong { ty, len, first };
+                    }
                     // (An empty frame has nothing to keep; an empty PRIORITY_UPDATE
                     // would be malformed, and is ignored like the rest.)
                     if len > 0 {
@@ -796,7 +942,7 @@ impl Tap {
                 }
             }
         }
-        true
+        Tapped::Go
     }
 }
 
@@ -836,8 +982,8 @@ mod tests {
         for cut in 1..s.len() {
             let mut tap = Tap::default();
             let mut got = Vec::new();
-            assert!(tap.feed(&s[..cut], |i, u| got.push((i, u))));
-            assert!(tap.feed(&s[cut..], |i, u| got.push((i, u))));
+            assert_eq!(tap.feed(&s[..cut], |i, u| got.push((i, u))), Tapped::Go);
+            assert_eq!(tap.feed(&s[cut..], |i, u| got.push((i, u))), Tapped::Go);
             assert_eq!(got, [(8, 0), (4, 6)], "cut at {cut}");
         }
     }
@@ -845,6 +991,66 @@ mod tests {
     #[test]
     fn the_tap_lets_other_stream_types_go() {
         let mut tap = Tap::default();
-        assert!(!tap.feed(&[0x02, 0x00], |_, _| panic!("no frame")));
+        let got = tap.feed(&[0x02, 0x00], |_, _| panic!("no frame"));
+        assert_eq!(got, Tapped::NotControl);
+    }
+
+    #[test]
+    fn the_tap_refuses_long_frames_but_data_as_their_length_arrives() {
+        // A request stream: HEADERS of 100 bytes, DATA of 1 MiB, then HEADERS (trailers)
+        // declaring 16 MiB, each split anywhere; the limit 1,000.
+        let mut s = vec![0x01, 0x40, 100];
+        s.extend_from_slice(&[0xc2; 100]);
+        s.extend_from_slice(&[0x00, 0x80, 0x10, 0x00, 0x00]);
+        s.extend_from_slice(&vec![b'x'; 1 << 20]);
+        let trailers = s.len();
+        s.extend_from_slice(&[0x01, 0x81, 0x00, 0x00, 0x00]);
+        for cut in [1, 2, 50, trailers - 1, trailers + 1, trailers + 4] {
+            let mut tap = Tap {
+                typed: true,
+                max: Some(1000),
+                ..Tap::default()
+            };
+            let a = tap.feed(&s[..cut], |_, _| panic!("no PRIORITY_UPDATE"));
+            let b = tap.feed(&s[cut..], |_, _| panic!("no PRIORITY_UPDATE"));
+            let refused = Tapped::TooLong {
+                ty: HEADERS,
+                len: 16 << 20,
+                first: false,
+            };
+            assert!(
+                a == Tapped::Go && b == refused,
+                "cut at {cut}: {a:?} then {b:?}"
+            );
+        }
+        // A first HEADERS over the limit, on a request stream; an unknown frame over it on
+        // a control stream.
+        let mut tap = Tap {
+            typed: true,
+            max: Some(1000),
+            ..Tap::default()
+        };
+        let got = tap.feed(&[0x01, 0x44, 0x00, 0xc2], |_, _| {});
+        assert_eq!(
+            got,
+            Tapped::TooLong {
+                ty: HEADERS,
+                len: 1024,
+                first: true
+            }
+        );
+        let mut tap = Tap {
+            max: Some(1000),
+            ..Tap::default()
+        };
+        let got = tap.feed(&[0x00, 0x04, 0x00, 0x21, 0x44, 0x00], |_, _| {});
+        assert_eq!(
+            got,
+            Tapped::TooLong {
+                ty: 0x21,
+                len: 1024,
+                first: false
+            }
+        );
     }
 }

@@ -21,9 +21,6 @@ use std::time::Duration;
 /// How long the proxy's streams have to finish after SIGTERM/SIGINT.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// The largest request body the proxy forwards.
-const MAX_BODY: usize = 64 << 20;
-
 /// Runs `speedy proxy` as `spec` asks: checks it, binds `listen`, writes the start-up
 /// lines (those of `speedy serve`, origins empty) to `out`, and serves until
 /// SIGTERM/SIGINT and the drain after it; returns early only on a start-up error.
@@ -38,6 +35,8 @@ pub async fn proxy(spec: &ProxySpec, out: impl Write) -> Result<(), String> {
     let handler = Arc::new(Proxy::recording(opts.clone(), open_log(spec)?, recorder));
     let mut cfg = ServerConfig {
         tcp_series: tcp_series(spec.tcp_series.as_deref(), spec.tcp_interval_ms)?,
+        // A declared length over it is refused before the proxy sees the request.
+        max_body: spec.max_body,
         ..Default::default()
     };
     let idle = Duration::from_secs(spec.idle_timeout.max(1));
@@ -146,7 +145,7 @@ pub fn proxy_options(spec: &ProxySpec) -> Result<ProxyOptions, String> {
             ..Default::default()
         },
         timeout: Duration::from_secs(spec.timeout),
-        max_body: MAX_BODY,
+        max_body: spec.max_body,
     })
 }
 

@@ -27,7 +27,9 @@ Origins: reached at the addresses of --resolve (the lab has no DNS), else looked
 the system's resolver, over one pooled \
 connection per origin: HTTP/1.1 for http:// (--upstream spdy for SPDY/3.1), ALPN for https://. \
 An origin that cannot be reached gives 502, one that does not answer in --timeout 504, each \
-with the reason in the body and in x-speedy-proxy-error.\n\n\
+with the reason in the body and in x-speedy-proxy-error. Request bodies are read whole before \
+they go on, held to --max-body each and all of them at once (over it alone: 413; no room left \
+by the others: 503).\n\n\
 --log FILE: one JSON line per request: url, method, status, client_protocol, \
 origin_protocol, bytes, first_byte_from_origin_ms, last_byte_from_origin_ms, \
 last_byte_to_client_ms (from the request's arrival; the last is when the final chunk was \

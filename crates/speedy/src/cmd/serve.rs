@@ -27,7 +27,12 @@ added, so ignore unknown ones. Details: docs/serve.md.\n\n\
 Limits: request bodies over --max-body are refused unread (HTTP/1.1 413 and close, h2 413, \
 SPDY RST_STREAM REFUSED_STREAM; past it mid-body: CANCEL); a handler that does not read a \
 body makes the client wait; SPDY header blocks, all frames of a stream together, and h2 \
-header lists are bounded at 64 KiB; unread request-body bytes at 8 MiB per connection (reading pauses at half of it).\n\n\
+and HTTP/3 header lists are bounded at 64 KiB (an HTTP/3 HEADERS frame declaring more: 431 \
+before it is read); unread request-body bytes at 8 MiB per connection (reading pauses at half \
+of it; HTTP/3: the QUIC connection's receive window). HTTP/3 connections are held to \
+--max-connections (counted apart from TCP's) and --max-connections-per-ip (more: \
+CONNECTION_REFUSED), a request's header section to --header-read-timeout, an idle \
+connection to --idle-timeout.\n\n\
 Shutdown: SIGTERM or SIGINT stops accepting, sends GOAWAY (SPDY, h2) or closes after the \
 response in flight (HTTP/1.1, `Connection: close` on responses not yet begun), lets open \
 streams finish for up to --drain-timeout, then exits 0. A second signal exits at once \
