@@ -26,6 +26,7 @@
 //! quinn priority from its RFC 9218 urgency, PRIORITY_UPDATE both ways, a ping).
 
 mod quic;
+mod tap;
 
 use crate::body::Body;
 use crate::h2::priority::parse_priority_field;
