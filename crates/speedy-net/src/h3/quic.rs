@@ -28,7 +28,8 @@
 //!   such frame on a request stream resets it with H3_EXCESSIVE_LOAD, and on the control
 //!   stream closes the connection with H3_EXCESSIVE_LOAD.
 
-use super::tap::{Tap, Tapped};
+pub use super::tap::priority_update_frame;
+use super::tap::{put_varint, Tap, Tapped, HEADERS};
 use crate::h2::priority::{DEFAULT_URGENCY, MAX_REMEMBERED};
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
@@ -41,15 +42,8 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio_util::sync::ReusableBoxFuture;
 
-/// HTTP/3 stream type of the control stream (RFC 9114 §6.2.1).
-pub(super) const CONTROL_STREAM: u64 = 0x00;
-/// RFC 9218 §7.2: PRIORITY_UPDATE for a request stream.
-pub(super) const PRIORITY_UPDATE: u64 = 0xF0700;
 /// A reserved stream type (0x1f × N + 0x21, N = 0), used by [`Injector::ping`].
 const RESERVED_STREAM: u64 = 0x21;
-/// HTTP/3 frame types (RFC 9114 §7.2).
-pub(super) const DATA: u64 = 0x00;
-pub(super) const HEADERS: u64 = 0x01;
 /// HTTP/3 error codes (RFC 9114 §8.1).
 const H3_NO_ERROR: u32 = 0x100;
 const H3_EXCESSIVE_LOAD: u32 = 0x107;
@@ -817,43 +811,4 @@ impl Injector {
             _ => None,
         }
     }
-}
-
-/// A PRIORITY_UPDATE frame (RFC 9218 §7.2) for request stream `id`: `u=N`.
-pub fn priority_update_frame(id: u64, urgency: u8) -> Bytes {
-    let mut payload = BytesMut::new();
-    put_varint(&mut payload, id);
-    payload.extend_from_slice(format!("u={}", urgency.min(7)).as_bytes());
-    let mut f = BytesMut::new();
-    put_varint(&mut f, PRIORITY_UPDATE);
-    put_varint(&mut f, payload.len() as u64);
-    f.extend_from_slice(&payload);
-    f.freeze()
-}
-
-/// Appends `v` as a QUIC variable-length integer (RFC 9000 §16).
-pub(super) fn put_varint(out: &mut BytesMut, v: u64) {
-    if v < 1 << 6 {
-        out.extend_from_slice(&[v as u8]);
-    } else if v < 1 << 14 {
-        out.extend_from_slice(&(v as u16 | 0x4000).to_be_bytes());
-    } else if v < 1 << 30 {
-        out.extend_from_slice(&(v as u32 | 0x8000_0000).to_be_bytes());
-    } else {
-        out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes());
-    }
-}
-
-/// Reads a varint from the front of `b`: (value, length), or `None` if incomplete.
-pub(super) fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let first = *b.first()?;
-    let len = 1usize << (first >> 6);
-    if b.len() < len {
-        return None;
-    }
-    let mut v = u64::from(first & 0x3f);
-    for &x in &b[1..len] {
-        v = v << 8 | u64::from(x);
-    }
-    Some((v, len))
 }

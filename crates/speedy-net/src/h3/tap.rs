@@ -3,8 +3,55 @@
 //! skips as unknown) and refuses a frame but DATA that declares more than the limit before
 //! `h3` buffers any of it (`quic.rs`, "Frame limit").
 
-use super::quic::{get_varint, CONTROL_STREAM, DATA, PRIORITY_UPDATE};
 use crate::h2::priority::{parse_priority_field, KEEP};
+use bytes::{Bytes, BytesMut};
+
+/// HTTP/3 stream type of the control stream (RFC 9114 §6.2.1).
+pub(super) const CONTROL_STREAM: u64 = 0x00;
+/// RFC 9218 §7.2: PRIORITY_UPDATE for a request stream.
+pub(super) const PRIORITY_UPDATE: u64 = 0xF0700;
+/// HTTP/3 frame types (RFC 9114 §7.2).
+pub(super) const DATA: u64 = 0x00;
+pub(super) const HEADERS: u64 = 0x01;
+
+/// A PRIORITY_UPDATE frame (RFC 9218 §7.2) for request stream `id`: `u=N`.
+pub fn priority_update_frame(id: u64, urgency: u8) -> Bytes {
+    let mut payload = BytesMut::new();
+    put_varint(&mut payload, id);
+    payload.extend_from_slice(format!("u={}", urgency.min(7)).as_bytes());
+    let mut f = BytesMut::new();
+    put_varint(&mut f, PRIORITY_UPDATE);
+    put_varint(&mut f, payload.len() as u64);
+    f.extend_from_slice(&payload);
+    f.freeze()
+}
+
+/// Appends `v` as a QUIC variable-length integer (RFC 9000 §16).
+pub(super) fn put_varint(out: &mut BytesMut, v: u64) {
+    if v < 1 << 6 {
+        out.extend_from_slice(&[v as u8]);
+    } else if v < 1 << 14 {
+        out.extend_from_slice(&(v as u16 | 0x4000).to_be_bytes());
+    } else if v < 1 << 30 {
+        out.extend_from_slice(&(v as u32 | 0x8000_0000).to_be_bytes());
+    } else {
+        out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes());
+    }
+}
+
+/// Reads a varint from the front of `b`: (value, length), or `None` if incomplete.
+pub(super) fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
+    let first = *b.first()?;
+    let len = 1usize << (first >> 6);
+    if b.len() < len {
+        return None;
+    }
+    let mut v = u64::from(first & 0x3f);
+    for &x in &b[1..len] {
+        v = v << 8 | u64::from(x);
+    }
+    Some((v, len))
+}
 
 /// Follows the frames of an incoming stream: on a unidirectional stream its type, then
 /// (on a control stream) each frame's type and length, keeping PRIORITY_UPDATE payloads;
@@ -95,8 +142,6 @@ impl Tap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::h3::quic::{priority_update_frame, put_varint, HEADERS};
-    use bytes::BytesMut;
 
     #[test]
     fn varints_round_trip_at_each_length() {
