@@ -172,7 +172,8 @@ pub struct ServeSpec {
     pub tcp_interval_ms: u64,
     /// Also accept SPDY over SCTP (SCTP over UDP, RFC 6951 framing) on the same
     /// addresses and port numbers, over UDP (docs/sctp.md); --sctp-port moves it to a
-    /// port of its own.
+    /// port of its own. Associations, handshakes included, are held to --max-connections
+    /// (more INITs are dropped) and --max-connections-per-ip (more get an ABORT).
     #[arg(long)]
     pub sctp: bool,
     /// With --sctp: SCTP's UDP port at every address, instead of the --listen port (so

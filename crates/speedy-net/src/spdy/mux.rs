@@ -13,7 +13,10 @@
 //! stream are queued in the session (so a slow peer holds the writer back), and credit
 //! goes back to the peer only as `recv` hands bytes out (the peer's windows hold it back;
 //! a peer without flow control is held back by the loop reading less, see
-//! `docs/flow-control.md`).
+//! `docs/flow-control.md`). Streams the peer opens wait for [`Mux::accept`] in a queue of
+//! the session's `max_concurrent_streams`; a stream that finds it full is refused
+//! (RST_STREAM REFUSED_STREAM), so a peer that opens and resets streams, or pushes to a
+//! client that never accepts, cannot grow it.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -68,7 +71,7 @@ enum Cmd {
 /// A SPDY session carrying raw streams; see the module doc.
 pub struct Mux {
     cmds: mpsc::UnboundedSender<Cmd>,
-    incoming: mpsc::UnboundedReceiver<MuxStream>,
+    incoming: mpsc::Receiver<MuxStream>,
     done: Option<tokio::task::JoinHandle<io::Result<()>>>,
 }
 
@@ -76,7 +79,9 @@ impl Mux {
     /// Runs a session over `io` (its role and version come from `cfg`) on a new task.
     pub fn start(io: BoxIo, cfg: spdy::Config) -> Mux {
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
-        let (in_tx, in_rx) = mpsc::unbounded_channel();
+        // Streams the peer opened that wait for `accept`: no more than it may have open
+        // at once. Past that a stream is refused (see `on_event`).
+        let (in_tx, in_rx) = mpsc::channel(cfg.max_concurrent_streams.max(1) as usize);
         let tuning = if cfg.role == Role::Client {
             Tuning::CLIENT
         } else {
@@ -305,7 +310,7 @@ struct MuxOwner {
     cmds: mpsc::UnboundedReceiver<Cmd>,
     cmd_tx: mpsc::UnboundedSender<Cmd>,
     closing: bool,
-    incoming: Option<mpsc::UnboundedSender<MuxStream>>,
+    incoming: Option<mpsc::Sender<MuxStream>>,
     streams: HashMap<StreamId, Slot>,
     buffered: usize,
 }
@@ -363,8 +368,14 @@ impl Owner for MuxOwner {
                 if fin {
                     slot.data = None;
                 }
+                // The queue for `accept` is bounded: the session bounds the streams open at
+                // once, but one the peer reset stays queued until accepted, so a peer that
+                // opens and resets streams (or pushes to a client that never accepts, as
+                // `speedy kube` does not) grew it without bound: 30,000 pushes with 4 KiB
+                // of headers took `speedy kube port-forward` past 64 MiB. Once
+                // `max_concurrent_streams` wait, a new stream is refused.
                 let refused = match &self.incoming {
-                    Some(tx) => tx.send(stream).is_err(),
+                    Some(tx) => tx.try_send(stream).is_err(),
                     None => true,
                 };
                 if refused {

@@ -116,7 +116,7 @@ impl Udp {
         let h3 = bind_h3(spec.h3, spec.quic_cc(), cfg, addrs)?;
         let udp_get = bind_udp_get(spec.udp_get, addrs).await?;
         Ok(Udp {
-            sctp: bind_sctp(spec, addrs).await?,
+            sctp: bind_sctp(spec, &cfg.limits, addrs).await?,
             sctp_counters: spec.sctp_counters.clone(),
             h3,
             udp_get,
@@ -198,8 +198,18 @@ fn bind_h3(
 
 /// With `--sctp`: an SCTP endpoint on UDP at each of `addrs`, at their ports or at
 /// `--sctp-port` (0: the free port the first bind picks, then the same at every address).
-async fn bind_sctp(spec: &ServeSpec, addrs: &[SocketAddr]) -> Result<Vec<SctpListener>, String> {
-    let cfg = SctpConfig::default().with_rto_initial_ms(spec.sctp_rto_initial_ms);
+/// Each endpoint holds at most `--max-connections` associations, handshakes included, and
+/// `--max-connections-per-ip` from one address.
+async fn bind_sctp(
+    spec: &ServeSpec,
+    limits: &speedy_net::Limits,
+    addrs: &[SocketAddr],
+) -> Result<Vec<SctpListener>, String> {
+    let cfg = SctpConfig {
+        max_associations: limits.max_connections,
+        max_associations_per_ip: limits.max_connections_per_ip,
+        ..SctpConfig::default().with_rto_initial_ms(spec.sctp_rto_initial_ms)
+    };
     let mut port = spec.sctp_port;
     let mut out = Vec::new();
     for a in addrs.iter().filter(|_| spec.sctp) {

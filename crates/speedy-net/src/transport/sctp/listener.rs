@@ -4,6 +4,7 @@
 //! 9260 §8.4), the associations already accepted finish (their sessions end, then each
 //! is shut down with the SHUTDOWN exchange), and the endpoint task ends after the last.
 
+use super::guard::{self, DataGuard};
 use super::packet::{self, chunk};
 use super::{
     endpoint_config, grow_buffers, incoming, pair, send_packet, send_transmit, transport, Conn,
@@ -14,8 +15,8 @@ use sctp_proto::{AssociationHandle, DatagramEvent, Endpoint, EndpointEvent, Serv
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -79,9 +80,95 @@ impl SctpListener {
 /// `None` when it is done.
 pub(super) type ToEndpoint = (AssociationHandle, Option<EndpointEvent>);
 
+/// One association as the endpoint task knows it.
+struct Route {
+    tx: mpsc::UnboundedSender<Datagram>,
+    /// Its [`DataGuard`], shared with the association's task (which notes its SACKs and
+    /// what it delivers).
+    guard: Arc<Mutex<DataGuard>>,
+    /// The peer's address as counted ([`ip_key`]), the Initiate Tag of its INIT, and
+    /// the verification tag its packets carry once seen.
+    ip: IpAddr,
+    init_tag: u32,
+    vtag: Option<u32>,
+}
+
+/// The address a peer is counted under: IPv4, or an IPv6 /64 (as `server.rs` counts
+/// TCP connections).
+fn ip_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.into(),
+            None => {
+                let s = v6.segments();
+                std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0).into()
+            }
+        },
+        v4 => v4,
+    }
+}
+
+/// The associations of one endpoint: routes, and the indexes that cap and filter them.
+#[derive(Default)]
+struct Routes {
+    by_handle: HashMap<AssociationHandle, Route>,
+    /// Associations per address ([`ip_key`]).
+    per_ip: HashMap<IpAddr, usize>,
+    /// The peer's INIT Initiate Tag: its retransmitted INIT is not a new association.
+    by_init: HashMap<u32, AssociationHandle>,
+    /// Our verification tag (on the peer's packets) → the association.
+    by_vtag: HashMap<u32, AssociationHandle>,
+}
+
+impl Routes {
+    fn insert(&mut self, ch: AssociationHandle, route: Route) {
+        *self.per_ip.entry(route.ip).or_insert(0) += 1;
+        self.by_init.insert(route.init_tag, ch);
+        self.by_handle.insert(ch, route);
+    }
+
+    fn remove(&mut self, ch: AssociationHandle) -> bool {
+        let Some(r) = self.by_handle.remove(&ch) else {
+            return false;
+        };
+        if let Some(n) = self.per_ip.get_mut(&r.ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_ip.remove(&r.ip);
+            }
+        }
+        if self.by_init.get(&r.init_tag) == Some(&ch) {
+            self.by_init.remove(&r.init_tag);
+        }
+        if let Some(v) = r.vtag {
+            self.by_vtag.remove(&v);
+        }
+        true
+    }
+
+    /// Whether an INIT with Initiate Tag `tag` from `ip` may make a new association:
+    /// `Err(true)` refuse it with an ABORT (its address holds its share), `Err(false)`
+    /// drop it (the endpoint is full; the peer sends it again).
+    fn admit(&self, tag: u32, ip: IpAddr, cfg: &SctpConfig) -> Result<(), bool> {
+        if self.by_init.contains_key(&tag) {
+            return Ok(()); // a retransmission, for the association it made
+        }
+        let per_ip = cfg.max_associations_per_ip;
+        if per_ip > 0 && self.per_ip.get(&ip_key(ip)).is_some_and(|&n| n >= per_ip) {
+            return Err(true);
+        }
+        if self.by_handle.len() >= cfg.max_associations.max(1) {
+            return Err(false);
+        }
+        Ok(())
+    }
+}
+
 /// A server's endpoint task: datagrams in, routed to their associations; new
-/// associations spawned and handed to the listener. Once the listener is gone it refuses
-/// new ones and ends with the last association.
+/// associations spawned and handed to the listener, at most
+/// [`SctpConfig::max_associations`] at once and [`SctpConfig::max_associations_per_ip`]
+/// from one address. The peer's DATA goes through its association's [`DataGuard`] first.
+/// Once the listener is gone it refuses new associations and ends with the last one.
 async fn serve_endpoint(
     sock: Arc<UdpSocket>,
     mut endpoint: Endpoint,
@@ -89,10 +176,10 @@ async fn serve_endpoint(
     cfg: SctpConfig,
 ) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<ToEndpoint>();
-    let mut routes: HashMap<AssociationHandle, mpsc::UnboundedSender<Datagram>> = HashMap::new();
+    let mut routes = Routes::default();
     let mut buf = vec![0u8; 65536];
     let mut accepting = true;
-    while accepting || !routes.is_empty() {
+    while accepting || !routes.by_handle.is_empty() {
         tokio::select! {
             r = sock.recv_from(&mut buf) => {
                 let Ok((n, from)) = r else { continue };
@@ -102,7 +189,29 @@ async fn serve_endpoint(
                         continue;
                     }
                 }
-                let data = incoming(&buf[..n]);
+                let p = &buf[..n];
+                let vtag = p.get(4..8).map_or(0, |v| u32::from_be_bytes(v.try_into().expect("4")));
+                let init = match packet::first_chunk(p) {
+                    Some(chunk::INIT) if vtag == 0 => guard::initiation(p),
+                    _ => None,
+                };
+                if let Some((tag, _)) = init {
+                    if let Err(abort) = routes.admit(tag, from.ip(), &cfg) {
+                        if let Some(a) = refusal(p).filter(|_| abort) {
+                            send_packet(&sock, &a, from, false).await;
+                        }
+                        continue;
+                    }
+                }
+                let filtered = routes
+                    .by_vtag
+                    .get(&vtag)
+                    .and_then(|ch| routes.by_handle.get(ch))
+                    .and_then(|r| r.guard.lock().expect("guard").filter(p));
+                let data = match filtered {
+                    Some(f) => f.into(),
+                    None => incoming(p),
+                };
                 match endpoint.handle(Instant::now(), from, None, None, data) {
                     Some((ch, DatagramEvent::NewAssociation(assoc))) => {
                         let (io, ours, fate) = pair();
@@ -111,14 +220,26 @@ async fn serve_endpoint(
                             continue;
                         }
                         let (tx, rx) = mpsc::unbounded_channel();
-                        routes.insert(ch, tx);
                         let feed = Feed::Server { rx, done: done_tx.clone() };
                         let conn = Conn::new(assoc, ch, false, &cfg, fate);
+                        let (init_tag, tsn) = init.unwrap_or_default();
+                        conn.guard.lock().expect("guard").start(tsn);
+                        routes.insert(ch, Route {
+                            tx,
+                            guard: conn.guard.clone(),
+                            ip: ip_key(from.ip()),
+                            init_tag,
+                            vtag: None,
+                        });
                         tokio::spawn(conn.run(feed, sock.clone(), ours));
                     }
                     Some((ch, DatagramEvent::AssociationEvent(ev))) => {
-                        if let Some(tx) = routes.get(&ch) {
-                            let _ = tx.send(Datagram(ev));
+                        if let Some(r) = routes.by_handle.get_mut(&ch) {
+                            let _ = r.tx.send(Datagram(ev));
+                            if vtag != 0 && r.vtag.is_none() {
+                                r.vtag = Some(vtag);
+                                routes.by_vtag.insert(vtag, ch);
+                            }
                         }
                     }
                     None => {}
@@ -128,7 +249,7 @@ async fn serve_endpoint(
                 }
             }
             Some((ch, _)) = done_rx.recv() => {
-                if routes.remove(&ch).is_some() {
+                if routes.remove(ch) {
                     endpoint.handle_event(ch, EndpointEvent::drained());
                 }
             }

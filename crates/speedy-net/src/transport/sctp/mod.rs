@@ -17,12 +17,15 @@
 //! waits for the COOKIE ACK, one round trip more.
 
 pub mod counters;
+mod guard;
 mod listener;
 pub mod packet;
 pub mod route;
+mod stream;
 
 pub use listener::SctpListener;
 use listener::ToEndpoint;
+use stream::{grow_buffers, pair, Fate};
 
 use crate::transport::io::BoxIo;
 use bytes::{Buf, Bytes};
@@ -34,13 +37,9 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{
-    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf, WriteHalf,
-};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
@@ -60,6 +59,15 @@ pub struct SctpConfig {
     /// `--resolve` names (`--sctp-port`; `speedy serve --sctp-port`); `None`: the same
     /// port. [`dial`] takes its address as given: callers apply this ([`SctpConfig::peer`]).
     pub port: Option<u16>,
+    /// Server: associations at once, handshakes included (`speedy serve` sets its
+    /// `--max-connections`); an INIT beyond is dropped, as a SYN to a full backlog (the
+    /// peer sends it again). sctp-proto keeps state from the INIT on (it has no
+    /// stateless cookie), so without this an INIT flood of 5,000 took 5,000 associations
+    /// and 235 MB, and kept them.
+    pub max_associations: usize,
+    /// Server: associations from one address (IPv6: one /64) at once (`speedy serve`'s
+    /// `--max-connections-per-ip`); an INIT beyond gets an ABORT. 0: no limit.
+    pub max_associations_per_ip: usize,
 }
 
 impl SctpConfig {
@@ -115,6 +123,8 @@ impl Default for SctpConfig {
             streams: 256,
             rto_initial: Duration::from_secs(3),
             port: None,
+            max_associations: crate::limits::Limits::default().max_connections,
+            max_associations_per_ip: crate::limits::Limits::default().max_connections_per_ip,
         }
     }
 }
@@ -139,6 +149,16 @@ const DUPLEX: usize = 256 << 10;
 const HANDSHAKE_LIMIT: Duration = Duration::from_secs(300);
 /// How long a closing association may take to finish its SHUTDOWN exchange.
 const LINGER: Duration = Duration::from_secs(30);
+/// Retransmission timeouts in a row with no SACK from the peer before the association is
+/// given up: RFC 9260's Association.Max.Retrans (10; Linux's
+/// `net.sctp.association_max_retrans`). sctp-proto never gives up on DATA (with a limit
+/// set it only stops retransmitting), so a peer that stopped acknowledging (gone, or
+/// hostile) kept its association, and what waits to be sent to it, for good. With RTO.Min
+/// 1 s and RTO.Max 60 s ten timeouts take about five minutes. A peer that answers with
+/// SACKs (a zero window included) is kept, as TCP keeps one that answers its probes.
+const MAX_DATA_RETRANSMITS: u64 = 10;
+/// The SHUTDOWN COMPLETE chunk's type (RFC 9260 §3.3.13).
+const SHUTDOWN_COMPLETE: u8 = 14;
 /// UDP socket buffers (a burst of a fast sender fits).
 const SOCKET_BUFFER: libc::c_int = 4 << 20;
 
@@ -228,88 +248,6 @@ fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
             .with_max_receive_buffer_size(RECEIVE_BUFFER)
             .with_rto_initial_ms(cfg.rto_initial.as_millis().clamp(1, 60_000) as u64),
     )
-}
-
-/// Why an association ended, for the byte stream's reader.
-type Fate = Arc<Mutex<Option<(io::ErrorKind, String)>>>;
-
-/// The session's end of an association: a byte stream whose end carries the reason the
-/// association ended (refused, timed out, aborted).
-struct SctpIo {
-    inner: DuplexStream,
-    fate: Fate,
-}
-
-impl SctpIo {
-    fn error(&self) -> Option<io::Error> {
-        let f = self.fate.lock().expect("fate");
-        f.as_ref().map(|(k, m)| io::Error::new(*k, m.clone()))
-    }
-}
-
-impl AsyncRead for SctpIo {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        match Pin::new(&mut self.inner).poll_read(cx, buf) {
-            Poll::Ready(Ok(())) if buf.filled().len() == before && buf.remaining() > 0 => {
-                Poll::Ready(self.error().map_or(Ok(()), Err))
-            }
-            other => other,
-        }
-    }
-}
-
-impl AsyncWrite for SctpIo {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, buf) {
-            Poll::Ready(Err(e)) => Poll::Ready(Err(self.error().unwrap_or(e))),
-            other => other,
-        }
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-/// A session's byte stream and the association task's end of it.
-fn pair() -> (BoxIo, DuplexStream, Fate) {
-    let (app, ours) = tokio::io::duplex(DIAG.duplex);
-    let fate = Fate::default();
-    let io = SctpIo {
-        inner: app,
-        fate: fate.clone(),
-    };
-    (Box::new(io), ours, fate)
-}
-
-/// Larger UDP buffers than the default: a congestion window's burst fits.
-fn grow_buffers(sock: &UdpSocket) {
-    use std::os::fd::AsRawFd;
-    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
-        // SAFETY: a valid socket and a c_int option value of the right size.
-        unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&SOCKET_BUFFER as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
 }
 
 /// Opens an association to `addr` and returns the session's byte stream at once, before
@@ -452,6 +390,17 @@ struct Conn {
     app_gone: bool,
     /// This association's share of the process's [`counters::totals`].
     tally: counters::Tally,
+    /// Ours is the client's end.
+    client: bool,
+    /// When the association was made (for [`HANDSHAKE_LIMIT`]).
+    born: Instant,
+    /// The peer's DATA, held to bounds before the stack sees it ([`guard`]); a server's
+    /// endpoint task filters with it, a client's task itself.
+    guard: Arc<Mutex<guard::DataGuard>>,
+    /// SACKs received so far, and the T3 timeouts counted when the last one came
+    /// ([`MAX_DATA_RETRANSMITS`]).
+    sacks_seen: u64,
+    t3_at_last_sack: u64,
 }
 
 impl Drop for Conn {
@@ -518,6 +467,23 @@ impl Conn {
             abort_to: None,
             app_gone: false,
             tally: counters::Tally::default(),
+            client,
+            born: Instant::now(),
+            guard: Default::default(),
+            sacks_seen: 0,
+            t3_at_last_sack: 0,
+        }
+    }
+
+    /// Sends the peer an ABORT for the association (as [`Drop`] does for one still open).
+    fn abort_peer(&self) {
+        if let (Some(h), Some(peer)) = (self.last_header, &self.abort_to) {
+            let p = packet::abort(&h);
+            let _ = if peer.connected {
+                peer.sock.try_send(&p)
+            } else {
+                peer.sock.try_send_to(&p, peer.remote)
+            };
         }
     }
 
@@ -573,6 +539,7 @@ impl Conn {
                 Ok(Some(chunks)) => {
                     let mut v = vec![0; chunks.len()];
                     chunks.read(&mut v).map_err(|_| ())?;
+                    self.guard.lock().expect("guard").delivered(v.len());
                     v
                 }
                 _ => {
@@ -645,7 +612,8 @@ impl Conn {
     async fn run(mut self, mut feed: Feed, sock: Arc<UdpSocket>, io: DuplexStream) {
         let (mut rd, mut wr) = tokio::io::split(io);
         let mut from_app = vec![0u8; 64 << 10];
-        let mut datagram = vec![0u8; 65536];
+        // Only a client reads its own socket (a server's endpoint task reads for all).
+        let mut datagram = vec![0u8; if self.client { 65536 } else { 0 }];
         let mut outgoing = Vec::new();
         let peer = Peer {
             sock,
@@ -654,7 +622,6 @@ impl Conn {
         };
         self.abort_to = Some(peer.clone());
         let mut dead = false;
-        let born = Instant::now();
         loop {
             let now = Instant::now();
             self.tally.update(self.assoc.stats());
@@ -674,7 +641,7 @@ impl Conn {
             }
             // A server's association is in the closed state until the COOKIE ECHO.
             let closed = dead || (self.assoc.is_closed() && self.established);
-            if self.should_stop(now, born, closed) {
+            if self.should_stop(now, closed) {
                 break;
             }
             let deadline = self.deadline(&feed);
@@ -738,6 +705,9 @@ impl Conn {
         if let Some(h) = packets.last().and_then(|p| p.get(..8)) {
             self.last_header = h.try_into().ok();
         }
+        if let Some(cum) = packets.iter().filter_map(|p| guard::sack_cum(p)).last() {
+            self.guard.lock().expect("guard").acked(cum);
+        }
         if DIAG.sack_immediately {
             // The end of what the association can send now: its last DATA asks for
             // an immediate SACK rather than the peer's delayed one (200 ms).
@@ -751,17 +721,55 @@ impl Conn {
         for p in &packets {
             peer.send(p).await;
         }
+        // The end that sent SHUTDOWN sends SHUTDOWN COMPLETE last: its association is
+        // over. sctp-proto says so (`gather_outbound`'s flag) but `poll_transmit` drops
+        // the flag, leaving the association in SHUTDOWN-SENT with no timer running, so a
+        // server that shut an association down (an idle session, --sniff-timeout,
+        // SIGTERM) kept its task, its state and its place in the per-address count until
+        // some packet came.
+        if packets
+            .iter()
+            .any(|p| packet::first_chunk(p) == Some(SHUTDOWN_COMPLETE))
+        {
+            let _ = self.assoc.close();
+        }
         inject
     }
 
     /// Whether the task is done: the handshake took too long (a failure), the association
     /// is `closed` with nothing left for the session, or a shutdown lingered too long.
-    fn should_stop(&mut self, now: Instant, born: Instant, closed: bool) -> bool {
-        if !self.established && now >= born + HANDSHAKE_LIMIT {
+    fn should_stop(&mut self, now: Instant, closed: bool) -> bool {
+        if !self.established && now >= self.born + HANDSHAKE_LIMIT {
             self.fail(
                 io::ErrorKind::TimedOut,
                 "SCTP handshake: no COOKIE ECHO".into(),
             );
+            return true;
+        }
+        let mut st = self.assoc.stats();
+        let (sacks, t3) = (st.get_num_sacks(), st.get_num_t3timeouts());
+        if sacks != self.sacks_seen {
+            (self.sacks_seen, self.t3_at_last_sack) = (sacks, t3);
+        }
+        if t3 >= self.t3_at_last_sack + MAX_DATA_RETRANSMITS {
+            self.fail(
+                io::ErrorKind::TimedOut,
+                format!("SCTP: no SACK through {MAX_DATA_RETRANSMITS} retransmission timeouts"),
+            );
+            let _ = self.assoc.close();
+            self.abort_peer();
+            return true;
+        }
+        // A server's session gave up on an association that never completed its
+        // handshake (its first frame did not come within --sniff-timeout, or its address
+        // holds its share): it ends now, with an ABORT, where it used to wait for a packet
+        // that never came, holding its task, buffers and the stack's state for good.
+        if !self.client && self.app_done && !self.established {
+            self.fail(
+                io::ErrorKind::TimedOut,
+                "SCTP handshake: the session ended first".into(),
+            );
+            self.abort_peer();
             return true;
         }
         if closed && (self.to_app.is_empty() || self.app_gone) {
@@ -778,7 +786,18 @@ impl Conn {
 
     /// The next timer: the association's, or a client's COOKIE ECHO resend if earlier.
     fn deadline(&self, feed: &Feed) -> Option<Instant> {
-        let deadline = self.assoc.poll_timeout();
+        let mut deadline = self.assoc.poll_timeout();
+        if !self.established {
+            // Wake for the handshake limit even when the stack has no timer running (a
+            // server's association waiting for a COOKIE ECHO has none).
+            let limit = self.born + HANDSHAKE_LIMIT;
+            deadline = Some(deadline.map_or(limit, |d| d.min(limit)));
+        }
+        if let Some(at) = self.shutdown_at {
+            // And for the shutdown's linger limit, whatever the stack's timers say.
+            let limit = at + LINGER;
+            deadline = Some(deadline.map_or(limit, |d| d.min(limit)));
+        }
         match feed {
             Feed::Client {
                 bundler: Some(b), ..
@@ -794,7 +813,18 @@ impl Conn {
     /// which tells the bundler the peer was heard); `Break` when receiving failed.
     fn on_in(&mut self, r: io::Result<In>, feed: &mut Feed, remote: SocketAddr) -> ControlFlow<()> {
         match r {
-            Ok(In::Packet(bytes)) => {
+            Ok(In::Packet(mut bytes)) => {
+                {
+                    let mut g = self.guard.lock().expect("guard");
+                    match guard::initiation(&bytes) {
+                        Some((_, tsn)) => g.start(tsn),
+                        None => {
+                            if let Some(p) = g.filter(&bytes) {
+                                bytes = p.into();
+                            }
+                        }
+                    }
+                }
                 if let Feed::Client { endpoint, bundler } = feed {
                     if let Some(b) = bundler {
                         b.heard();
