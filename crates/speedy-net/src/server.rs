@@ -175,6 +175,12 @@ impl PerIp {
         }
     }
 
+    /// How many connections `ip`'s address holds now.
+    pub(crate) fn holds(&self, ip: std::net::IpAddr) -> usize {
+        let open = self.open.lock().expect("not poisoned");
+        open.get(&PerIp::key(ip)).copied().unwrap_or(0)
+    }
+
     /// Counts a new connection from `ip`, or `None` when its address holds the cap.
     pub(crate) fn enter(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<Held> {
         if self.cap == 0 {

@@ -11,6 +11,11 @@
 //!   `--idle-timeout` closes them (H3_NO_ERROR), and `--max-connections-per-ip` refuses a
 //!   fifth connection of one address (QUIC's CONNECTION_REFUSED) while another address
 //!   is served.
+//! - forged source addresses: 44 clients' Initials sent from 44 addresses that never
+//!   answer (four of them ports of the normal client's address): with
+//!   `--max-connections 8 --max-connections-per-ip 4` the normal client is still served
+//!   (unproven addresses get a Retry once half the slots are used or their address holds
+//!   one).
 //! - stream flood: the 100 request streams QUIC lets one connection open, half with a
 //!   header section never finished (ended after `--header-read-timeout`), half uploading
 //!   to `--echo-upload` without reading the echo (the connection's QUIC receive window,
@@ -486,6 +491,82 @@ fn h3_one_address_cannot_take_every_slot() {
     std::thread::sleep(Duration::from_millis(300));
     h3_fetch_ok(&srv);
     report(&mut srv, "h3 connections per address", H3_RSS_LIMIT_KIB);
+}
+
+/// `n` real clients' first QUIC datagrams (Initials, each a ClientHello for "localhost"
+/// with a connection ID of its own), caught on a socket that never answers.
+fn initials(rt: &tokio::runtime::Runtime, n: usize) -> Vec<Vec<u8>> {
+    let catcher = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind catcher");
+    catcher.set_read_timeout(Some(T)).expect("timeout");
+    let to = catcher.local_addr().expect("catcher address");
+    let ep = endpoint(rt, "127.0.0.1:0");
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let mut connecting = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while got.len() < n {
+        connecting.push({
+            let _in = rt.enter();
+            ep.connect(to, "localhost").expect("connect")
+        });
+        // The new attempt's Initial (retransmissions of earlier ones are skipped).
+        loop {
+            let len = catcher.recv(&mut buf).expect("a client's Initial");
+            let p = &buf[..len];
+            assert!(len >= 1200 && p[0] & 0xf0 == 0xc0, "not a QUIC Initial: {len} bytes");
+            let dcid = &p[6..6 + p[5] as usize];
+            if !got.iter().any(|g| &g[6..6 + g[5] as usize] == dcid) {
+                got.push(p.to_vec());
+                break;
+            }
+        }
+    }
+    got
+}
+
+#[test]
+fn h3_forged_source_addresses_take_no_slot() {
+    let site = h3_site();
+    let mut srv = start_h3(
+        &site,
+        &[
+            "--max-connections",
+            "8",
+            "--max-connections-per-ip",
+            "4",
+            "--sniff-timeout",
+            "30",
+        ],
+    );
+    let addr = quic_addr(&srv);
+    let rt = rt();
+    let initials = initials(&rt, 44);
+    // Initials from 40 addresses that never answer (a forger's), then from four
+    // ports of 127.0.0.1, the address the normal client below uses. Each is a new
+    // connection attempt whose handshake could only end after --sniff-timeout.
+    let mut forged = Vec::new();
+    for i in 0..40u8 {
+        forged.push(std::net::UdpSocket::bind(format!("127.0.1.{}:0", i + 1)).expect("bind"));
+    }
+    for _ in 0..4 {
+        forged.push(std::net::UdpSocket::bind("127.0.0.1:0").expect("bind"));
+    }
+    for (s, initial) in forged.iter().zip(&initials) {
+        s.send_to(initial, addr).expect("send a forged Initial");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // During: the normal client is asked to prove its address and then served, from the
+    // address the forger named and from another.
+    h3_fetch_ok(&srv);
+    let other = endpoint(&rt, "127.0.0.2:0");
+    let got = rt.block_on(async {
+        let c = h3_connect(&other, addr).await;
+        raw_get(&c.conn, "/index.html").await
+    });
+    assert_eq!(got, Ok((Some(200), 13)));
+    eprintln!("{} forged Initials: normal clients served", forged.len());
+    drop(forged);
+    h3_fetch_ok(&srv);
+    report(&mut srv, "h3 forged source addresses", H3_RSS_LIMIT_KIB);
 }
 
 #[test]

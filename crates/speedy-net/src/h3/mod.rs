@@ -12,7 +12,9 @@
 //! - Not carried over HTTP/3: server push (the `h3` crate has none), `Response::reset`
 //!   becomes a stream reset with H3_REQUEST_CANCELLED.
 //! - The server's [`crate::Limits`] hold as on TCP: `max_connections` and
-//!   `max_connections_per_ip` (counted at accept; over them QUIC's CONNECTION_REFUSED),
+//!   `max_connections_per_ip` (counted at accept; over them QUIC's CONNECTION_REFUSED;
+//!   a client whose address is unproven gets a Retry first when half the connections are
+//!   in use or its address already holds one, so forged source addresses take neither),
 //!   the handshake within `sniff_timeout`, a request's header section within
 //!   `header_read_timeout` (then the stream is dropped), a connection with no request
 //!   open for `idle_timeout` gets GOAWAY and is closed (H3_NO_ERROR), and the request-body
@@ -210,9 +212,8 @@ pub async fn serve_h3(
     let slots = Arc::new(Semaphore::new(
         cfg.limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
     ));
-    // Counted at accept, as on TCP (the address is the one the client's first packet
-    // came from: QUIC validates it only with the handshake, which must end within
-    // `sniff_timeout`).
+    // Counted at accept, as on TCP. The address is the one the client's first packet
+    // came from, which anyone can forge: see `must_prove_address`.
     let per_ip = Arc::new(PerIp::new(cfg.limits.max_connections_per_ip));
     let shutdown = cfg.shutdown.clone();
     let cfg = Arc::new(cfg);
@@ -233,6 +234,13 @@ pub async fn serve_h3(
         if draining {
             tracing::debug!("h3: {} refused: shutting down", incoming.remote_address());
             incoming.refuse();
+            continue;
+        }
+        if must_prove_address(&incoming, &slots, cfg.limits.max_connections, &per_ip) {
+            tracing::debug!("h3: {} asked to prove its address", incoming.remote_address());
+            if incoming.retry().is_err() {
+                tracing::debug!("h3: a Retry could not be sent");
+            }
             continue;
         }
         let Ok(permit) = slots.clone().try_acquire_owned() else {
@@ -264,6 +272,26 @@ pub async fn serve_h3(
     while conns.join_next().await.is_some() {}
     listener.endpoint.wait_idle().await;
     Ok(())
+}
+
+/// Whether a client's first packet must be answered with a Retry (RFC 9000, 8.1.2)
+/// before it may take a slot: when its source address is not proven yet and either half
+/// the server's connections are in use or the address already holds one. A Retry costs
+/// the server no state and the client one round trip; only a client that receives at the
+/// address it sends from can answer it. Without it, first packets from forged addresses
+/// (each held until `sniff_timeout` ends its handshake) could take every slot, or the
+/// per-address share of an address they name.
+fn must_prove_address(
+    incoming: &quinn::Incoming,
+    slots: &Semaphore,
+    max_connections: usize,
+    per_ip: &PerIp,
+) -> bool {
+    if incoming.remote_address_validated() || !incoming.may_retry() {
+        return false;
+    }
+    let busy = slots.available_permits() * 2 <= max_connections;
+    busy || per_ip.holds(incoming.remote_address().ip()) > 0
 }
 
 /// The `h3` crate's server side of one connection.
