@@ -512,7 +512,10 @@ fn initials(rt: &tokio::runtime::Runtime, n: usize) -> Vec<Vec<u8>> {
         loop {
             let len = catcher.recv(&mut buf).expect("a client's Initial");
             let p = &buf[..len];
-            assert!(len >= 1200 && p[0] & 0xf0 == 0xc0, "not a QUIC Initial: {len} bytes");
+            assert!(
+                len >= 1200 && p[0] & 0xf0 == 0xc0,
+                "not a QUIC Initial: {len} bytes"
+            );
             let dcid = &p[6..6 + p[5] as usize];
             if !got.iter().any(|g| &g[6..6 + g[5] as usize] == dcid) {
                 got.push(p.to_vec());

@@ -237,7 +237,10 @@ pub async fn serve_h3(
             continue;
         }
         if must_prove_address(&incoming, &slots, cfg.limits.max_connections, &per_ip) {
-            tracing::debug!("h3: {} asked to prove its address", incoming.remote_address());
+            tracing::debug!(
+                "h3: {} asked to prove its address",
+                incoming.remote_address()
+            );
             if incoming.retry().is_err() {
                 tracing::debug!("h3: a Retry could not be sent");
             }
