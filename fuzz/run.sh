@@ -5,6 +5,12 @@
 # -max_len (below).
 #
 #   fuzz/run.sh [SECONDS] [TARGET...]
+#   FUZZ_RUNS=10000000 FUZZ_SANITIZER=none fuzz/run.sh 0 har_import   # a long run
+#
+# FUZZ_RUNS, when set, runs each target for that many executions instead of SECONDS
+# (SECONDS then bounds nothing: pass 0). FUZZ_SANITIZER picks cargo fuzz's sanitizer
+# (address by default; `none` runs the Rust code without AddressSanitizer, 5-7x as many
+# executions a second: har_import 1,660/s with it, 11,100/s without).
 #
 # The targets (the harnesses are in src/, one module per crate surface):
 #   frame_decode      spdy: frames through Frame::decode, encode -> decode round trips
@@ -46,6 +52,12 @@ set -u
 cd "$(dirname "$0")"
 
 secs=${1:-25}
+sanitizer=${FUZZ_SANITIZER:-address}
+if [ -n "${FUZZ_RUNS:-}" ]; then
+    budget=(-runs="$FUZZ_RUNS")
+else
+    budget=(-max_total_time="$secs")
+fi
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
@@ -105,7 +117,8 @@ max_len() {
 
 echo "run.sh: building ${targets[*]}" >&2
 for t in "${targets[@]}"; do
-    cargo +nightly fuzz build "$t" >/dev/null 2>&1 || { cargo +nightly fuzz build "$t"; exit 2; }
+    cargo +nightly fuzz build -s "$sanitizer" "$t" >/dev/null 2>&1 ||
+        { cargo +nightly fuzz build -s "$sanitizer" "$t"; exit 2; }
 done
 
 status=0
@@ -113,8 +126,8 @@ for t in "${targets[@]}"; do
     mkdir -p "corpus/$t" "artifacts/$t"
     log=$(mktemp)
     start=$(date +%s)
-    cargo +nightly fuzz run "$t" "corpus/$t" -- \
-        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    cargo +nightly fuzz run -s "$sanitizer" "$t" "corpus/$t" -- \
+        "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -max_len="$(max_len "$t")" >"$log" 2>&1
     rc=$?
     took=$(($(date +%s) - start))
@@ -124,6 +137,8 @@ for t in "${targets[@]}"; do
     if [ "$rc" -eq 0 ]; then
         printf 'ok    %-16s %4ss  %10s execs  %7s execs/s  cov %-6s corpus %s\n' \
             "$t" "$took" "${execs:-?}" "$(( ${execs:-0} / (took > 0 ? took : 1) ))" "${cov:-?}" "$corpus"
+        # A long run also shows libFuzzer's final statistics.
+        [ -n "${FUZZ_RUNS:-}" ] && grep -E '^stat::' "$log" | sed 's/^/      /'
     else
         status=1
         printf 'CRASH %-16s %4ss  %10s execs  (exit %s) artifacts in fuzz/artifacts/%s\n' \
