@@ -62,7 +62,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{peak_rss_until_exit, proc_status_kib, run_bounded, Server, TempDir, BIN};
+use support::{
+    peak_rss_until_exit, proc_status_kib, read_request_head, run_bounded, Server, TempDir, BIN,
+};
 
 /// Peak RSS of the program under any one probe.
 const RSS_LIMIT_KIB: u64 = 64 * 1024;
@@ -838,16 +840,6 @@ fn sctp_endless_and_huge_messages_are_bounded() {
 
 // ---- The stream multiplexer: `speedy kube port-forward` ----
 
-/// Reads an HTTP/1.1 request head (up to its blank line).
-fn read_request_head(c: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).is_ok_and(|n| n == 1) {
-        head.push(b[0]);
-    }
-    String::from_utf8_lossy(&head).into_owned()
-}
-
 /// A kubelet that upgrades to SPDY/3.1, answers every stream and echoes `data`
 /// streams; once the client has a data stream open it pushes `flood` streams tied to it,
 /// each with 4 KiB of headers and reset at once. Returns its address and the count of
@@ -1058,22 +1050,10 @@ fn kube_port_forward_bounds_a_stalled_stream() {
 
 // ---- The HTTP/1.1 pipelining client ----
 
-/// Starts a server thread that, per accepted connection (up to 8), reads one request head
-/// and runs `each`; returns its address.
+/// A server thread that, per accepted connection (up to 8), reads one request head and
+/// runs `each`; returns its address.
 fn hostile_http(each: fn(TcpStream)) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for c in l.incoming().take(8) {
-            let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || {
-                c.set_read_timeout(Some(Duration::from_secs(20))).ok();
-                read_request_head(&mut c);
-                each(c);
-            });
-        }
-    });
-    addr
+    support::hostile_server(8, each)
 }
 
 /// Writes `head`, then `piece` over and over for up to 15 s (until the client goes).

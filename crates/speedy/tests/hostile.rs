@@ -10,33 +10,12 @@ mod support;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
-use support::{peak_rss_until_exit, run_bounded, BIN};
+use support::{hostile_server, peak_rss_until_exit, read_request_head, run_bounded, BIN};
 
-/// Starts a server thread that runs `each` on every accepted connection (up to 64) after
+/// A server thread that runs `each` on every accepted connection (up to 64) after
 /// reading the request head; returns its address.
 fn hostile(each: fn(TcpStream)) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for c in l.incoming().take(64) {
-            let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || {
-                c.set_read_timeout(Some(Duration::from_secs(20))).ok();
-                read_head(&mut c);
-                each(c);
-            });
-        }
-    });
-    addr
-}
-
-/// Reads one request head (up to its blank line, or the connection's end).
-fn read_head(c: &mut TcpStream) {
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).is_ok_and(|n| n == 1) {
-        head.push(b[0]);
-    }
+    hostile_server(64, each)
 }
 
 fn silent(c: TcpStream) {
@@ -66,7 +45,7 @@ fn page_with_endless_css(mut c: TcpStream) {
         html.len()
     );
     let _ = c.write_all(html);
-    read_head(&mut c);
+    read_request_head(&mut c);
     let _ = c.write_all(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/css\r\nContent-Length: 100000000000\r\n\r\n",
     );

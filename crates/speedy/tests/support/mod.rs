@@ -320,3 +320,36 @@ pub fn chromium() -> String {
         ),
     }
 }
+
+/// Reads an HTTP request head from `c` byte by byte, up to its blank line (or the
+/// connection's end or read timeout), and returns it.
+pub fn read_request_head(c: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).is_ok_and(|n| n == 1) {
+        head.push(b[0]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+/// A hostile HTTP server on loopback: a thread that accepts up to `limit` connections
+/// and, on a thread each, reads the request head (20 s read timeout) and runs `each`.
+/// Returns its address.
+#[allow(dead_code)] // not every test file starts one
+pub fn hostile_server(limit: usize, each: fn(std::net::TcpStream)) -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("address").to_string();
+    std::thread::spawn(move || {
+        for c in l.incoming().take(limit) {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || {
+                c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                    .ok();
+                read_request_head(&mut c);
+                each(c);
+            });
+        }
+    });
+    addr
+}
