@@ -10,6 +10,7 @@
 use crate::config::{DnsCost, Domains, LoadConfig, Priorities, Proto, ProxyTarget, Transport};
 use crate::net::Target;
 use serde::{Deserialize, Serialize};
+use speedy_net::sctp::SctpStack;
 use speedy_net::{Carrier, Protocol};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -79,6 +80,12 @@ pub struct LoadSpec {
     /// the URL or --resolve); the address stays the one --resolve gives.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub sctp_port: Option<u16>,
+    /// With --transport sctp: the loader's SCTP stack, sctp-proto (the default) or
+    /// usrsctp (libusrsctp); either loads from a server on either, e.g. `--transport sctp
+    /// --sctp-stack usrsctp`.
+    #[arg(long, default_value = "sctp-proto", value_name = "sctp-proto|usrsctp")]
+    #[serde(with = "speedy_net::text::by_name")]
+    pub sctp_stack: SctpStack,
     /// Map a host to an address: HOST=IP[:PORT]; HOST `*` matches every other host.
     #[arg(long, value_name = "HOST=IP[:PORT]")]
     pub resolve: Vec<String>,
@@ -245,12 +252,12 @@ impl LoadSpec {
             (_, true) => Transport::Plain,
             _ => Transport::Auto,
         };
-        cfg.sctp = speedy_net::sctp::client_config(
+        cfg.sctp = self.sctp_stack.client(speedy_net::sctp::client_config(
             self.transport,
             self.cookie_bundling,
             self.sctp_rto_initial_ms,
             self.sctp_port,
-        )?;
+        )?)?;
         if cfg.proto == Proto::H3 && (self.plain || self.proxy.is_some()) {
             return Err("--protocol h3: QUIC is always encrypted and goes to the origin (not with --plain or --proxy)".into());
         }

@@ -142,6 +142,7 @@ const VARIANT_CONDITIONS: &[Cond] = &[
     ("session_think_ms", |r| opt(&r.session_think_ms)),
     ("cookie_bundling", |r| opt(&r.cookie_bundling)),
     ("sctp_rto_initial_ms", |r| opt(&r.sctp_rto_initial_ms)),
+    ("sctp_stack", |r| opt(&r.sctp_stack)),
     ("against", |r| opt(&r.against)),
 ];
 

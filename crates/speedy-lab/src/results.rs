@@ -267,6 +267,13 @@ pub struct Row {
     /// Over SCTP: RTO.Initial at both ends, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sctp_rto_initial_ms: Option<u32>,
+    /// Over SCTP: the SCTP stack at both ends (`sctp-proto` or `usrsctp`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "speedy_net::text::opt_by_name"
+    )]
+    pub sctp_stack: Option<speedy_net::sctp::SctpStack>,
     /// Through `speedy proxy` (`spdy` or `http`), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,

@@ -192,6 +192,13 @@ pub struct ServeSpec {
     /// around each load, as it reads the kernel's TCP counters.
     #[arg(long, value_name = "FILE", requires = "sctp")]
     pub sctp_counters: Option<PathBuf>,
+    /// With --sctp: the SCTP stack that answers, sctp-proto (the default) or usrsctp
+    /// (libusrsctp, FreeBSD's SCTP: its own statistics feed --sctp-counters); clients on
+    /// either stack are served, e.g. `speedy serve --root ./site --sctp --sctp-stack
+    /// usrsctp`.
+    #[arg(long, default_value = "sctp-proto", value_name = "sctp-proto|usrsctp")]
+    #[serde(with = "speedy_net::text::by_name")]
+    pub sctp_stack: speedy_net::sctp::SctpStack,
     /// Also accept HTTP/3 over QUIC on UDP at the same addresses and port numbers, with
     /// the TLS certificate of the TCP side (so it needs TLS: --tls-self-signed,
     /// --tls-cert, or an archive of https origins). With --sctp, SCTP needs a port of
@@ -388,10 +395,13 @@ impl ServeSpec {
         if !self.sctp
             && (self.sctp_rto_initial_ms.is_some()
                 || self.sctp_counters.is_some()
-                || self.sctp_port.is_some())
+                || self.sctp_port.is_some()
+                || self.sctp_stack != speedy_net::sctp::SctpStack::default())
         {
             return Err(
-                "--sctp-rto-initial-ms, --sctp-counters and --sctp-port: only with --sctp".into(),
+                "--sctp-rto-initial-ms, --sctp-counters, --sctp-port and --sctp-stack: \
+                 only with --sctp"
+                    .into(),
             );
         }
         if !self.h3 && (self.quic_initial_window.is_some() || self.quic_cc.is_some()) {

@@ -224,6 +224,45 @@ fn sctp_and_h3_variants_share_an_experiment() {
 }
 
 #[test]
+fn an_sctp_variant_names_its_stack_for_both_ends() {
+    use speedy_net::sctp::SctpStack;
+    let base = "[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\n\
+                [[variant]]\nname=\"s\"\nprotocol=\"spdy\"\n";
+    let e = p(&format!(
+        "{base}transport = \"sctp\"\nsctp_stack = \"usrsctp\"\n"
+    ))
+    .unwrap();
+    let mut load = speedy_browser::spec::LoadSpec::default();
+    e.variants[0].configure_load(&mut load);
+    assert_eq!(load.sctp_stack, SctpStack::Usrsctp);
+    let mut serve = speedy_server::spec::ServeSpec::default();
+    e.variants[0].configure_serve(&mut serve);
+    assert_eq!(serve.sctp_stack, SctpStack::Usrsctp);
+    // The default, sctp-proto, leaves the specs as they were.
+    let e = p(&format!("{base}transport = \"sctp\"\n")).unwrap();
+    let mut serve = speedy_server::spec::ServeSpec::default();
+    e.variants[0].configure_serve(&mut serve);
+    assert_eq!(serve.sctp_stack, SctpStack::SctpProto);
+    for (extra, want) in [
+        (
+            "sctp_stack = \"usrsctp\"",
+            "sctp_stack: only with transport = \"sctp\"",
+        ),
+        (
+            "transport = \"sctp\"\nsctp_stack = \"linux\"",
+            "sctp_stack = \"linux\": \"linux\": an SCTP stack, sctp-proto or usrsctp",
+        ),
+        (
+            "transport = \"sctp\"\nsctp_stack = \"usrsctp\"\ncookie_bundling = false",
+            "cookie_bundling = false: sctp-proto only",
+        ),
+    ] {
+        let e = p(&format!("{base}{extra}\n")).unwrap_err();
+        assert!(e.contains(want), "{extra}: {e}");
+    }
+}
+
+#[test]
 fn an_h3_variant_asks_quinn_for_its_congestion_control() {
     use speedy_net::h3::QuicCcAlgorithm as Q;
     let e = p(

@@ -27,6 +27,9 @@ pub enum Transport {
         /// RTO.Initial at both ends, ms (`sctp_rto_initial_ms`; the stack's 3 s when
         /// `None`).
         rto_initial_ms: Option<u32>,
+        /// The SCTP stack at both ends, the loader's and the replay server's
+        /// (`sctp_stack = "sctp-proto" | "usrsctp"`, default sctp-proto).
+        stack: speedy_net::sctp::SctpStack,
     },
 }
 
@@ -219,11 +222,13 @@ impl Variant {
         if let Transport::Sctp {
             cookie_bundling,
             rto_initial_ms,
+            stack,
         } = self.transport
         {
             spec.transport = speedy_net::Carrier::Sctp;
             spec.cookie_bundling = cookie_bundling;
             spec.sctp_rto_initial_ms = rto_initial_ms;
+            spec.sctp_stack = stack;
         }
     }
 
@@ -246,8 +251,14 @@ impl Variant {
         spec.push = self.push;
         spec.hint = self.hint;
         spec.header_compression = self.header_compression;
-        if let Transport::Sctp { rto_initial_ms, .. } = self.transport {
+        if let Transport::Sctp {
+            rto_initial_ms,
+            stack,
+            ..
+        } = self.transport
+        {
             spec.sctp_rto_initial_ms = rto_initial_ms;
+            spec.sctp_stack = stack;
         }
         // A TCP initial window of N segments as bytes (1,460-byte MSS), for QUIC.
         spec.quic_initial_window = self
@@ -295,6 +306,7 @@ pub(super) struct VariantSpec {
     transport: Option<String>,
     cookie_bundling: Option<bool>,
     sctp_rto_initial_ms: Option<u32>,
+    sctp_stack: Option<String>,
     notsent_lowat: Option<u32>,
     client: Option<String>,
 }
@@ -575,10 +587,23 @@ fn transport_of(v: &VariantSpec, protocol: Protocol) -> Result<Transport, String
             return Err(format!("sctp_rto_initial_ms = {ms}: between 1 and 60000"));
         }
     }
+    let stack = match &v.sctp_stack {
+        Some(_) if !sctp => {
+            return Err("sctp_stack: only with transport = \"sctp\"".into());
+        }
+        Some(name) => name
+            .parse()
+            .map_err(|e| format!("sctp_stack = {name:?}: {e}"))?,
+        None => Default::default(),
+    };
+    if stack == speedy_net::sctp::SctpStack::Usrsctp && v.cookie_bundling == Some(false) {
+        return Err("cookie_bundling = false: sctp-proto only (usrsctp bundles as it will)".into());
+    }
     Ok(if sctp {
         Transport::Sctp {
             cookie_bundling: v.cookie_bundling.unwrap_or(true),
             rto_initial_ms: v.sctp_rto_initial_ms,
+            stack,
         }
     } else {
         Transport::Tcp

@@ -174,6 +174,7 @@ fn loader_options() -> Vec<C> {
         C::opt_bool("prefetch", |r| r.prefetch),
         C::opt_bool("cookie_bundling", |r| r.cookie_bundling),
         C::opt_int("sctp_rto_initial_ms", "ms", |r| r.sctp_rto_initial_ms),
+        C::opt_text("sctp_stack", |r| r.sctp_stack.map(|s| s.to_string())),
         C::opt_str("proxy", |r| r.proxy.as_deref()),
         C::opt_int("keepalive_ms", "ms", |r| r.keepalive_ms),
         C::opt_int("revisit_after_ms", "ms", |r| r.revisit_after_ms),

@@ -509,6 +509,7 @@ fn every_row_field_has_a_column() {
         transport: Some(speedy_net::Carrier::Sctp),
         cookie_bundling: Some(true),
         sctp_rto_initial_ms: Some(1),
+        sctp_stack: Some(speedy_net::sctp::SctpStack::Usrsctp),
         proxy: Some("spdy".into()),
         revisit_after_ms: Some(1),
         session_think_ms: Some(1),

@@ -224,6 +224,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         transport: v.is_sctp().then_some(speedy_net::Carrier::Sctp),
         cookie_bundling: m.spec.filter(|_| v.is_sctp()).map(|s| s.cookie_bundling),
         sctp_rto_initial_ms: m.spec.filter(|_| v.is_sctp()).map(sctp_rto_initial_ms),
+        sctp_stack: m.spec.filter(|_| v.is_sctp()).map(|s| s.sctp_stack),
         rto_min_ms: v.rto_min_ms,
         notsent_lowat: v.notsent_lowat,
         replay: Some(r.replay),

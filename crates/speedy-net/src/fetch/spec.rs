@@ -9,6 +9,7 @@
 
 use super::{FetchOptions, Out, Schedule};
 use crate::client::{ClientConfig, Http1Mode, Protocol};
+use crate::sctp::SctpStack;
 use crate::tls::Verify;
 use crate::Carrier;
 use bytes::Bytes;
@@ -159,6 +160,12 @@ pub struct FetchSpec {
     /// --sctp-port` put it apart from the TCP port (default: the URL's port).
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub sctp_port: Option<u16>,
+    /// With --transport sctp: this end's SCTP stack, sctp-proto (the default) or usrsctp
+    /// (libusrsctp, FreeBSD's SCTP); either talks to a server on either, e.g.
+    /// `speedy fetch --transport sctp --sctp-stack usrsctp http://127.0.0.1:8080/`.
+    #[arg(long, default_value = "sctp-proto", value_name = "sctp-proto|usrsctp")]
+    #[serde(with = "crate::text::by_name")]
+    pub sctp_stack: SctpStack,
 }
 
 impl Default for FetchSpec {
@@ -324,12 +331,17 @@ impl FetchSpec {
         cfg.spdy.compression.level = self.header_level;
         cfg.spdy.compression.crime_safe = self.crime_safe;
         cfg.spdy.flow_control = self.flow_control;
-        cfg.sctp = crate::sctp::client_config(
+        cfg.sctp = self.sctp_stack.client(crate::sctp::client_config(
             self.transport,
             self.cookie_bundling,
             self.sctp_rto_initial_ms,
             self.sctp_port,
-        )?;
+        )?)?;
+        if !self.cookie_bundling && self.sctp_stack == SctpStack::Usrsctp {
+            return Err(
+                "--no-cookie-bundling: sctp-proto only (usrsctp bundles as it will)".into(),
+            );
+        }
         let (flag, mode) = match (self.pipeline, self.connection_per_request) {
             (true, _) => ("--pipeline", Http1Mode::Pipelined),
             (false, true) => ("--connection-per-request", Http1Mode::ConnectionPerRequest),
@@ -403,10 +415,12 @@ mod tests {
         s.transport = Carrier::Sctp;
         s.sctp_rto_initial_ms = Some(1000);
         s.sctp_port = Some(9443);
+        s.sctp_stack = SctpStack::Usrsctp;
         s.flow_control = spdy::session::FlowControl::Strict;
         s.reprioritize = vec!["1:2=0".into()];
         let json = serde_json::to_string(&s).unwrap();
         assert!(json.contains(r#""transport":"sctp""#), "{json}");
+        assert!(json.contains(r#""sctp_stack":"usrsctp""#), "{json}");
         assert_eq!(serde_json::from_str::<FetchSpec>(&json).unwrap(), s);
         let toml_text = toml::to_string(&s).unwrap();
         assert_eq!(toml::from_str::<FetchSpec>(&toml_text).unwrap(), s);
@@ -449,7 +463,17 @@ mod tests {
         s.sctp_port = Some(0);
         assert!(err(&s).starts_with("--sctp-port 0"), "{}", err(&s));
         (s.transport, s.sctp_port) = (Carrier::Tcp, None);
+        s.sctp_stack = SctpStack::Usrsctp;
+        assert_eq!(err(&s), "--sctp-stack: only with --transport sctp");
+        s.transport = Carrier::Sctp;
+        s.cookie_bundling = false;
+        assert!(err(&s).starts_with("--no-cookie-bundling: sctp-proto only"));
+        (s.transport, s.cookie_bundling) = (Carrier::Tcp, true);
+        s.sctp_stack = SctpStack::SctpProto;
         assert!(s.options().is_ok());
+        let e = serde_json::from_str::<FetchSpec>(r#"{"urls":["http://a/"],"sctp_stack":"x"}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("sctp-proto or usrsctp"), "{e}");
         assert!(err(&FetchSpec::default()).contains("no URL"));
     }
 }

@@ -208,6 +208,7 @@ async fn bind_sctp(
     let cfg = SctpConfig {
         max_associations: limits.max_connections,
         max_associations_per_ip: limits.max_connections_per_ip,
+        stack: spec.sctp_stack,
         ..SctpConfig::default().with_rto_initial_ms(spec.sctp_rto_initial_ms)
     };
     let mut port = spec.sctp_port;

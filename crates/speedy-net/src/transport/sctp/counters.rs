@@ -24,9 +24,14 @@ pub(super) fn of_association(mut st: sctp_proto::AssociationStats) -> Counters {
 /// The process's totals, in [`Counters`]' field order.
 static TOTALS: [AtomicU64; FIELDS] = [const { AtomicU64::new(0) }; FIELDS];
 
-/// The totals over every association this process has had, open or ended.
+/// The totals over every association this process has had, open or ended, on either
+/// stack: sctp-proto's summed per association, and usrsctp's own statistics of the
+/// process (`usrsctp_get_stat`) when it ran.
 pub fn totals() -> Counters {
-    Counters::from_fields(std::array::from_fn(|i| TOTALS[i].load(Ordering::Relaxed)))
+    let usr = super::usrsctp::counters().fields();
+    Counters::from_fields(std::array::from_fn(|i| {
+        TOTALS[i].load(Ordering::Relaxed) + usr[i]
+    }))
 }
 
 /// One association's share of the totals: it adds what its stack counted since the last

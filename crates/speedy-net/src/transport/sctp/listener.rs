@@ -34,6 +34,14 @@ impl SctpListener {
     /// listener stops accepting (as [`SctpListener::close`] does); associations already
     /// accepted carry on.
     pub async fn bind(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<SctpListener> {
+        if cfg.stack == super::SctpStack::Usrsctp {
+            let (accepted, local, endpoint) = super::usrsctp::bind(addr, cfg).await?;
+            return Ok(SctpListener {
+                accepted,
+                local,
+                endpoint,
+            });
+        }
         let sock = UdpSocket::bind(addr).await?;
         grow_buffers(&sock);
         let local = sock.local_addr()?;
@@ -95,7 +103,7 @@ struct Route {
 
 /// The address a peer is counted under: IPv4, or an IPv6 /64 (as `server.rs` counts
 /// TCP connections).
-fn ip_key(ip: IpAddr) -> IpAddr {
+pub(super) fn ip_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => v4.into(),

@@ -21,10 +21,13 @@ mod guard;
 mod listener;
 pub mod packet;
 pub mod route;
+mod stack;
 mod stream;
+mod usrsctp;
 
 pub use listener::SctpListener;
 use listener::ToEndpoint;
+pub use stack::SctpStack;
 use stream::{grow_buffers, pair, Fate};
 
 use crate::transport::io::BoxIo;
@@ -68,6 +71,9 @@ pub struct SctpConfig {
     /// Server: associations from one address (IPv6: one /64) at once (`speedy serve`'s
     /// `--max-connections-per-ip`); an INIT beyond gets an ABORT. 0: no limit.
     pub max_associations_per_ip: usize,
+    /// Which SCTP stack carries the associations (`--sctp-stack`): sctp-proto (the
+    /// default) or usrsctp. The two interoperate: each end chooses its own.
+    pub stack: SctpStack,
 }
 
 impl SctpConfig {
@@ -125,6 +131,7 @@ impl Default for SctpConfig {
             port: None,
             max_associations: crate::limits::Limits::default().max_connections,
             max_associations_per_ip: crate::limits::Limits::default().max_connections_per_ip,
+            stack: SctpStack::default(),
         }
     }
 }
@@ -255,6 +262,9 @@ fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
 /// allows (in the COOKIE ECHO's packet with bundling). A handshake that fails ends the
 /// stream with the reason as the read error.
 pub async fn dial(addr: SocketAddr, cfg: &SctpConfig) -> io::Result<BoxIo> {
+    if cfg.stack == SctpStack::Usrsctp {
+        return usrsctp::dial(addr, cfg).await;
+    }
     let sock = UdpSocket::bind(crate::transport::dial::unspecified_for(addr)).await?;
     sock.connect(addr).await?;
     grow_buffers(&sock);
