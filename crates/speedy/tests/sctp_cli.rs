@@ -460,7 +460,7 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 3 * 5, "networks × variants: {stderr}");
+    assert_eq!(rows.len(), 3 * 6, "networks × variants: {stderr}");
     let objects = rows[0]["objects"].as_u64().unwrap();
     for r in &rows {
         assert_eq!(r["failed_objects"], 0, "{r}");
@@ -471,8 +471,15 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
             "spdy-sctp" => (Some("sctp"), Some(true), Some(3000)),
             "spdy-sctp-nobundle" => (Some("sctp"), Some(false), Some(3000)),
             "spdy-sctp-rto1s" => (Some("sctp"), Some(true), Some(1000)),
+            "spdy-usrsctp" => (Some("sctp"), Some(true), Some(3000)),
             v => panic!("variant {v}"),
         };
+        let stack = match r["variant"].as_str() {
+            Some("spdy-usrsctp") => Some("usrsctp"),
+            _ if transport.is_some() => Some("sctp-proto"),
+            _ => None,
+        };
+        assert_eq!(r["sctp_stack"].as_str(), stack, "{r}");
         assert_eq!(r["transport"].as_str(), transport, "{r}");
         assert_eq!(r["cookie_bundling"].as_bool(), bundling, "{r}");
         assert_eq!(r["sctp_rto_initial_ms"].as_u64(), rto, "{r}");

@@ -569,7 +569,7 @@ pub const BUILT_INS: &[BuiltIn] = &[
     },
     BuiltIn {
         name: "sctp",
-        about: "the SPDY-over-SCTP note: SPDY/3.1 over TCP (CUBIC, initcwnd 10; and Reno, initcwnd 3: SCTP's congestion control) against SPDY over SCTP (user space, over UDP), with and without the first request in the COOKIE ECHO's packet, with RTO.Initial 3 s (Linux) and 1 s (RFC 9260), 5 Mbit/s, 100 ms, 0%/1%/2% loss, 23 cellular-2013 pages, 3 runs; per page TCP minus SCTP onLoad and the counts of pages >5% faster, >5% slower, within",
+        about: "the SPDY-over-SCTP note: SPDY/3.1 over TCP (CUBIC, initcwnd 10; and Reno, initcwnd 3: SCTP's congestion control) against SPDY over SCTP (user space, over UDP) on two stacks (sctp-proto, with and without the first request in the COOKIE ECHO's packet, with RTO.Initial 3 s (Linux) and 1 s (RFC 9260); and usrsctp), 5 Mbit/s, 100 ms, 0%/1%/2% loss, 23 cellular-2013 pages, 3 runs; per page TCP minus SCTP onLoad and the counts of pages >5% faster, >5% slower, within",
         toml: include_str!("../../experiments/sctp.toml"),
     },
     BuiltIn {
