@@ -139,6 +139,11 @@ for t in "${targets[@]}"; do
             "$t" "$took" "${execs:-?}" "$(( ${execs:-0} / (took > 0 ? took : 1) ))" "${cov:-?}" "$corpus"
         # A long run also shows libFuzzer's final statistics.
         [ -n "${FUZZ_RUNS:-}" ] && grep -E '^stat::' "$log" | sed 's/^/      /'
+    elif grep -q '^error: could not compile' "$log"; then
+        # `cargo fuzz run` rebuilds a stale target; a tree being edited may not build.
+        status=1
+        printf 'BUILD %-16s failed to build (the tree changed since the build above):\n' "$t"
+        grep -E '^error' "$log" | head -5 >&2
     else
         status=1
         printf 'CRASH %-16s %4ss  %10s execs  (exit %s) artifacts in fuzz/artifacts/%s\n' \
