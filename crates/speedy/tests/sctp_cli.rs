@@ -676,22 +676,7 @@ fn one_experiment_runs_spdy_over_tcp_and_over_sctp_beside_h3() {
     )
     .unwrap();
     let out = dir.0.join("out");
-    let o = run_bounded(
-        Command::new(BIN)
-            .arg("lab")
-            .arg(&exp)
-            .arg("--no-report")
-            .arg("--out")
-            .arg(&out),
-        Duration::from_secs(240),
-    );
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "speedy lab: {stderr}");
-    let rows: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (rows, stderr) = support::run_lab(&exp, &out, Duration::from_secs(240));
     assert_eq!(rows.len(), 3, "one page × three variants: {stderr}");
     let objects = rows[0]["objects"].as_u64().unwrap();
     // Each load's connections' peers (IP:PORT) from its HAR.

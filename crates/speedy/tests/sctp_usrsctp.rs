@@ -231,22 +231,7 @@ fn one_experiment_loads_over_both_stacks() {
     )
     .unwrap();
     let out = dir.0.join("out");
-    let o = run_bounded(
-        Command::new(BIN)
-            .arg("lab")
-            .arg(&exp)
-            .arg("--no-report")
-            .arg("--out")
-            .arg(&out),
-        Duration::from_secs(240),
-    );
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "speedy lab: {stderr}");
-    let rows: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (rows, stderr) = support::run_lab(&exp, &out, Duration::from_secs(240));
     assert_eq!(rows.len(), 2, "one page × two variants: {stderr}");
     for r in &rows {
         let variant = r["variant"].as_str().unwrap();

@@ -353,3 +353,30 @@ pub fn hostile_server(limit: usize, each: fn(std::net::TcpStream)) -> String {
     });
     addr
 }
+
+/// Runs `speedy lab EXPERIMENT --no-report --out OUT` (bounded by `limit`), asserts it
+/// succeeded, and returns its result rows and its stderr.
+#[allow(dead_code)] // not every test file runs a lab
+pub fn run_lab(
+    experiment: &Path,
+    out: &Path,
+    limit: std::time::Duration,
+) -> (Vec<serde_json::Value>, String) {
+    let o = run_bounded(
+        Command::new(BIN)
+            .arg("lab")
+            .arg(experiment)
+            .arg("--no-report")
+            .arg("--out")
+            .arg(out),
+        limit,
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "speedy lab: {stderr}");
+    let rows = std::fs::read_to_string(out.join("results.jsonl"))
+        .expect("results.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a result row"))
+        .collect();
+    (rows, stderr)
+}
