@@ -8,7 +8,6 @@
 
 mod support;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use speedy_server::startup::{ListenerKind, ServeStartup};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
@@ -18,26 +17,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{can_run_link, run_bounded, Server, TempDir, BIN};
 
-/// A site of files with known contents: name → SHA-256.
+/// The site every test here serves: 10 B to 2 MB.
 fn site(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (name, len) in [
-        ("a.txt", 10usize),
-        ("b.bin", 70_000),
-        ("c.bin", 300_000),
-        ("d.bin", 2_000_000),
-    ] {
-        let body: Vec<u8> = (0..len)
-            .map(|i| ((i as u32).wrapping_mul(2_654_435_761) >> 13) as u8)
-            .collect();
-        std::fs::write(dir.join(name), &body).unwrap();
-        out.push((name.to_string(), hex(&Sha256::digest(&body))));
-    }
-    out
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    support::sized_site(
+        dir,
+        &[
+            ("a.txt", 10),
+            ("b.bin", 70_000),
+            ("c.bin", 300_000),
+            ("d.bin", 2_000_000),
+        ],
+    )
 }
 
 /// Runs `speedy fetch ARGS`, returns its exit code and one JSON value per URL.
@@ -52,24 +42,6 @@ fn fetch(args: &[String], limit: Duration) -> (Option<i32>, Vec<Value>, String) 
         lines,
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn check_all(lines: &[Value], files: &[(String, String)], what: &str) {
-    assert_eq!(lines.len(), files.len(), "{what}: {lines:?}");
-    for (name, sum) in files {
-        let v = lines
-            .iter()
-            .find(|v| {
-                v["url"]
-                    .as_str()
-                    .unwrap_or("")
-                    .ends_with(&format!("/{name}"))
-            })
-            .unwrap_or_else(|| panic!("{what}: no line for {name}: {lines:?}"));
-        assert_eq!(v["status"], 200, "{what}: {v}");
-        assert_eq!(v["sha256"].as_str(), Some(sum.as_str()), "{what}: {name}");
-        assert_eq!(v["protocol"], "spdy/3.1", "{what}: {v}");
-    }
 }
 
 fn urls(addr: &str, files: &[(String, String)]) -> Vec<String> {
@@ -111,7 +83,7 @@ fn serve_and_fetch_over_sctp_with_and_without_data_on_the_cookie_echo() {
         args.extend(urls(&server.addr, &files));
         let (code, lines, err) = fetch(&args, Duration::from_secs(60));
         assert_eq!(code, Some(0), "{extra:?}: {err}");
-        check_all(&lines, &files, &format!("sctp {extra:?}"));
+        support::check_fetched(&lines, &files, &format!("sctp {extra:?}"));
         // The server's counters file follows within 20 ms: one association per fetch,
         // whose requests arrived as DATA chunks.
         let t0 = Instant::now();
@@ -124,7 +96,7 @@ fn serve_and_fetch_over_sctp_with_and_without_data_on_the_cookie_echo() {
     // The same server still speaks every protocol over TCP.
     let (code, lines, err) = fetch(&urls(&server.addr, &files), Duration::from_secs(60));
     assert_eq!(code, Some(0), "{err}");
-    check_all(&lines, &files, "tcp");
+    support::check_fetched(&lines, &files, "tcp");
 }
 
 #[test]
@@ -310,7 +282,7 @@ fn objects_arrive_intact_through_a_relay_that_reorders_packets() {
     args.extend(urls(&relay.addr.to_string(), &files));
     let (code, lines, err) = fetch(&args, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{err}");
-    check_all(&lines, &files, "reordered");
+    support::check_fetched(&lines, &files, "reordered");
 }
 
 #[test]
@@ -435,7 +407,7 @@ fn objects_arrive_intact_through_speedy_link_with_loss_and_reordering() {
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter(|v| v.get("url").is_some())
             .collect();
-        check_all(&lines, &files, &format!("loss {loss}"));
+        support::check_fetched(&lines, &files, &format!("loss {loss}"));
         eprintln!("loss {loss}: {}", err.trim());
     }
 }
@@ -552,7 +524,7 @@ fn an_association_completes_whichever_handshake_packet_is_lost() {
         args.extend(urls(&relay.addr.to_string(), &files));
         let (code, lines, err) = fetch(&args, Duration::from_secs(90));
         assert_eq!(code, Some(0), "{what}: {err}");
-        check_all(&lines, &files, &what);
+        support::check_fetched(&lines, &files, &what);
         assert_eq!(relay.dropped.load(Ordering::Relaxed), 1, "{what}");
     }
 }
@@ -641,7 +613,7 @@ fn serve_runs_sctp_beside_h3_on_a_udp_port_of_its_own() {
     args.extend(urls(&server.addr, &files));
     let (code, lines, err) = fetch(&args, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{err}");
-    check_all(&lines, &files, "sctp at --sctp-port");
+    support::check_fetched(&lines, &files, "sctp at --sctp-port");
     // HTTP/3 at the TCP port's number.
     let h3_url = format!("https://localhost:{}/{}", tcp.port(), files[1].0);
     let (code, lines, err) = fetch(

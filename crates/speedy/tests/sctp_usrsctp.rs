@@ -6,58 +6,34 @@
 
 mod support;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{can_run_link, run_bounded, Server, TempDir, BIN};
 
-/// A site of files with known contents, 10 B to 1 MB: name → SHA-256.
+/// The fetch's lines (those naming a URL) checked against `files`.
+/// Six files of 10 B to 1 MB.
 fn site(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (name, len) in [
-        ("a.txt", 10usize),
-        ("b.bin", 1_500),
-        ("c.bin", 70_000),
-        ("d.bin", 300_000),
-        ("e.bin", 1_000_000),
-        ("f.bin", 500_000),
-    ] {
-        let body: Vec<u8> = (0..len)
-            .map(|i| ((i as u32).wrapping_mul(2_654_435_761) >> 11) as u8 ^ name.as_bytes()[0])
-            .collect();
-        std::fs::write(dir.join(name), &body).unwrap();
-        let sum: String = Sha256::digest(&body)
-            .iter()
-            .map(|x| format!("{x:02x}"))
-            .collect();
-        out.push((name.to_string(), sum));
-    }
-    out
+    support::sized_site(
+        dir,
+        &[
+            ("a.txt", 10),
+            ("b.bin", 1_500),
+            ("c.bin", 70_000),
+            ("d.bin", 300_000),
+            ("e.bin", 1_000_000),
+            ("f.bin", 500_000),
+        ],
+    )
 }
 
-/// The fetch's lines (those naming a URL) checked against `files`.
 fn check_all(stdout: &[u8], files: &[(String, String)], what: &str) {
     let lines: Vec<Value> = String::from_utf8_lossy(stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v.get("url").is_some())
         .collect();
-    assert_eq!(lines.len(), files.len(), "{what}: {lines:?}");
-    for (name, sum) in files {
-        let v = lines
-            .iter()
-            .find(|v| {
-                v["url"]
-                    .as_str()
-                    .unwrap_or("")
-                    .ends_with(&format!("/{name}"))
-            })
-            .unwrap_or_else(|| panic!("{what}: no line for {name}: {lines:?}"));
-        assert_eq!(v["status"], 200, "{what}: {v}");
-        assert_eq!(v["sha256"].as_str(), Some(sum.as_str()), "{what}: {name}");
-        assert_eq!(v["protocol"], "spdy/3.1", "{what}: {v}");
-    }
+    support::check_fetched(&lines, files, what);
 }
 
 /// The stack pairs: (server's, client's).

@@ -380,3 +380,45 @@ pub fn run_lab(
         .collect();
     (rows, stderr)
 }
+
+/// Writes files of the given names and sizes (deterministic bytes, different per name)
+/// into `dir`, and returns each name with its body's SHA-256 in hex.
+#[allow(dead_code)] // not every test file serves a site
+pub fn sized_site(dir: &Path, sizes: &[(&str, usize)]) -> Vec<(String, String)> {
+    use sha2::{Digest, Sha256};
+    sizes
+        .iter()
+        .map(|&(name, len)| {
+            let body: Vec<u8> = (0..len)
+                .map(|i| ((i as u32).wrapping_mul(2_654_435_761) >> 11) as u8 ^ name.as_bytes()[0])
+                .collect();
+            std::fs::write(dir.join(name), &body).expect("write a site file");
+            let sum = Sha256::digest(&body)
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect();
+            (name.to_string(), sum)
+        })
+        .collect()
+}
+
+/// Checks `speedy fetch`'s JSON lines against `files` (from [`sized_site`]): one line a
+/// file, status 200, the same SHA-256, over SPDY/3.1.
+#[allow(dead_code)] // not every test file fetches a site
+pub fn check_fetched(lines: &[serde_json::Value], files: &[(String, String)], what: &str) {
+    assert_eq!(lines.len(), files.len(), "{what}: {lines:?}");
+    for (name, sum) in files {
+        let v = lines
+            .iter()
+            .find(|v| {
+                v["url"]
+                    .as_str()
+                    .unwrap_or("")
+                    .ends_with(&format!("/{name}"))
+            })
+            .unwrap_or_else(|| panic!("{what}: no line for {name}: {lines:?}"));
+        assert_eq!(v["status"], 200, "{what}: {v}");
+        assert_eq!(v["sha256"].as_str(), Some(sum.as_str()), "{what}: {name}");
+        assert_eq!(v["protocol"], "spdy/3.1", "{what}: {v}");
+    }
+}
