@@ -93,6 +93,17 @@ impl Assoc {
         }
     }
 
+    /// The step after a usrsctp call failed: wait when it only said "not now", else end
+    /// the association with the OS error.
+    fn after_os_error(&mut self) -> Step {
+        let e = io::Error::last_os_error();
+        if self.not_now(&e) {
+            return Step::Wait;
+        }
+        self.fail(e);
+        Step::End
+    }
+
     /// Reads every message the socket holds while the session keeps up.
     fn read(&mut self, buf: &mut [u8]) -> Step {
         let mut frames = Vec::new();
@@ -116,12 +127,7 @@ impl Assoc {
                 )
             };
             if n < 0 {
-                let e = io::Error::last_os_error();
-                if self.not_now(&e) {
-                    return Step::Wait;
-                }
-                self.fail(e);
-                return Step::End;
+                return self.after_os_error();
             }
             if n == 0 {
                 return Step::End;
@@ -176,12 +182,7 @@ impl Assoc {
                 )
             };
             if n < 0 {
-                let e = io::Error::last_os_error();
-                if self.not_now(&e) {
-                    return Step::Wait;
-                }
-                self.fail(e);
-                return Step::End;
+                return self.after_os_error();
             }
             self.to_sctp.pop_front();
         }
