@@ -32,6 +32,14 @@
 //!   and 1 MiB) plus 16 MiB of early DATA held for its SYN_STREAM; server peak RSS under
 //!   64 MiB.
 //!
+//! The same probes of a peer that never acknowledges and of endless and huge messages run
+//! against the usrsctp stack (`--sctp-stack usrsctp`, tests `usrsctp_*`), and one of its
+//! own listener (`usrsctp_new_addresses_take_bounded_slots`): it gives each new remote
+//! UDP address a usrsctp socket, so 200 INITs from the ports of one IP, 200 stray
+//! datagrams and 60 INITs from six more IPs must take at most `--max-connections-per-ip`
+//! (8) slots an IP and `--max-connections` (32) in all, only for an INIT, each freed
+//! 10 s after an unfinished handshake.
+//!
 //! The stream multiplexer (`speedy kube port-forward`):
 //!
 //! - **Stream flood** (`kube_port_forward_survives_a_push_flood`): a hostile kubelet
@@ -696,19 +704,29 @@ fn sctp_cookie_floods_and_association_limits() {
 
 #[test]
 fn sctp_peer_that_never_acknowledges() {
+    never_acknowledges("sctp-proto", "127.0.3.1");
+}
+
+#[test]
+fn usrsctp_peer_that_never_acknowledges() {
+    never_acknowledges("usrsctp", "127.0.3.2");
+}
+
+/// Four associations on `stack` from `ip` that never acknowledge a 64 MiB file.
+fn never_acknowledges(stack: &str, ip: &str) {
     let site = site();
     // RTO.Initial and RTO.Min of 10 ms (the latter a diagnostic) so that ten doubling
     // retransmission timeouts take about 10 s rather than minutes.
     let mut srv = start_sctp(
         &site,
-        &["--sctp-rto-initial-ms", "10"],
+        &["--sctp-stack", stack, "--sctp-rto-initial-ms", "10"],
         &[("SPEEDY_SCTP_RTO_MIN_MS", "10")],
     );
     let server: SocketAddr = srv.addr.parse().unwrap();
     let base = proc_status_kib(srv.pid(), "VmRSS");
     let mut peers = Vec::new();
     for _ in 0..4 {
-        let mut a = raw::Assoc::open("127.0.3.1", server, T).expect("an association");
+        let mut a = raw::Assoc::open(ip, server, T).expect("an association");
         a.spdy(&spdy_get("/big.bin", 1 << 30));
         peers.push(a);
     }
@@ -720,12 +738,17 @@ fn sctp_peer_that_never_acknowledges() {
     sctp_fetch_ok(&srv, "while four peers never acknowledge");
     let rss = proc_status_kib(srv.pid(), "VmRSS");
     eprintln!(
-        "4 peers that never acknowledge a 64 MiB file: {got} DATA chunks sent to them, \
-         server RSS {base} -> {rss} KiB"
+        "{stack}: 4 peers that never acknowledge a 64 MiB file: {got} DATA chunks sent to \
+         them, server RSS {base} -> {rss} KiB"
     );
-    // The server gives each up after 10 retransmission timeouts with no SACK.
+    // The server gives each up after 10 retransmission timeouts with no SACK. The peers
+    // stay silent for 20 s first (a DATA chunk from the peer is no SACK, but usrsctp
+    // takes it as a sign of life), then ask whether the server still has them.
     let t = Instant::now();
     for (i, a) in peers.iter_mut().enumerate() {
+        while !a.aborted && t.elapsed() < Duration::from_secs(20) {
+            a.pump(Duration::from_millis(500), false);
+        }
         while a.alive() {
             assert!(
                 t.elapsed() < Duration::from_secs(60),
@@ -740,24 +763,35 @@ fn sctp_peer_that_never_acknowledges() {
     sctp_fetch_ok(&srv, "after peers that never acknowledge");
     let peak = proc_status_kib(srv.pid(), "VmHWM");
     report(
-        "SCTP peer that never acknowledges",
-        "send queues per association (1 MiB + 1,024 frames + 256 KiB), given up after 10 \
-         retransmission timeouts",
+        &format!("SCTP ({stack}) peer that never acknowledges"),
+        "what waits for the peer (the stack's send queue, the byte stream's 1 MiB + 1,024 \
+         frames + 256 KiB), given up after 10 retransmission timeouts",
         peak,
     );
 }
 
 #[test]
 fn sctp_endless_and_huge_messages_are_bounded() {
+    endless_and_huge_messages("sctp-proto", "127.0.4");
+}
+
+#[test]
+fn usrsctp_endless_and_huge_messages_are_bounded() {
+    endless_and_huge_messages("usrsctp", "127.0.6");
+}
+
+/// Endless, far-ahead, huge and unclaimed messages at a server on `stack`, from four
+/// addresses under `net` (`net.1` to `net.4`).
+fn endless_and_huge_messages(stack: &str, net: &str) {
     let site = site();
-    let mut srv = start_sctp(&site, &[], &[]);
+    let mut srv = start_sctp(&site, &["--sctp-stack", stack], &[]);
     let server: SocketAddr = srv.addr.parse().unwrap();
     let piece = vec![0u8; 1400];
     let rss = |srv: &Server| proc_status_kib(srv.pid(), "VmRSS");
     let base = rss(&srv);
 
     // One message that never ends (no E bit), 42 MB of it, whatever the window says.
-    let mut a = raw::Assoc::open("127.0.4.1", server, T).expect("an association");
+    let mut a = raw::Assoc::open(&format!("{net}.1"), server, T).expect("an association");
     a.spdy(&spdy_get("/index.html", 1 << 20));
     for i in 0..30_000u32 {
         let flags = if i == 0 { raw::B } else { 0 };
@@ -774,7 +808,7 @@ fn sctp_endless_and_huge_messages_are_bounded() {
     // One chunk 100,000 TSNs ahead, then 40,000 chunks (56 MB) in order from the first
     // TSN, each the start of a message of its own: the stack takes them as "missing"
     // whatever its buffer holds, unless the DATA guard stops them.
-    let mut b = raw::Assoc::open("127.0.4.2", server, T).expect("an association");
+    let mut b = raw::Assoc::open(&format!("{net}.2"), server, T).expect("an association");
     let first = b.next_tsn;
     b.send(&[raw::Assoc::data_chunk(
         first.wrapping_add(100_000),
@@ -801,14 +835,14 @@ fn sctp_endless_and_huge_messages_are_bounded() {
     let gap = rss(&srv);
 
     // A 17 MiB message (over the largest SPDY frame).
-    let mut c = raw::Assoc::open("127.0.4.3", server, T).expect("an association");
+    let mut c = raw::Assoc::open(&format!("{net}.3"), server, T).expect("an association");
     c.message(1, &vec![0u8; 17 * MIB]);
     c.pump(Duration::from_millis(500), true);
     let huge = rss(&srv);
 
     // 24 MiB of DATA frames for a stream never opened (stream 101), acknowledged as they
     // arrive: held for its SYN_STREAM up to 16 MiB, then the session judges them.
-    let mut d = raw::Assoc::open("127.0.4.4", server, T).expect("an association");
+    let mut d = raw::Assoc::open(&format!("{net}.4"), server, T).expect("an association");
     let mut frame = vec![0, 0, 0, 101, 0, 0, 0x05, 0x9c];
     frame.resize(8 + 1436, b'd');
     for i in 0..(24 * MIB / 1436) {
@@ -820,7 +854,7 @@ fn sctp_endless_and_huge_messages_are_bounded() {
     d.pump(Duration::from_millis(500), true);
     let early = rss(&srv);
     eprintln!(
-        "server RSS {base} KiB; after an endless message {endless}, a TSN gap filled {gap}, \
+        "{stack}: server RSS {base} KiB; after an endless message {endless}, a TSN gap filled {gap}, \
          a 17 MiB message {huge}, 24 MiB of DATA for a stream never opened {early}"
     );
     // During: served while the four are open.
@@ -832,8 +866,121 @@ fn sctp_endless_and_huge_messages_are_bounded() {
     sctp_fetch_ok(&srv, "after endless and huge messages");
     let peak = proc_status_kib(srv.pid(), "VmHWM");
     report(
-        "SCTP endless and huge messages",
+        &format!("SCTP ({stack}) endless and huge messages"),
         "5 MiB taken and not delivered + 16 MiB of early DATA per association",
+        peak,
+    );
+}
+
+/// For each socket, whether an INIT ACK has come back (reads what is queued, without
+/// waiting).
+fn init_acked(socks: &[UdpSocket]) -> Vec<bool> {
+    let mut buf = vec![0u8; 65536];
+    socks
+        .iter()
+        .map(|s| {
+            s.set_nonblocking(true).unwrap();
+            let mut acked = false;
+            while let Ok(n) = s.recv(&mut buf) {
+                acked |= raw::kind(&buf[..n]).map(|k| k.0) == Some(chunk::INIT_ACK);
+            }
+            s.set_nonblocking(false).unwrap();
+            acked
+        })
+        .collect()
+}
+
+/// `n` sockets at `ip`, each sending one INIT to `server`.
+fn inits_from(ip: &str, n: usize, server: SocketAddr) -> Vec<UdpSocket> {
+    (0..n)
+        .map(|_| {
+            let s = raw::socket(ip, server);
+            let _ = s.send(&raw::init(raw::tag()));
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn usrsctp_new_addresses_take_bounded_slots() {
+    // The usrsctp listener gives each new remote UDP address a socket of its own (an
+    // AF_CONN address) from its first INIT until its handshake completes or 10 s pass.
+    let site = site();
+    let mut srv = start_sctp(
+        &site,
+        &[
+            "--sctp-stack",
+            "usrsctp",
+            "--max-connections",
+            "32",
+            "--max-connections-per-ip",
+            "8",
+        ],
+        &[],
+    );
+    let server: SocketAddr = srv.addr.parse().unwrap();
+    // 200 addresses (ports) of 127.0.5.2 send DATA for no association: no slot, no answer.
+    let stray: Vec<UdpSocket> = (0..200)
+        .map(|_| {
+            let s = raw::socket("127.0.5.2", server);
+            let _ = s.send(&raw::packet(
+                raw::tag(),
+                &[raw::Assoc::data_chunk(1, 1, 0, raw::B | raw::E, b"x")],
+            ));
+            s
+        })
+        .collect();
+    // 200 addresses of 127.0.5.1 send an INIT each: 8 are answered.
+    let one_ip = inits_from("127.0.5.1", 200, server);
+    std::thread::sleep(Duration::from_millis(500));
+    let got_one: usize = init_acked(&one_ip).iter().filter(|&&a| a).count();
+    let stray_answered = stray
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            s.recv(&mut [0u8; 2048]).is_ok()
+        })
+        .count();
+    // The stray datagrams took none of 127.0.5.2's slots: a handshake from it completes.
+    let from_stray_ip = raw::Assoc::open("127.0.5.2", server, T);
+    sctp_fetch_ok(&srv, "during a flood of new addresses");
+    // Six more IPs, 10 addresses each: the 32 in all hold.
+    let many: Vec<UdpSocket> = (3..9)
+        .flat_map(|i| inits_from(&format!("127.0.5.{i}"), 10, server))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let got_many: usize = init_acked(&many).iter().filter(|&&a| a).count();
+    let flood_end = Instant::now();
+    eprintln!(
+        "usrsctp: INITs from 200 ports of one IP: {got_one} answered; 200 stray datagrams: \
+         {stray_answered} answered; then 60 INITs from 6 IPs: {got_many} answered"
+    );
+    assert_eq!(got_one, 8, "answers to one IP's 200 INITs");
+    assert_eq!(stray_answered, 0, "stray datagrams answered");
+    assert!(
+        from_stray_ip.is_some(),
+        "an INIT after the stray datagrams was refused"
+    );
+    // 32 in all: 8 of 127.0.5.1, 127.0.5.2's association and the fetch's held the rest.
+    assert!(
+        got_many > 0 && got_many <= 32 - 8 - 1,
+        "answers to 60 INITs: {got_many}"
+    );
+    // The slots of handshakes never completed are freed (10 s, then 5 s of linger).
+    std::thread::sleep(Duration::from_secs(16).saturating_sub(flood_end.elapsed()));
+    let again = inits_from("127.0.5.1", 1, server);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        init_acked(&again),
+        [true],
+        "127.0.5.1 still refused after 16 s"
+    );
+    srv.assert_alive();
+    sctp_fetch_ok(&srv, "after a flood of new addresses");
+    let peak = proc_status_kib(srv.pid(), "VmHWM");
+    report(
+        "SCTP (usrsctp) INITs from new addresses",
+        "8 addresses per IP, 32 in all, a slot only for an INIT, each freed after 10 s",
         peak,
     );
 }

@@ -4,7 +4,7 @@
 //! listener's owner as the sctp-proto path's are ([`super::super::SctpListener`]).
 
 use super::super::listener::ip_key;
-use super::super::{grow_buffers, pair, SctpConfig};
+use super::super::{grow_buffers, packet, pair, SctpConfig};
 use super::{assoc::Assoc, ffi, Addr, Sock, LINGER};
 use crate::transport::io::BoxIo;
 use std::collections::HashMap;
@@ -16,8 +16,12 @@ use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// How long a new remote address has to complete a handshake.
-const HANDSHAKE_LIMIT: Duration = Duration::from_secs(60);
+/// How long a new remote address has to complete a handshake (INIT to COOKIE ECHO; the
+/// stack answers an INIT without keeping state). A client whose INIT ACK or COOKIE ECHO
+/// is lost past this sends its INIT again (T1-init, RFC 9260 §5.1), which takes a new
+/// slot. 60 s let one datagram hold a slot for a minute: 256 spoofed INITs a minute
+/// filled the listener.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Accepted associations: the session's byte stream and the peer's address.
 type Accepted = mpsc::UnboundedReceiver<(BoxIo, SocketAddr)>;
@@ -70,8 +74,8 @@ impl Peers {
     }
 }
 
-/// The listener's task: datagrams to the stack; a new remote address gets an AF_CONN
-/// address and a listening socket of its own (at most [`SctpConfig::max_associations`]
+/// The listener's task: datagrams to the stack; a new remote address whose datagram is an
+/// INIT gets an AF_CONN address and a listening socket of its own (at most [`SctpConfig::max_associations`]
 /// at once, [`SctpConfig::max_associations_per_ip`] from one address; beyond, its
 /// datagrams are dropped and its INIT goes unanswered).
 async fn serve(
@@ -88,7 +92,10 @@ async fn serve(
             r = udp.recv_from(&mut buf) => {
                 let Ok((n, from)) = r else { continue };
                 if !peers.by_addr.contains_key(&from) {
-                    if !accepting || !peers.admit(from, &cfg) {
+                    // Only an INIT (alone in its packet, RFC 9260 §6.10) opens a slot:
+                    // stray and forged datagrams from unknown addresses take none.
+                    let init = packet::first_chunk(&buf[..n]) == Some(packet::chunk::INIT);
+                    if !init || !accepting || !peers.admit(from, &cfg) {
                         continue;
                     }
                     match open_peer(&udp, from, &cfg) {
