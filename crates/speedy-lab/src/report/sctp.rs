@@ -47,6 +47,116 @@ fn recovery_counts(r: &Row) -> [Option<f64>; 4] {
     }
 }
 
+/// A load's delayed-SACK timer expirations at both ends, over SCTP with both counters.
+fn delayed_sacks(r: &Row) -> Option<f64> {
+    let (s, l) = (r.server_sctp?, r.loader_sctp?);
+    Some((s.delayed_sack_timeouts + l.delayed_sack_timeouts) as f64)
+}
+
+/// When the network's loads ran on both SCTP stacks: the first SCTP variant of each (in
+/// the experiment's order) side by side, per load, mechanism by mechanism, from the
+/// stacks' counters, and which mechanisms differ by more than a quarter. Empty otherwise.
+fn between_stacks(on_net: &[&Row], variants: &[VariantInfo]) -> String {
+    use speedy_net::sctp::SctpStack;
+    let first_on = |stack: SctpStack| {
+        variants.iter().find_map(|v| {
+            let rs: Vec<&Row> = on_net
+                .iter()
+                .copied()
+                .filter(|r| {
+                    r.variant == v.name
+                        && r.transport == Some(speedy_net::Carrier::Sctp)
+                        && r.sctp_stack.unwrap_or_default() == stack
+                })
+                .collect();
+            (!rs.is_empty()).then_some((v.name.as_str(), rs))
+        })
+    };
+    let (Some(a), Some(b)) = (first_on(SctpStack::SctpProto), first_on(SctpStack::Usrsctp)) else {
+        return String::new();
+    };
+    let per_load = |rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| {
+        mean(&rs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
+    };
+    let counts = |f: fn(&speedy_net::sctp::counters::Counters) -> u64| {
+        move |r: &Row| Some(f(&r.server_sctp?) as f64 + f(&r.loader_sctp?) as f64)
+    };
+    let mechanisms: [(&str, &dyn Fn(&Row) -> Option<f64>); 5] = [
+        ("onLoad (ms)", &|r: &Row| Some(r.on_load_ms)),
+        ("T3-rtx timeouts", &counts(|c| c.t3_timeouts)),
+        (
+            "fast-retransmitted chunks",
+            &counts(|c| c.fast_retransmissions),
+        ),
+        (
+            "delayed-SACK timer expirations",
+            &counts(|c| c.delayed_sack_timeouts),
+        ),
+        ("SACKs received", &counts(|c| c.sacks_in)),
+    ];
+    let (mut rows, mut differ, mut alike) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, f) in mechanisms {
+        let (x, y) = (per_load(&a.1, f), per_load(&b.1, f));
+        let ratio = match (x, y) {
+            (Some(x), Some(y)) if x > 0.0 => Some(y / x),
+            _ => None,
+        };
+        if name != "onLoad (ms)" {
+            match (x, y, ratio) {
+                (_, _, Some(q)) if !(0.75..=1.0 / 0.75).contains(&q) => {
+                    differ.push(format!("{name} ({q:.2}×)"))
+                }
+                (Some(x), Some(y), _) if x == 0.0 && y > 0.0 => {
+                    differ.push(format!("{name} (none on {})", SctpStack::SctpProto))
+                }
+                (Some(_), Some(_), _) => alike.push(name.to_string()),
+                _ => {}
+            }
+        }
+        let fmt = |v: Option<f64>| Cell::num(v.map_or("–".into(), |v| format!("{v:.2}")));
+        rows.push((
+            vec![
+                Cell::text(name),
+                fmt(x),
+                fmt(y),
+                Cell::num(ratio.map_or("–".into(), |q| format!("{q:.2}×"))),
+            ],
+            false,
+        ));
+    }
+    let mut out = html::p(&format!(
+        "The two SCTP stacks, per load at both ends ({} on sctp-proto, {} on usrsctp), \
+         from each stack's own counters. They differ by more than a quarter in: {}; within \
+         a quarter: {}.",
+        a.0,
+        b.0,
+        if differ.is_empty() {
+            "nothing".to_string()
+        } else {
+            differ.join(", ")
+        },
+        if alike.is_empty() {
+            "nothing".to_string()
+        } else {
+            alike.join(", ")
+        },
+    ));
+    let (ha, hb) = (
+        format!("{} (sctp-proto)", a.0),
+        format!("{} (usrsctp)", b.0),
+    );
+    out.push_str(&html::table(
+        &[
+            ("per load", true),
+            (&ha, false),
+            (&hb, false),
+            ("usrsctp / sctp-proto", false),
+        ],
+        &rows,
+    ));
+    out
+}
+
 /// Per variant on `net`, how its loads recovered from loss: the mean per load of the
 /// link's drops and of [`recovery_counts`], and a sentence on what the timeouts cost
 /// when SCTP took more of them. Empty when no load on `net` lost a packet on the link or
@@ -81,6 +191,11 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
             continue;
         }
         let sctp = rs[0].transport == Some(speedy_net::Carrier::Sctp);
+        let over = if sctp {
+            format!("SCTP ({})", rs[0].sctp_stack.unwrap_or_default())
+        } else {
+            "TCP".to_string()
+        };
         let [st, lt, sr, lr] =
             std::array::from_fn(|i| mean_of(&rs, &|r: &Row| recovery_counts(r)[i]));
         if let (Some(a), Some(b)) = (st, lt) {
@@ -89,13 +204,14 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
         table_rows.push((
             vec![
                 Cell::text(&v.name),
-                Cell::text(if sctp { "SCTP" } else { "TCP" }),
+                Cell::text(&over),
                 cell(mean_of(&rs, &|r| Some(r.on_load_ms)), 0),
                 cell(mean_of(&rs, &|r| Some(r.link_drops as f64)), 1),
                 cell(st, 2),
                 cell(lt, 2),
                 cell(sr, 1),
                 cell(lr, 1),
+                cell(mean_of(&rs, &delayed_sacks), 2),
             ],
             false,
         ));
@@ -106,8 +222,10 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
          namespace's kernel), SCTP's T3-rtx expirations (the stacks' own counters); the \
          server's recover the downloads, the loader's its requests and acknowledgements. \
          Retransmissions: TCP's retransmitted segments (RetransSegs), SCTP's DATA chunks \
-         fast-retransmitted (a T3 timeout's resent chunks are not counted). – : not \
-         recorded (results of an older speedy, or a loader that visited more than one page).",
+         fast-retransmitted (a T3 timeout's resent chunks are not counted). Delayed SACKs: \
+         expirations of SCTP's delayed-SACK timer at both ends (a packet acknowledged on \
+         its own, late, rather than with DATA going the other way). – : not recorded \
+         (results of an older speedy, a loader that visited more than one page, or TCP).",
     ));
     out.push_str(&html::table(
         &[
@@ -119,9 +237,11 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
             ("timeouts, loader", false),
             ("retransmissions, server", false),
             ("retransmissions, loader", false),
+            ("delayed SACKs", false),
         ],
         &table_rows,
     ));
+    out.push_str(&between_stacks(&on_net, variants));
     // The SCTP variants against the network's baseline over TCP, as in the tables above.
     let base = on_net
         .iter()

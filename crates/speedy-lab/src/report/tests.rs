@@ -306,7 +306,15 @@ fn the_sctp_section_counts_each_sides_timeouts_and_says_what_they_cost() {
         .find(r#"<td class="l">spdy</td><td class="l">SCTP"#)
         .expect("spdy's row");
     let cells = &sec[spdy..spdy + sec[spdy..].find("</tr>").unwrap()];
-    for want in ["SCTP", "2400", "18.0", "2.50", "1.00", "10.0", "0.0"] {
+    for want in [
+        "SCTP (sctp-proto)",
+        "2400",
+        "18.0",
+        "2.50",
+        "1.00",
+        "10.0",
+        "0.0",
+    ] {
         assert!(cells.contains(&format!(">{want}<")), "{want} in {cells}");
     }
     assert!(
@@ -316,6 +324,38 @@ fn the_sctp_section_counts_each_sides_timeouts_and_says_what_they_cost() {
         "{sec}"
     );
     assert!(!sec.contains("spurious"), "{sec}");
+    // One stack only: no comparison of stacks.
+    assert!(!sec.contains("The two SCTP stacks"), "{sec}");
+    // The same loads on usrsctp too (3x the T3 timeouts on the server, the same fast
+    // retransmissions, 1 delayed SACK a load where sctp-proto had none): compared
+    // mechanism by mechanism.
+    let mut both = rows.clone();
+    for run in 0..2 {
+        let mut r = row("a", "spdy-usrsctp", run, 2600.0, "");
+        r.transport = Some(speedy_net::Carrier::Sctp);
+        r.sctp_stack = Some(speedy_net::sctp::SctpStack::Usrsctp);
+        r.link_drops = 18;
+        r.server_sctp = Some(Counters {
+            delayed_sack_timeouts: 1,
+            ..sctp(3 * (2 + u64::from(run)) + 2, 10)
+        });
+        r.loader_sctp = Some(sctp(1, 0));
+        both.push(r);
+    }
+    let html = render(&both, Path::new("."), &ReportOptions::default());
+    let sec = &html[html.find(r#"<h2 id="sctp">"#).unwrap()..];
+    assert!(
+        sec.contains(
+            "They differ by more than a quarter in: T3-rtx timeouts (3.00×), \
+             delayed-SACK timer expirations (none on sctp-proto); within a quarter: \
+             fast-retransmitted chunks, SACKs received."
+        ),
+        "{sec}"
+    );
+    assert!(
+        sec.contains("<td>3.50</td><td>10.50</td><td>3.00×</td>"),
+        "{sec}"
+    );
     // Rows of an older speedy have no loader counters: shown as –, and no sentence.
     let mut old = rows.clone();
     for r in old.iter_mut().filter(|r| r.variant == "http1") {
@@ -326,7 +366,8 @@ fn the_sctp_section_counts_each_sides_timeouts_and_says_what_they_cost() {
         .find(r#"<td class="l">http1</td><td class="l">TCP"#)
         .unwrap();
     let cells = &html[at..at + html[at..].find("</tr>").unwrap()];
-    assert_eq!(cells.matches("<td>–</td>").count(), 2, "{cells}");
+    // (and TCP has no delayed-SACK counter)
+    assert_eq!(cells.matches("<td>–</td>").count(), 3, "{cells}");
     assert!(!html.contains("waited out"), "{html}");
     // Without losses on the link, the timeouts were spurious, and the report says so.
     for r in &mut rows {
