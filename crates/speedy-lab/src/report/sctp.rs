@@ -47,6 +47,9 @@ fn recovery_counts(r: &Row) -> [Option<f64>; 4] {
     }
 }
 
+/// A figure of one load, where it has one.
+type PerLoad = dyn Fn(&Row) -> Option<f64>;
+
 /// A load's delayed-SACK timer expirations at both ends, over SCTP with both counters.
 fn delayed_sacks(r: &Row) -> Option<f64> {
     let (s, l) = (r.server_sctp?, r.loader_sctp?);
@@ -75,13 +78,12 @@ fn between_stacks(on_net: &[&Row], variants: &[VariantInfo]) -> String {
     let (Some(a), Some(b)) = (first_on(SctpStack::SctpProto), first_on(SctpStack::Usrsctp)) else {
         return String::new();
     };
-    let per_load = |rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| {
-        mean(&rs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
-    };
+    let per_load =
+        |rs: &[&Row], f: &PerLoad| mean(&rs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>());
     let counts = |f: fn(&speedy_net::sctp::counters::Counters) -> u64| {
         move |r: &Row| Some(f(&r.server_sctp?) as f64 + f(&r.loader_sctp?) as f64)
     };
-    let mechanisms: [(&str, &dyn Fn(&Row) -> Option<f64>); 5] = [
+    let mechanisms: [(&str, &PerLoad); 5] = [
         ("onLoad (ms)", &|r: &Row| Some(r.on_load_ms)),
         ("T3-rtx timeouts", &counts(|c| c.t3_timeouts)),
         (
