@@ -491,6 +491,58 @@ fn every_client_takes_the_one_protocol_vocabulary() {
     }
 }
 
+#[test]
+fn bench_over_spdy_counts_every_request_byte_and_status() {
+    // Every request of the budget answered once, bytes and statuses counted, header
+    // compression reported, failures counted by kind, on every SPDY version.
+    let (dir, srv) = site("bench-spdy", false);
+    let size = "<html>index</html>".len();
+    let bench = |path: &str, p: &str, n: &str| {
+        let url = format!("http://{}/{path}", srv.addr);
+        let o = speedy(
+            &dir,
+            &[
+                "bench",
+                &url,
+                "-n",
+                n,
+                "-c",
+                "2",
+                "-m",
+                "5",
+                "--warmup",
+                "0s",
+                "--json",
+                "--protocol",
+                p,
+            ],
+        );
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("bench --json {p}: {e}: {}", stderr(&o)));
+        (o.status.code(), v)
+    };
+    for p in ["spdy/3.1", "spdy/3", "spdy/2"] {
+        let (code, b) = bench("index.html", p, "300");
+        assert_eq!(code, Some(0), "{p}: {b}");
+        assert_eq!(b["requests"], 300, "{p}: {b}");
+        assert_eq!(b["errors"], 0, "{p}: {b}");
+        assert_eq!(b["bytes"], 300 * size, "{p}: {b}");
+        assert_eq!(b["status_codes"]["2xx"], 300, "{p}: {b}");
+        let h = &b["header_bytes"];
+        let (raw, wire) = (h["raw_sent"].as_u64(), h["wire_sent"].as_u64());
+        assert!(
+            raw.zip(wire).is_some_and(|(r, w)| w > 0 && w < r),
+            "{p}: header bytes {h}"
+        );
+        // A missing page: every request fails as http 404, none is lost.
+        let (code, b) = bench("missing.png", p, "40");
+        assert_eq!(code, Some(1), "{p}: {b}");
+        assert_eq!(b["requests"], 0, "{p}: {b}");
+        assert_eq!(b["errors_by_kind"]["http 404"], 40, "{p}: {b}");
+        assert_eq!(b["status_codes"]["4xx"], 40, "{p}: {b}");
+    }
+}
+
 /// A CA and a `localhost` certificate it signed, made with the openssl program: returns
 /// (CA file, certificate, key). The openssl program is required (`.ci/run` installs it):
 /// a missing tool fails the test rather than skipping it.
