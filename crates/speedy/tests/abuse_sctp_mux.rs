@@ -867,7 +867,12 @@ fn endless_and_huge_messages(stack: &str, net: &str) {
     let peak = proc_status_kib(srv.pid(), "VmHWM");
     report(
         &format!("SCTP ({stack}) endless and huge messages"),
-        "5 MiB taken and not delivered + 16 MiB of early DATA per association",
+        if stack == "usrsctp" {
+            "usrsctp's receive buffer + 16 MiB of early DATA per association"
+        } else {
+            "5 MiB taken and not delivered (the DATA guard) + 16 MiB of early DATA per \
+             association"
+        },
         peak,
     );
 }
