@@ -175,10 +175,11 @@ impl PerIp {
         }
     }
 
-    /// How many connections `ip`'s address holds now.
-    pub(crate) fn holds(&self, ip: std::net::IpAddr) -> usize {
+    /// Whether `ip`'s address holds at least half its cap now (never without a cap).
+    pub(crate) fn holds_half(&self, ip: std::net::IpAddr) -> bool {
         let open = self.open.lock().expect("not poisoned");
-        open.get(&PerIp::key(ip)).copied().unwrap_or(0)
+        let n = open.get(&PerIp::key(ip)).copied().unwrap_or(0);
+        self.cap > 0 && n * 2 >= self.cap
     }
 
     /// Counts a new connection from `ip`, or `None` when its address holds the cap.

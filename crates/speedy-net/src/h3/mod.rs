@@ -292,11 +292,14 @@ pub async fn serve_h3(
 
 /// Whether a client's first packet must be answered with a Retry (RFC 9000, 8.1.2)
 /// before it may take a slot: when its source address is not proven yet and either half
-/// the server's connections are in use or the address already holds one. A Retry costs
+/// the server's connections are in use or the address holds half its share. A Retry costs
 /// the server no state and the client one round trip; only a client that receives at the
 /// address it sends from can answer it. Without it, first packets from forged addresses
 /// (each held until `sniff_timeout` ends its handshake) could take every slot, or the
-/// per-address share of an address they name.
+/// per-address share of an address they name. Not at the address's first connection: a
+/// browser opens one per origin from one address, and a Retry for each after the first
+/// cost every one of them a round trip (the lab's replay servers did so to the loader
+/// and to Chromium).
 fn must_prove_address(
     incoming: &quinn::Incoming,
     slots: &Semaphore,
@@ -307,7 +310,7 @@ fn must_prove_address(
         return false;
     }
     let busy = slots.available_permits() * 2 <= max_connections;
-    busy || per_ip.holds(incoming.remote_address().ip()) > 0
+    busy || per_ip.holds_half(incoming.remote_address().ip())
 }
 
 /// The `h3` crate's server side of one connection.
