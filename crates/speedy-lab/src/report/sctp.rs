@@ -50,10 +50,14 @@ fn recovery_counts(r: &Row) -> [Option<f64>; 4] {
 /// A figure of one load, where it has one.
 type PerLoad = dyn Fn(&Row) -> Option<f64>;
 
-/// A load's delayed-SACK timer expirations at both ends, over SCTP with both counters.
-fn delayed_sacks(r: &Row) -> Option<f64> {
-    let (s, l) = (r.server_sctp?, r.loader_sctp?);
-    Some((s.delayed_sack_timeouts + l.delayed_sack_timeouts) as f64)
+/// The mean of a per-load figure over the loads of `rs` that have it.
+fn mean_per_load(rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>) -> Option<f64> {
+    mean(&rs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
+}
+
+/// A counter summed over a load's two ends, over SCTP with both recorded.
+fn both_ends(r: &Row, f: fn(&speedy_net::sctp::counters::Counters) -> u64) -> Option<f64> {
+    Some((f(&r.server_sctp?) + f(&r.loader_sctp?)) as f64)
 }
 
 /// When the network's loads ran on both SCTP stacks: the first SCTP variant of each (in
@@ -78,11 +82,8 @@ fn between_stacks(on_net: &[&Row], variants: &[VariantInfo]) -> String {
     let (Some(a), Some(b)) = (first_on(SctpStack::SctpProto), first_on(SctpStack::Usrsctp)) else {
         return String::new();
     };
-    let per_load =
-        |rs: &[&Row], f: &PerLoad| mean(&rs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>());
-    let counts = |f: fn(&speedy_net::sctp::counters::Counters) -> u64| {
-        move |r: &Row| Some(f(&r.server_sctp?) as f64 + f(&r.loader_sctp?) as f64)
-    };
+    let counts =
+        |f: fn(&speedy_net::sctp::counters::Counters) -> u64| move |r: &Row| both_ends(r, f);
     let mechanisms: [(&str, &PerLoad); 5] = [
         ("onLoad (ms)", &|r: &Row| Some(r.on_load_ms)),
         ("T3-rtx timeouts", &counts(|c| c.t3_timeouts)),
@@ -98,7 +99,7 @@ fn between_stacks(on_net: &[&Row], variants: &[VariantInfo]) -> String {
     ];
     let (mut rows, mut differ, mut alike) = (Vec::new(), Vec::new(), Vec::new());
     for (name, f) in mechanisms {
-        let (x, y) = (per_load(&a.1, f), per_load(&b.1, f));
+        let (x, y) = (mean_per_load(&a.1, f), mean_per_load(&b.1, f));
         let ratio = match (x, y) {
             (Some(x), Some(y)) if x > 0.0 => Some(y / x),
             _ => None,
@@ -174,9 +175,6 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
     if !dropped && !on_net.iter().any(|r| timed_out(r)) {
         return String::new();
     }
-    let mean_of = |rs: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| {
-        mean(&rs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
-    };
     let cell = |x: Option<f64>, digits: usize| {
         Cell::num(x.map_or("–".to_string(), |x| format!("{x:.digits$}")))
     };
@@ -199,7 +197,7 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
             "TCP".to_string()
         };
         let [st, lt, sr, lr] =
-            std::array::from_fn(|i| mean_of(&rs, &|r: &Row| recovery_counts(r)[i]));
+            std::array::from_fn(|i| mean_per_load(&rs, &|r: &Row| recovery_counts(r)[i]));
         if let (Some(a), Some(b)) = (st, lt) {
             timeouts.push((v.name.as_str(), sctp, a + b));
         }
@@ -207,13 +205,16 @@ fn recovery(rows: &[Row], net: &str, variants: &[VariantInfo]) -> String {
             vec![
                 Cell::text(&v.name),
                 Cell::text(&over),
-                cell(mean_of(&rs, &|r| Some(r.on_load_ms)), 0),
-                cell(mean_of(&rs, &|r| Some(r.link_drops as f64)), 1),
+                cell(mean_per_load(&rs, &|r| Some(r.on_load_ms)), 0),
+                cell(mean_per_load(&rs, &|r| Some(r.link_drops as f64)), 1),
                 cell(st, 2),
                 cell(lt, 2),
                 cell(sr, 1),
                 cell(lr, 1),
-                cell(mean_of(&rs, &delayed_sacks), 2),
+                cell(
+                    mean_per_load(&rs, &|r| both_ends(r, |c| c.delayed_sack_timeouts)),
+                    2,
+                ),
             ],
             false,
         ));
