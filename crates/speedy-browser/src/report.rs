@@ -410,6 +410,26 @@ pub struct FailedRequest {
     pub error: Option<String>,
 }
 
+impl FailedRequest {
+    /// The failure of request `r`.
+    pub fn of(r: &crate::loader::Req) -> FailedRequest {
+        FailedRequest {
+            url: r.url_s.clone(),
+            status: r.status,
+            error: r.error.clone(),
+        }
+    }
+
+    /// Why it failed, in words: the client's error, `no response`, or `HTTP status N`.
+    pub fn reason(&self) -> String {
+        match (&self.error, self.status) {
+            (Some(e), _) => e.clone(),
+            (None, 0) => "no response".to_string(),
+            (None, s) => format!("HTTP status {s}"),
+        }
+    }
+}
+
 /// The summary of a load.
 pub fn summary(res: &LoadResult) -> Summary {
     Summary {
@@ -423,11 +443,7 @@ pub fn summary(res: &LoadResult) -> Summary {
             .reqs
             .iter()
             .filter(|r| r.failed())
-            .map(|r| FailedRequest {
-                url: r.url_s.clone(),
-                status: r.status,
-                error: r.error.clone(),
-            })
+            .map(FailedRequest::of)
             .collect(),
         missing: res.missing.clone(),
         unexpected: res.unexpected.clone(),

@@ -87,6 +87,11 @@ pub struct Row {
     pub objects: u32,
     /// Objects that failed (4xx/5xx, reset, connection errors).
     pub failed_objects: u32,
+    /// The objects that failed, each with its URL, status (0: no response) and the
+    /// client's reason, from the load's HAR; absent in rows written before they were
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<Vec<speedy_browser::report::FailedRequest>>,
     /// Bytes through the emulated link, server → client (IP packets).
     pub bytes_down: u64,
     /// Bytes through the link, client → server.

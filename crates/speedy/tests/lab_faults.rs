@@ -2,7 +2,8 @@
 //! killed mid-experiment is started again and the experiment completes with every row
 //! once; a lab killed with SIGKILL leaves its namespaces, which `speedy lab clean`
 //! removes, and the same `--out` resumes to every row once; `speedy lab clean` leaves the
-//! namespaces of labs that still run. Every process is started here and killed by pid.
+//! namespaces of labs that still run; an object that fails in a load is named, with its
+//! reason, in its row and progress line. Every process is started here and killed by pid.
 
 mod support;
 
@@ -267,4 +268,46 @@ fn clean_leaves_the_namespaces_of_running_labs() {
         text.contains(&format!("left {live}: its lab (pid {me}) is running")),
         "{text}"
     );
+}
+
+#[test]
+fn an_object_that_fails_is_named_with_its_reason_in_its_row_and_progress_line() {
+    let _one_at_a_time = serial();
+    let dir = TempDir::new("lab-faults-object");
+    // A recorded 404: an image of the page answers so, in every load.
+    let corpus = support::synth_corpus(&dir.0, 1);
+    let mut archive = speedy_archive::model::Archive::load(&corpus).unwrap();
+    let image = (archive.objects.iter_mut())
+        .find(|o| o.kind == speedy_archive::model::ObjectType::Image)
+        .expect("the page has an image");
+    image.status = 404;
+    let url = image.url.clone();
+    archive.save(&corpus).unwrap();
+    let exp = dir.0.join("one.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"object-fails\"\nruns = 1\nseed = 5\ntimeout_s = 60\n[pages]\n\
+             archive = {:?}\n[[network]]\nname = \"fast\"\ndown = \"20mbit\"\nup = \"5mbit\"\n\
+             rtt_ms = 20\n[[variant]]\nname = \"h2\"\nprotocol = \"h2\"\ntls = true\n",
+            corpus.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = dir.0.join("out");
+    let mut lab = Lab::start(&exp, &out);
+    let st = lab.wait(Duration::from_secs(120));
+    let stderr = lab.stderr();
+    assert!(st.success(), "the lab failed: {stderr}");
+    let rows = speedy_lab::results::read_rows(&out.join("results.jsonl")).unwrap();
+    assert_eq!(rows.len(), 1, "{stderr}");
+    let failed = speedy_browser::report::FailedRequest {
+        url: url.clone(),
+        status: 404,
+        error: None,
+    };
+    assert_eq!(rows[0].failed_objects, 1, "{:?}", rows[0]);
+    assert_eq!(rows[0].failures, Some(vec![failed]), "{:?}", rows[0]);
+    let line = format!("1 failed object (first {url}: HTTP status 404)");
+    assert!(stderr.contains(&line), "no «{line}» in: {stderr}");
 }

@@ -291,6 +291,14 @@ pub struct Entry {
     pub extra: Map<String, Value>,
 }
 
+impl Entry {
+    /// Whether the request failed as the lab counts failures, for the loader's HAR and
+    /// Chromium's alike: no response (status 0), a 4xx or 5xx status, or an `_error`.
+    pub fn failed(&self) -> bool {
+        self.response.status == 0 || self.response.status >= 400 || self.error.is_some()
+    }
+}
+
 /// An entry's `_speedy` (written by `speedy corpus export-har`; see docs/archive.md).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct EntrySpeedy {

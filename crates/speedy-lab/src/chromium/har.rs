@@ -297,14 +297,10 @@ fn phases(p: &Pending) -> Timings {
 }
 
 /// The row's counts from a Chromium HAR: (objects, failed objects, connections): every
-/// entry, those that failed as the report counts them (no response, a 4xx/5xx status,
-/// or an `_error`), and the distinct connections responses came over.
+/// entry, those that failed ([`Entry::failed`](speedy_archive::har::Entry::failed)), and the distinct connections responses came over.
 pub(crate) fn counts(h: &Har) -> (u32, u32, u32) {
     let e = &h.log.entries;
-    let failed = e
-        .iter()
-        .filter(|x| x.response.status == 0 || x.response.status >= 400 || x.error.is_some())
-        .count();
+    let failed = e.iter().filter(|x| x.failed()).count();
     let conns: std::collections::BTreeSet<u64> = e.iter().filter_map(|x| x.connection_id).collect();
     (e.len() as u32, failed as u32, conns.len() as u32)
 }

@@ -77,6 +77,7 @@ fn measures() -> Vec<C> {
         }),
         C::int("objects", "", |r| r.objects),
         C::int("failed_objects", "", |r| r.failed_objects),
+        C::opt_text("failures", |r| r.failures.as_ref().map(|f| failures(f))),
         C::opt_int("replay_query", "", |r| r.replay.map(|m| m.query)),
         C::opt_int("replay_other_host", "", |r| r.replay.map(|m| m.other_host)),
         C::opt_int("replay_missed", "", |r| r.replay.map(|m| m.missed)),
@@ -191,4 +192,12 @@ fn provenance() -> Vec<C> {
         C::opt_str("tcp_series", |r| r.tcp_series.as_deref()),
         C::opt_str("headroom", |r| r.headroom.as_deref()),
     ]
+}
+
+/// A row's failed objects in one cell: `URL (reason)` each, separated by `; `.
+fn failures(f: &[speedy_browser::report::FailedRequest]) -> String {
+    f.iter()
+        .map(|r| format!("{} ({})", r.url, r.reason()))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -49,11 +49,9 @@ pub struct Object {
 }
 
 impl Object {
-    /// Failed as the report counts it: no response (status 0), a 4xx/5xx status, or an
-    /// `_error` recorded.
+    /// Failed as the lab counts it ([`Entry::failed`]).
     pub fn failed(&self) -> bool {
-        let status = self.entry.response.status;
-        status == 0 || status >= 400 || self.entry.error.is_some()
+        self.entry.failed()
     }
 }
 

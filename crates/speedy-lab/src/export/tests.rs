@@ -455,6 +455,11 @@ fn every_row_field_has_a_column() {
         lcp_ms: Some(1.0),
         objects: 1,
         failed_objects: 0,
+        failures: Some(vec![speedy_browser::report::FailedRequest {
+            url: "https://a/x.js".into(),
+            status: 0,
+            error: Some("stream reset".into()),
+        }]),
         bytes_down: 1,
         bytes_up: 1,
         packets_down: 1,

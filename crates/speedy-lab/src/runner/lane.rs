@@ -592,13 +592,30 @@ impl<'a> Lane<'a> {
                 _ => String::new(),
             },
             t0.elapsed().as_secs_f64(),
-            match (row.failed_objects, &row.headroom) {
-                (0, None) => String::new(),
-                (n, None) => format!(", {n} failed objects"),
-                (0, Some(h)) => format!(", short of CPU: {h}"),
-                (n, Some(h)) => format!(", {n} failed objects, short of CPU: {h}"),
+            match (failed_objects(row), &row.headroom) {
+                (None, None) => String::new(),
+                (Some(f), None) => format!(", {f}"),
+                (None, Some(h)) => format!(", short of CPU: {h}"),
+                (Some(f), Some(h)) => format!(", {f}, short of CPU: {h}"),
             },
             fmt_eta(eta)
         );
     }
+}
+
+/// The progress line's words on a row's failed objects (`None`: none failed): how many,
+/// and the first one's URL and reason.
+fn failed_objects(row: &Row) -> Option<String> {
+    let n = row.failed_objects;
+    if n == 0 {
+        return None;
+    }
+    let first = (row.failures.as_ref())
+        .and_then(|f| f.first())
+        .map(|f| format!(" (first {}: {})", f.url, f.reason()));
+    Some(format!(
+        "{n} failed object{}{}",
+        if n == 1 { "" } else { "s" },
+        first.unwrap_or_default()
+    ))
 }

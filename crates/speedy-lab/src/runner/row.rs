@@ -9,6 +9,7 @@ use crate::experiment::{Experiment, Network, Pages, Variant};
 use crate::results::{ReplayMatches, Row, SweepPoint};
 use crate::tcpinfo::ConnSample;
 use speedy_archive::har::Har;
+use speedy_browser::report::FailedRequest;
 use speedy_browser::LoadSpec;
 use std::path::Path;
 
@@ -72,6 +73,22 @@ struct Reported {
     lag_us: Option<u64>,
     /// How the replay server matched the page's requests.
     replay: ReplayMatches,
+    /// The page's requests that failed.
+    failures: Vec<FailedRequest>,
+}
+
+/// The entries of page `page_id` that failed ([`Entry::failed`](speedy_archive::har::Entry::failed)).
+fn failures(har: &Har, page_id: &str) -> Vec<FailedRequest> {
+    har.log
+        .entries
+        .iter()
+        .filter(|e| e.pageref.as_deref() == Some(page_id) && e.failed())
+        .map(|e| FailedRequest {
+            url: e.request.url.clone(),
+            status: e.response.status,
+            error: e.error.clone(),
+        })
+        .collect()
 }
 
 /// Counts the replay server's fuzzy matches and misses among the entries of page
@@ -120,6 +137,7 @@ fn reported(m: &Measured) -> Result<Reported, String> {
             retransmits: None,
             lag_us: None,
             replay: replay_matches(m.har, &p.id),
+            failures: failures(m.har, &p.id),
         });
     }
     let lp = m.har.loaded_page_at(m.visit)?;
@@ -139,6 +157,7 @@ fn reported(m: &Measured) -> Result<Reported, String> {
         retransmits: Some(t.retransmits),
         lag_us: Some(t.event_loop_lag_max_us),
         replay: replay_matches(m.har, &p.id),
+        failures: failures(m.har, &p.id),
     })
 }
 
@@ -175,6 +194,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         lcp_ms: r.paints.1,
         objects: r.counts.0,
         failed_objects: r.counts.1,
+        failures: Some(r.failures),
         bytes_down: after_link.down.bytes_out - before_link.down.bytes_out,
         bytes_up: after_link.up.bytes_out - before_link.up.bytes_out,
         packets_down: after_link.down.packets_out - before_link.down.packets_out,

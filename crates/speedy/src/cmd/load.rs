@@ -70,11 +70,7 @@ fn outcome(res: &loader::LoadResult, fail: bool) -> u8 {
         .reqs
         .iter()
         .find(|r| matches!(r.initiator, loader::Initiator::Root));
-    let why = |r: &loader::Req| match (&r.error, r.status) {
-        (Some(e), _) => e.clone(),
-        (None, 0) => "no response".to_string(),
-        (None, s) => format!("HTTP status {s}"),
-    };
+    let why = |r: &loader::Req| speedy_browser::report::FailedRequest::of(r).reason();
     match root {
         Some(r) if !r.done() && res.timed_out => {
             eprintln!(
