@@ -194,6 +194,13 @@ pub struct Row {
     /// Retransmission timeouts that fired on the loader's sockets (`TCPTimeouts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loader_rto_timeouts: Option<u64>,
+    /// TCP connections the client namespace opened during the load (`Tcp: ActiveOpens`:
+    /// every `connect`, raced and unused sockets included), the loader's or Chromium's
+    /// alike: the connection count the two clients share (`connections` counts the
+    /// loader's successful dials, and for Chromium the connections that carried a
+    /// response). Absent in rows written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tcp_opens: Option<u64>,
     /// Over SCTP: the replay servers' SCTP counters over the load (T3 timeouts, fast
     /// retransmissions, ...: the sender's side of the downloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -17,9 +17,11 @@ pub struct TcpMib {
     pub retrans_segs: u64,
     /// `TcpExt: TCPTimeouts`.
     pub timeouts: u64,
+    /// `Tcp: ActiveOpens`: connections this namespace opened (SYNs sent by `connect`).
+    pub active_opens: u64,
 }
 
-/// Reads `Tcp: OutSegs RetransSegs` and `TcpExt: TCPTimeouts` from the text of
+/// Reads `Tcp: OutSegs RetransSegs ActiveOpens` and `TcpExt: TCPTimeouts` from the text of
 /// `/proc/net/snmp` and `/proc/net/netstat` (a header line of names, then a line of values,
 /// per group).
 pub fn parse_tcp_mib(text: &str) -> Option<TcpMib> {
@@ -38,6 +40,7 @@ pub fn parse_tcp_mib(text: &str) -> Option<TcpMib> {
         out_segs: field("Tcp:", "OutSegs")?,
         retrans_segs: field("Tcp:", "RetransSegs")?,
         timeouts: field("TcpExt:", "TCPTimeouts").unwrap_or(0),
+        active_opens: field("Tcp:", "ActiveOpens")?,
     })
 }
 
@@ -140,14 +143,15 @@ mod tests {
     fn reads_the_tcp_mib() {
         let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
 Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n\
-Tcp: 1 200 120000 -1 0 12 0 0 0 900 1500 37 0 2 0\n\
+Tcp: 1 200 120000 -1 5 12 0 0 0 900 1500 37 0 2 0\n\
 TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes\nTcpExt: 0 4 9\n";
         assert_eq!(
             parse_tcp_mib(text),
             Some(TcpMib {
                 out_segs: 1500,
                 retrans_segs: 37,
-                timeouts: 4
+                timeouts: 4,
+                active_opens: 5
             })
         );
         assert_eq!(parse_tcp_mib("Ip: a\nIp: 1\n"), None);

@@ -84,33 +84,42 @@ protocol = "http1"
         stdout.contains("onLoad ratio (geomean)") && stdout.contains("within goal"),
         "table: {stdout}"
     );
-    let v: serde_json::Value =
+    let v: speedy_lab::validate::agreement::Agreement =
         serde_json::from_slice(&std::fs::read(out.join("validate.json")).unwrap()).unwrap();
-    assert_eq!(v["version"], 2, "{v}");
-    let cells = v["cells"].as_array().unwrap();
-    let protocols: Vec<&str> = cells
-        .iter()
-        .map(|c| c["protocol"].as_str().unwrap())
-        .collect();
-    assert_eq!(protocols, ["http/1.1", "h2", "h3"], "{v}");
+    assert_eq!(
+        v.version,
+        speedy_lab::validate::agreement::AGREEMENT_VERSION,
+        "{v:?}"
+    );
+    let protocols: Vec<String> = v.cells.iter().map(|c| c.protocol.to_string()).collect();
+    assert_eq!(protocols, ["http/1.1", "h2", "h3"], "{v:?}");
     let rows = speedy_lab::results::read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 6);
     // Both clients of the page's run met one loss sequence: one seed per (page, run).
-    for c in cells {
-        let (loader, chromium) = (
-            c["loader"].as_str().unwrap(),
-            c["chromium"].as_str().unwrap(),
-        );
+    for c in &v.cells {
         let of = |name: &str| rows.iter().find(|r| r.variant == name).unwrap();
-        let (l, b) = (of(loader), of(chromium));
+        let (l, b) = (of(&c.loader), of(&c.chromium));
         assert_eq!(b.client, speedy_lab::experiment::Client::Chromium);
         // Above one RTT of the link, and the same page within an order of magnitude.
-        assert!(b.on_load_ms > 20.0 && l.on_load_ms > 20.0, "{c}");
-        let ratio = c["ratio"].as_f64().unwrap();
+        assert!(b.on_load_ms > 20.0 && l.on_load_ms > 20.0, "{c:?}");
+        let ratio = c.ratio;
         assert!(
             (ratio - l.on_load_ms / b.on_load_ms).abs() < 1e-9 && (0.1..10.0).contains(&ratio),
-            "{c}"
+            "{c:?}"
         );
+        // What each client put on the wire is its row's: both clients' TCP connections
+        // counted the same way, in the client namespace.
+        let w = c.wire.expect("the cell's wire");
+        let opens = |r: &speedy_lab::results::Row| r.client_tcp_opens.map(|n| n as f64);
+        assert_eq!(w.tcp_opens, (opens(l), opens(b)), "{c:?}");
+        assert_eq!(w.bytes_up, (l.bytes_up as f64, b.bytes_up as f64));
+        if c.protocol != speedy_net::Protocol::H3 {
+            let (lo, bo) = (w.tcp_opens.0.unwrap(), w.tcp_opens.1.unwrap());
+            assert!(
+                lo >= 1.0 && bo >= 1.0,
+                "each client opened a connection: {c:?}"
+            );
+        }
         assert!(b.fcp_ms.is_some(), "Chromium's row has its paint timings");
         assert!(out.join(&b.har).exists() && out.join(&l.har).exists());
         assert!(stdout.contains(&format!("{ratio:.2}")), "{stdout}");

@@ -490,6 +490,7 @@ fn every_row_field_has_a_column() {
         server_segments_out: 0,
         loader_retransmissions: Some(0),
         loader_rto_timeouts: Some(0),
+        client_tcp_opens: Some(0),
         server_sctp: Some(Counters::default()),
         loader_sctp: Some(Counters::default()),
         link_late_mean_us: 0,

@@ -4,7 +4,7 @@
 
 use super::html::{self, table, Cell};
 use super::Ctx;
-use crate::validate::agreement::{agreement, Agreement, CELL_BOUNDS, PAGE_BOUNDS};
+use crate::validate::agreement::{agreement, Agreement, Cell as Agreed, CELL_BOUNDS, PAGE_BOUNDS};
 
 /// The section: one line per network × calibration × protocol.
 pub fn section(cx: &mut Ctx) -> String {
@@ -27,6 +27,8 @@ pub fn section(cx: &mut Ctx) -> String {
                     Cell::text(format!("{:.2} ({})", c.worst, c.worst_page)),
                     Cell::num(c.pages_outside.to_string()),
                     Cell::text(if c.within_goal() { "yes" } else { "no" }),
+                    Cell::num(opens(c)),
+                    Cell::num(kb_up(c)),
                 ],
                 false,
             )
@@ -43,16 +45,40 @@ pub fn section(cx: &mut Ctx) -> String {
             ("Worst page", true),
             ("Pages outside", false),
             ("Within goal", true),
+            ("TCP opens / load (loader / Chromium)", false),
+            ("KB up / load (loader / Chromium)", false),
         ],
         &rows,
     );
     out.push_str(&html::p(&format!(
         "The loader's onLoad over headless Chromium's for the same pages, network and \
          protocol (each page's median over its runs; the cell's ratio is the geometric \
-         mean over its pages). Above 1 the loader is slower than Chromium. {}",
+         mean over its pages). Above 1 the loader is slower than Chromium. Beside it, what \
+         each client put on the wire, a mean per load: the TCP connections it opened \
+         (every connect in the client's namespace, raced and unused ones included) and the \
+         kilobytes it sent through the link. {}",
         goal(&a)
     )));
     out
+}
+
+/// A pair of per-load means as `loader / Chromium` (`–` for a missing one).
+fn both(v: (Option<f64>, Option<f64>), digits: usize) -> String {
+    let one = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:.digits$}"));
+    format!("{} / {}", one(v.0), one(v.1))
+}
+
+/// The cell's TCP opens per load, loader / Chromium.
+fn opens(c: &Agreed) -> String {
+    c.wire.map_or("–".into(), |w| both(w.tcp_opens, 1))
+}
+
+/// The cell's kilobytes client → server per load, loader / Chromium.
+fn kb_up(c: &Agreed) -> String {
+    let kb = |x: f64| Some(x / 1000.0);
+    c.wire.map_or("–".into(), |w| {
+        both((kb(w.bytes_up.0), kb(w.bytes_up.1)), 1)
+    })
 }
 
 /// The goal and how many cells meet it.
@@ -85,6 +111,8 @@ pub fn agreement_text(a: &Agreement) -> String {
                 format!("{:.2} ({})", c.worst, c.worst_page),
                 c.pages_outside.to_string(),
                 if c.within_goal() { "yes" } else { "no" }.into(),
+                opens(c),
+                kb_up(c),
             ]
         })
         .collect();
@@ -99,12 +127,17 @@ pub fn agreement_text(a: &Agreement) -> String {
             "worst page",
             "pages outside",
             "within goal",
+            "TCP opens/load (L/C)",
+            "KB up/load (L/C)",
         ],
-        &[true, true, true, false, false, false, false, false, true],
+        &[
+            true, true, true, false, false, false, false, false, true, false, false,
+        ],
         &lines,
     );
     out.push_str(&format!(
-        "ratio = loader / Chromium onLoad, each page's median over its runs. {}\n",
+        "ratio = loader / Chromium onLoad, each page's median over its runs; L/C: the \
+         loader's and Chromium's means per load. {}\n",
         goal(a)
     ));
     out
@@ -118,13 +151,19 @@ mod tests {
     #[test]
     fn the_terminal_table_has_a_line_per_cell_and_the_goal() {
         let row = |page: &str, variant: &str, client: &str, ms: f64| -> crate::results::Row {
+            let (opens, up) = if client == "loader" {
+                (6, 70_000)
+            } else {
+                (3, 50_000)
+            };
             serde_json::from_value(serde_json::json!({
                 "experiment": "v", "page": page, "network": "dsl", "network_desc": "d",
                 "variant": variant, "baseline": client == "loader", "protocol": "h2",
                 "tls": true, "client": client, "run": 0, "on_load_ms": ms,
                 "on_content_load_ms": ms, "objects": 1, "failed_objects": 0,
-                "bytes_down": 0, "bytes_up": 0, "packets_down": 0, "packets_up": 0,
-                "link_drops": 0, "connections": 1, "har": "h", "calibration": "web-2010"
+                "bytes_down": 0, "bytes_up": up, "packets_down": 0, "packets_up": 0,
+                "link_drops": 0, "connections": 1, "har": "h", "calibration": "web-2010",
+                "client_tcp_opens": opens
             }))
             .unwrap()
         };
@@ -137,5 +176,6 @@ mod tests {
         let t = agreement_text(&agreement(&rows));
         assert!(t.contains("1.04") && t.contains("1.20 (a)"), "{t}");
         assert!(t.contains("1 of 1 cells meet it"), "{t}");
+        assert!(t.contains("6.0 / 3.0") && t.contains("70.0 / 50.0"), "{t}");
     }
 }

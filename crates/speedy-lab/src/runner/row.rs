@@ -232,6 +232,7 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         server_rto_timeouts: after.server.timeouts - before.server.timeouts,
         loader_retransmissions: Some(after.loader.retrans_segs - before.loader.retrans_segs),
         loader_rto_timeouts: Some(after.loader.timeouts - before.loader.timeouts),
+        client_tcp_opens: Some(after.loader.active_opens - before.loader.active_opens),
         server_sctp: v.is_sctp().then(|| after.sctp.since(&before.sctp)),
         loader_sctp: loader_sctp(m)?,
         server_segments_out: after.server.out_segs - before.server.out_segs,

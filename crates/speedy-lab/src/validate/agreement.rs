@@ -8,7 +8,7 @@
 
 use crate::experiment::Client;
 use crate::results::Row;
-use crate::stats::{geometric_mean, median};
+use crate::stats::{geometric_mean, mean, median};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -18,13 +18,13 @@ pub const CELL_BOUNDS: (f64, f64) = (0.90, 1.10);
 pub const PAGE_BOUNDS: (f64, f64) = (0.80, 1.25);
 
 /// The format version of [`Agreement`] (`validate.json`).
-pub const AGREEMENT_VERSION: u32 = 2;
+pub const AGREEMENT_VERSION: u32 = 3;
 
 /// `validate.json`: the agreement of the loader with Chromium, cell by cell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
     /// The format version ([`AGREEMENT_VERSION`]; 1 was the fidelity check before it ran
-    /// on the lab's runner).
+    /// on the lab's runner, 2 had no [`Cell::wire`]).
     pub version: u32,
     /// The experiment the rows came from.
     pub experiment: String,
@@ -60,6 +60,22 @@ pub struct Cell {
     pub pages_outside: usize,
     /// Each page's ratio, by page name.
     pub per_page: BTreeMap<String, f64>,
+    /// What each client's loads put on the wire (absent in files of version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<Wire>,
+}
+
+/// What a cell's loads did on the wire, each a mean per load as (loader, Chromium): the
+/// first place to look when the two clients' onLoads disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wire {
+    /// TCP connections the client opened (`client_tcp_opens`; `None` when the rows do
+    /// not have it).
+    pub tcp_opens: (Option<f64>, Option<f64>),
+    /// Bytes through the link, client → server.
+    pub bytes_up: (f64, f64),
+    /// Bytes through the link, server → client.
+    pub bytes_down: (f64, f64),
 }
 
 impl Cell {
@@ -151,6 +167,40 @@ fn medians(rows: &[Row], net: &str, variant: &str) -> (BTreeMap<String, f64>, us
     (m, loads)
 }
 
+/// The mean per load of `f` over the loads of `variant` on `net` that reached onLoad (the
+/// loads behind the medians); `None` when no such load has it.
+fn per_load(
+    rows: &[Row],
+    net: &str,
+    variant: &str,
+    f: impl Fn(&Row) -> Option<f64>,
+) -> Option<f64> {
+    let xs: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.network == net && r.variant == variant && r.on_load_ms > 0.0)
+        .filter_map(f)
+        .collect();
+    mean(&xs)
+}
+
+/// The cell's [`Wire`] (`None` when a client has no load with an onLoad).
+fn wire(rows: &[Row], net: &str, loader: &str, chromium: &str) -> Option<Wire> {
+    let both = |f: &dyn Fn(&Row) -> Option<f64>| {
+        (
+            per_load(rows, net, loader, f),
+            per_load(rows, net, chromium, f),
+        )
+    };
+    let opens = both(&|r| r.client_tcp_opens.map(|n| n as f64));
+    let up = both(&|r| Some(r.bytes_up as f64));
+    let down = both(&|r| Some(r.bytes_down as f64));
+    Some(Wire {
+        tcp_opens: opens,
+        bytes_up: (up.0?, up.1?),
+        bytes_down: (down.0?, down.1?),
+    })
+}
+
 fn cell(rows: &[Row], net: &str, loader: &str, chromium: &str) -> Option<Cell> {
     let (l, nl) = medians(rows, net, loader);
     let (c, nc) = medians(rows, net, chromium);
@@ -183,6 +233,7 @@ fn cell(rows: &[Row], net: &str, loader: &str, chromium: &str) -> Option<Cell> {
             .filter(|r| !(PAGE_BOUNDS.0..=PAGE_BOUNDS.1).contains(*r))
             .count(),
         per_page,
+        wire: wire(rows, net, loader, chromium),
     })
 }
 
@@ -191,12 +242,17 @@ mod tests {
     use super::*;
 
     fn row(page: &str, variant: &str, client: &str, against: Option<&str>, ms: f64) -> Row {
+        let up = if client == "loader" {
+            1000
+        } else {
+            ms.max(0.0) as u64
+        };
         serde_json::from_value(serde_json::json!({
             "experiment": "v", "page": page, "network": "dsl", "network_desc": "d",
             "variant": variant, "baseline": variant == "h2", "protocol": "h2",
             "tls": true, "client": client, "against": against, "run": 0,
             "on_load_ms": ms, "on_content_load_ms": ms, "objects": 1,
-            "failed_objects": 0, "bytes_down": 0, "bytes_up": 0, "packets_down": 0,
+            "failed_objects": 0, "bytes_down": 0, "bytes_up": up, "packets_down": 0,
             "packets_up": 0, "link_drops": 0, "connections": 1, "har": "h",
             "calibration": "web-2010"
         }))
@@ -224,6 +280,11 @@ mod tests {
         assert!((c.ratio - 1.08f64.sqrt()).abs() < 1e-9, "{c:?}");
         assert_eq!((c.worst_page.as_str(), c.pages_outside), ("a", 0));
         assert_eq!(c.loads, (4, 2));
+        // The wire: means over the same loads (Chromium's failed load left out), and no
+        // TCP opens where the rows do not have them.
+        let w = c.wire.expect("both clients have loads");
+        assert_eq!(w.bytes_up, (1000.0, 1000.0), "{w:?}");
+        assert_eq!(w.tcp_opens, (None, None));
         assert!(
             c.within_goal(),
             "1.04 is within the cell bounds, pages 1.2 and 0.9 too"
