@@ -253,6 +253,10 @@ pub struct LoadConfig {
     /// the connections that lose the race close once connected. Off (`--known-servers`):
     /// one connection per session from the start.
     pub race_connections: bool,
+    /// Chromium's backup connect jobs: 250 ms after a pool's first dial, if the oldest
+    /// dial has no TCP connection yet and requests wait, one more dial starts beside it
+    /// (`loader::chromium::BACKUP_JOB_AFTER`); never over QUIC.
+    pub backup_connect_jobs: bool,
     /// Requests made by a cross-site frame use connections of their own, as Chromium's
     /// socket pools are keyed by network anonymization key (top-frame site, cross-site
     /// flag; `ClientSocketPool::GroupId`, `SpdySessionKey`). Browsers before 2020 shared
@@ -313,6 +317,7 @@ impl LoadConfig {
             max_connections: d.max_connections,
             sessions_per_pool: d.sessions,
             race_connections: !d.known_servers,
+            backup_connect_jobs: true,
             partition_frames: d.partition,
             tls_hello: d.tls_hello,
             pipeline: d.pipeline,

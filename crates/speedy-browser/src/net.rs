@@ -141,6 +141,16 @@ pub struct Dialed {
     pub alpn: Option<String>,
 }
 
+/// How far a dial has got, before it is ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DialPhase {
+    /// The host resolved; the transport is connecting.
+    Resolved,
+    /// The transport connected (TCP, a proxy's tunnel, or the SCTP socket); TLS may
+    /// follow.
+    Connected,
+}
+
 /// What to dial.
 pub struct DialSpec<'a> {
     /// Host name (for resolution and SNI).
@@ -157,6 +167,8 @@ pub struct DialSpec<'a> {
     /// packet, when bundling), so its time shows in the first request's wait, and the
     /// connect phase is only the socket's set-up.
     pub sctp: Option<speedy_net::sctp::SctpConfig>,
+    /// Told of each [`DialPhase`] the dial reaches.
+    pub progress: &'a (dyn Fn(DialPhase) + Send + Sync),
 }
 
 /// Resolves and connects, timing each phase.
@@ -164,6 +176,7 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
     let start = Instant::now();
     let target = resolver.lookup(spec.host).await?;
     let dns_end = Instant::now();
+    (spec.progress)(DialPhase::Resolved);
     let port = target
         .port
         .or(spec.url_port)
@@ -179,6 +192,7 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
             .await
             .map_err(|e| format!("SCTP association to {peer} for {}: {e}", spec.host))?;
         let ready = Instant::now();
+        (spec.progress)(DialPhase::Connected);
         return Ok(Dialed {
             io,
             fd: None,
@@ -210,6 +224,7 @@ pub async fn dial(resolver: &Resolver, spec: DialSpec<'_>) -> Result<Dialed, Str
         None => spec.host,
     };
     let tcp_end = Instant::now();
+    (spec.progress)(DialPhase::Connected);
     let Some(tls) = spec.tls else {
         return Ok(Dialed {
             io: Box::new(tcp),

@@ -101,6 +101,14 @@ pub enum ConnEvent {
         /// Peer address.
         peer: std::net::SocketAddr,
     },
+    /// A dial got further: its host resolved, or its transport connected (TLS may
+    /// follow). The engine's backup connect jobs look at it.
+    Dialing {
+        /// Connection.
+        conn: ConnId,
+        /// How far it got.
+        phase: crate::net::DialPhase,
+    },
     /// Could not connect.
     DialFailed {
         /// Connection.

@@ -16,6 +16,7 @@
 //! | style sheet images raised at the first layout ([`priority`]) | Blink `ResourceFetcher::UpdateAllImageResourcePriorities`: images of elements in the viewport go to High after layout; the NetLogs of `speedy lab validate` show every style sheet image restarted as `REQUEST_REPRIORITIZED` |
 //! | style sheet subresources | Blink requests `url()` images and fonts at style recalc, once the sheet has loaded and the parser has inserted the elements (`<body>` seen); `@import` when the sheet is parsed |
 //! | connections to a server not yet known to speak HTTP/2 (`LoadConfig::race_connections`) | `net/http/http_stream_factory_job.cc`: `ShouldThrottleConnectForSpdy` holds a request's connect back only when `HttpServerProperties::GetSupportsSpdy` knows the server, so with a fresh profile every request waiting for a first session starts its own connect job (up to the socket pool's 6 per group); a job whose socket connects after a session exists hands the socket back, which closes it (NetLog of `speedy lab validate`: 13 connections for 6 sessions on a quick page) |
+//! | backup connect jobs ([`BACKUP_JOB_AFTER`], `LoadConfig::backup_connect_jobs`) | `net/socket/transport_client_socket_pool.cc`: a socket pool group's first connect job arms a timer of `ClientSocketPool::kMaxConnectRetryIntervalMs` = 250 ms (`Group::StartBackupJobTimer`); when it fires (`OnBackupJobTimerFired`) and the group's oldest job has not established its TCP connection, one more connect job starts if requests wait and the group (6) and the pool (256) have a socket to spare; while the job resolves its host or no socket is spare, the timer starts again. NetLog of a cellular-2013 page over h2 on the whitepaper's DSL line: 23 of 112 connect jobs `backup_job: true` |
 //! | partitioned connections (`LoadConfig::partition_frames`) | `net/socket/client_socket_pool.h` `GroupId` and `net/spdy/spdy_session_key.h` carry the `NetworkAnonymizationKey` (top-frame site, whether the frame is cross-site): a cross-site frame's requests do not share the page's connections or sessions |
 //! | milestones | HTML Standard "the end": `DOMContentLoaded` after parsing and the defer scripts; `load` once nothing that delays it is loading (scripts, style sheets, images, frames; `fetch()`/XHR and timers do not delay it) |
 
@@ -24,6 +25,11 @@ use crate::discover::Blocking;
 use speedy_archive::ObjectType;
 use std::collections::HashSet;
 use std::time::Duration;
+
+/// How long a socket pool group's first connect job may go without a TCP connection
+/// before Chromium starts a backup job beside it (`ClientSocketPool::
+/// kMaxConnectRetryIntervalMs`, `net/socket/client_socket_pool.h`).
+pub const BACKUP_JOB_AFTER: Duration = Duration::from_millis(250);
 
 /// Blink's `ResourceLoadPriority`, lowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

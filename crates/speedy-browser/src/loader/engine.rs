@@ -82,6 +82,8 @@ enum Timer {
     },
     /// A script finished running.
     Ran { script: ReqId },
+    /// A pool's backup connect job is due (`Engine::backup_job`).
+    Backup { pool: String },
 }
 
 /// A reference the parser will request when it gets there (the preload scanner does not

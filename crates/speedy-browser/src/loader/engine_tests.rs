@@ -4,6 +4,7 @@
 //! and nothing else takes time except what the engine itself schedules.
 
 use super::*;
+use crate::net::DialPhase;
 use speedy_archive::{BodySource, Object, Page};
 use std::collections::BTreeMap;
 
@@ -73,6 +74,11 @@ struct Run<'a> {
     latency: HashMap<String, Duration>,
     /// (conn, host) dialled.
     dials: Vec<(ConnId, String)>,
+    /// When each connection was dialled.
+    dialled_at: HashMap<ConnId, Instant>,
+    /// Hosts whose TCP connect takes this long (reported as `Dialing` phases), then one
+    /// RTT of TLS; others are ready one RTT after the dial, with no phases reported.
+    slow_connect: HashMap<String, Duration>,
     /// Request id → when it was sent on a connection.
     sent: HashMap<ReqId, Instant>,
     /// Connections the engine closed.
@@ -100,6 +106,8 @@ impl<'a> Run<'a> {
             seq: 0,
             latency: HashMap::new(),
             dials: Vec::new(),
+            dialled_at: HashMap::new(),
+            slow_connect: HashMap::new(),
             sent: HashMap::new(),
             closed: Vec::new(),
         }
@@ -114,9 +122,17 @@ impl<'a> Run<'a> {
         while let Some(a) = self.e.poll_action() {
             match a {
                 Action::Dial { conn, host, .. } => {
+                    self.dialled_at.insert(conn, self.now);
+                    let mut ready = self.now + RTT;
+                    if let Some(connect) = self.slow_connect.get(&host).copied() {
+                        let (now, phase) = (self.now, DialPhase::Resolved);
+                        self.at(now, ConnEvent::Dialing { conn, phase });
+                        let phase = DialPhase::Connected;
+                        self.at(now + connect, ConnEvent::Dialing { conn, phase });
+                        ready = now + connect + RTT;
+                    }
                     self.dials.push((conn, host));
                     let peer: SocketAddr = "127.0.0.1:443".parse().unwrap();
-                    let ready = self.now + RTT;
                     let times = DialTimes {
                         start: self.now,
                         dns_end: self.now,
@@ -768,4 +784,49 @@ fn a_priority_chrome_recorded_stands_for_the_models() {
         chromium::Priority::VeryHigh
     );
     assert_eq!(r.req("/b.gif").priority, 0, "SPDY/h2 priority of VeryHigh");
+}
+
+#[test]
+fn a_dial_without_a_tcp_connection_after_250_ms_gets_a_backup_dial() {
+    // One image on b.test; its TCP connect takes `connect`, then one RTT of TLS.
+    let (site, objs) = {
+        let html = r#"<html><body><img src="https://b.test/i.png"></body></html>"#;
+        let spec = vec![
+            ("/", ObjectType::Document, html, Discovery::Root),
+            (
+                "https://b.test/i.png",
+                ObjectType::Image,
+                "GIF89a",
+                parsed(0),
+            ),
+        ];
+        (Site::new(&spec), ["https://b.test/i.png"])
+    };
+    for proto in [Proto::Http1, Proto::H2] {
+        let driver = if proto == Proto::H2 { h2() } else { http1() };
+        for (connect_ms, backups, want) in [(400, true, 2), (100, true, 1), (400, false, 1)] {
+            let mut c = cfg(proto);
+            c.backup_connect_jobs = backups;
+            let mut r = Run::new(&c, &site.archive, driver.clone());
+            let connect = Duration::from_millis(connect_ms);
+            r.slow_connect.insert("b.test".into(), connect);
+            r.run();
+            let b = dialled(&r, "b.test");
+            let what = format!("{proto:?}, connect {connect_ms} ms, backups {backups}");
+            assert_eq!(b.len(), want, "{what}: {:?}", r.dials);
+            if want == 2 {
+                // The backup 250 ms after the first dial; the request on the first
+                // connection up (the first dial's).
+                let gap = r.dialled_at[&b[1]] - r.dialled_at[&b[0]];
+                assert_eq!(gap, Duration::from_millis(250), "{what}");
+                assert_eq!(r.req(objs[0]).conn, Some(b[0]), "{what}");
+            }
+        }
+    }
+    // Dials of the page's own host (no phases reported: still resolving, for the
+    // engine) start no backup: the timer waits, and the connection is up in one RTT.
+    let c = cfg(Proto::Http1);
+    let mut r = Run::new(&c, &site.archive, http1());
+    r.run();
+    assert_eq!(dialled(&r, "a.test").len(), 1);
 }

@@ -275,6 +275,8 @@ pub struct ConnRecord {
     pub closed: bool,
     /// When it was opened.
     pub opened: Instant,
+    /// How far its dial has got (`None`: resolving), until it is ready.
+    dialing: Option<net::DialPhase>,
     inflight: usize,
     used: bool,
     closing: bool,
@@ -708,6 +710,9 @@ impl Shell {
                 }
                 return;
             }
+            let progress = |phase| {
+                let _ = events.send(ConnEvent::Dialing { conn: id, phase });
+            };
             let d = net::dial(
                 &resolver,
                 DialSpec {
@@ -716,6 +721,7 @@ impl Shell {
                     tls,
                     tunnel: tunnel.as_ref().map(|(h, p)| (h.as_str(), *p)),
                     sctp,
+                    progress: &progress,
                 },
             )
             .await;

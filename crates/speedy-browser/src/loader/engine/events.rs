@@ -15,6 +15,9 @@ impl Engine<'_> {
                 c.peer = Some(peer);
                 self.close_if_surplus(conn);
             }
+            ConnEvent::Dialing { conn, phase } => {
+                self.conns[conn as usize].dialing = Some(phase);
+            }
             ConnEvent::DialFailed { conn, error } => {
                 let c = &mut self.conns[conn as usize];
                 c.error = Some(error.clone());

@@ -369,6 +369,18 @@ impl Engine<'_> {
 
     pub(super) fn open_conn(&mut self, key: &str) -> ConnId {
         let id = self.conns.len() as ConnId;
+        // A pool with nothing live (no connection, none connecting) arms its backup
+        // timer with its first dial (`backup_job`).
+        let empty = !self.pools[key]
+            .conns
+            .iter()
+            .any(|c| self.conns[*c as usize].live());
+        if empty && self.cfg.backup_connect_jobs && !self.driver.quic() {
+            self.push_timer(
+                self.now + chromium::BACKUP_JOB_AFTER,
+                Timer::Backup { pool: key.into() },
+            );
+        }
         let p = self.pools.get_mut(key).expect("pool");
         p.conns.push(id);
         let (host, port, tls, tunnel) = (p.host.clone(), p.port, p.tls, p.tunnel.clone());
@@ -384,6 +396,7 @@ impl Engine<'_> {
             counters: ConnCounters::default(),
             closed: false,
             opened: self.now,
+            dialing: None,
             inflight: 0,
             used: false,
             closing: false,
@@ -396,6 +409,40 @@ impl Engine<'_> {
             tunnel,
         });
         id
+    }
+
+    /// A pool's backup timer fired: Chromium's backup connect job
+    /// (`chromium::BACKUP_JOB_AFTER`). When the pool's oldest dial still has no
+    /// transport connection and requests wait for one, one more dial starts; while that
+    /// dial is still resolving, or the pool or the browser has no connection to spare,
+    /// the timer starts again; once the oldest dial has connected, none is needed.
+    pub(super) fn backup_job(&mut self, key: &str) {
+        let oldest = self.pools[key]
+            .conns
+            .iter()
+            .map(|c| &self.conns[*c as usize])
+            .find(|c| c.live() && c.times.is_none());
+        let Some(oldest) = oldest else {
+            return; // every dial is done
+        };
+        if oldest.dialing == Some(crate::net::DialPhase::Connected) {
+            return;
+        }
+        let here = (self.pools[key].conns.iter())
+            .filter(|c| self.conns[**c as usize].live())
+            .count();
+        let total = self.conns.iter().filter(|c| c.live()).count();
+        if oldest.dialing.is_none()
+            || here >= self.cfg.per_host.max(1)
+            || total >= self.cfg.max_connections.max(1)
+        {
+            let again = self.now + chromium::BACKUP_JOB_AFTER;
+            self.push_timer(again, Timer::Backup { pool: key.into() });
+            return;
+        }
+        if !self.pools[key].queue.is_empty() {
+            self.open_conn(key);
+        }
     }
 
     pub(super) fn assign(&mut self, id: ReqId, conn: ConnId) {

@@ -89,6 +89,8 @@ impl Engine<'_> {
         self.push_timer(when, Timer::Ran { script });
     }
 
+    /// A timer fired: a script's computed child is found, a script's run ends, or a
+    /// pool's backup connect job is due (`engine/pools.rs`).
     pub(super) fn on_timer(&mut self, t: Timer, at: Instant) {
         match t {
             Timer::Computed {
@@ -107,6 +109,7 @@ impl Engine<'_> {
                     self.schedule_computed(a, script, at);
                 }
             }
+            Timer::Backup { pool } => self.backup_job(&pool),
         }
     }
 
