@@ -54,6 +54,24 @@ fn built_ins_parse() {
     assert_eq!(on, ["http1-rack-tlp", "spdy-rack-tlp"]);
 }
 
+/// The experiments the docs give to run (`docs/validate/`) parse, each with its pairs.
+#[test]
+fn the_docs_experiments_parse() {
+    for (name, toml) in [
+        (
+            "holdout.toml",
+            include_str!("../../../../docs/validate/holdout.toml"),
+        ),
+        (
+            "connections.toml",
+            include_str!("../../../../docs/validate/connections.toml"),
+        ),
+    ] {
+        let e = parse(toml, name, Path::new(".")).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!e.variants.is_empty(), "{name}");
+    }
+}
+
 #[test]
 fn refuses_unknown_keys_with_the_line() {
     let e = p("runs = 2\n[pages]\nsynth = 1\n[[network]]\nprofile = \"whitepaper-dsl\"\nbogus = 3\n[[variant]]\nname=\"a\"\nprotocol=\"spdy\"\n").unwrap_err();
