@@ -451,19 +451,23 @@ fn a_lab_experiment_compares_h3_with_h2_through_the_link() {
         Duration::from_secs(300),
     );
     assert!(o.status.success(), "speedy lab: {}", stderr(&o));
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = speedy_lab::results::read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
-    let objects = rows[0]["objects"].as_u64().unwrap();
+    let objects = rows[0].objects;
     for r in &rows {
-        assert_eq!(r["failed_objects"], 0, "{r}");
-        assert_eq!(r["objects"].as_u64(), Some(objects), "the same page: {r}");
-        assert!(r["on_load_ms"].as_f64().unwrap() > 40.0, "{r}");
-        let want = if r["variant"] == "h3" { "h3" } else { "h2" };
-        assert_eq!(r["protocol"], want, "{r}");
+        assert_eq!(
+            r.failed_objects, 0,
+            "{}/{}: {:?}",
+            r.variant, r.network, r.failures
+        );
+        assert_eq!(r.objects, objects, "the same page: {r:?}");
+        assert!(r.on_load_ms > 40.0, "{r:?}");
+        let want = if r.variant == "h3" {
+            speedy_net::Protocol::H3
+        } else {
+            speedy_net::Protocol::H2
+        };
+        assert_eq!(r.protocol, want, "{r:?}");
     }
 }
 

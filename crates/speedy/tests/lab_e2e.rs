@@ -4,6 +4,9 @@
 
 mod support;
 
+use speedy_lab::results::{read_rows, Row};
+use speedy_net::transport::sockinfo::TcpSample;
+use speedy_net::Protocol;
 use std::process::Command;
 use support::{result_keys as keys, TempDir};
 
@@ -47,32 +50,26 @@ notsent_lowat = 16384
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "speedy lab failed: {stderr}");
     assert!(stderr.contains("[8/8]"), "progress lines: {stderr}");
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 2 * 2 * 2, "pages × variants × runs");
     for r in &rows {
-        assert!(
-            r["on_load_ms"].as_f64().unwrap() > 20.0,
-            "onLoad above one RTT: {r}"
+        assert!(r.on_load_ms > 20.0, "onLoad above one RTT: {r:?}");
+        assert_eq!(
+            r.failed_objects, 0,
+            "{} {}/{}: {:?}",
+            r.page, r.variant, r.network, r.failures
         );
-        assert_eq!(r["failed_objects"], 0, "{r}");
-        assert!(r["objects"].as_u64().unwrap() >= 3);
+        assert!(r.objects >= 3, "{r:?}");
         // A variant's server option is recorded in its rows, and only in them.
-        let lowat = if r["variant"] == "spdy" {
-            serde_json::json!(16384)
+        let lowat = if r.variant == "spdy" {
+            Some(16384)
         } else {
-            serde_json::Value::Null
+            None
         };
-        assert_eq!(r["notsent_lowat"], lowat, "{r}");
-        assert!(
-            r["bytes_down"].as_u64().unwrap() > 10_000,
-            "the link carried the page: {r}"
-        );
-        let har = out.join(r["har"].as_str().unwrap());
-        assert!(har.exists(), "HAR kept: {r}");
+        assert_eq!(r.notsent_lowat, lowat, "{r:?}");
+        assert!(r.bytes_down > 10_000, "the link carried the page: {r:?}");
+        let har = out.join(&r.har);
+        assert!(har.exists(), "HAR kept: {r:?}");
         // The loader's stderr beside its HAR, only when it said something.
         let log = har.with_extension("stderr.txt");
         assert!(
@@ -80,25 +77,25 @@ notsent_lowat = 16384
             "an empty {} was kept",
             log.display()
         );
-        let want = if r["variant"] == "spdy" {
-            "spdy/3.1"
+        let want = if r.variant == "spdy" {
+            Protocol::Spdy(spdy::Version::V3_1)
         } else {
-            "http/1.1"
+            Protocol::Http1
         };
-        assert_eq!(r["protocol"], want);
+        assert_eq!(r.protocol, want, "{r:?}");
     }
-    let spdy_conns: Vec<u64> = rows
+    let spdy_conns: Vec<u32> = rows
         .iter()
-        .filter(|r| r["variant"] == "spdy")
-        .map(|r| r["connections"].as_u64().unwrap())
+        .filter(|r| r.variant == "spdy")
+        .map(|r| r.connections)
         .collect();
-    let h1_conns: Vec<u64> = rows
+    let h1_conns: Vec<u32> = rows
         .iter()
-        .filter(|r| r["variant"] == "http1")
-        .map(|r| r["connections"].as_u64().unwrap())
+        .filter(|r| r.variant == "http1")
+        .map(|r| r.connections)
         .collect();
     assert!(
-        spdy_conns.iter().sum::<u64>() < h1_conns.iter().sum::<u64>(),
+        spdy_conns.iter().sum::<u32>() < h1_conns.iter().sum::<u32>(),
         "SPDY opens fewer connections: {spdy_conns:?} vs {h1_conns:?}"
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -268,7 +265,7 @@ notsent_lowat = 16384
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(said.contains("CSV and Parquet agree"), "{said}");
-    let rows = speedy_lab::results::read_rows(&out.join("results.jsonl")).unwrap();
+    let rows = read_rows(&out.join("results.jsonl")).unwrap();
     for v in ["http1", "spdy"] {
         let ms: Vec<f64> = rows
             .iter()
@@ -344,37 +341,27 @@ rto_min_ms = 3000
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "speedy lab failed: {stderr}");
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = read_rows(&out.join("results.jsonl")).unwrap();
     // 3 pages × 2 variants × 2 runs: a row per visit. Two runs: the lane sets rto_min for
     // one variant and clears it for the other.
     assert_eq!(rows.len(), 12);
     let mut order: Vec<Option<String>> = vec![None; 3];
-    let mut sessions: std::collections::BTreeMap<String, Vec<&serde_json::Value>> =
-        Default::default();
+    let mut sessions: std::collections::BTreeMap<String, Vec<&Row>> = Default::default();
     for r in &rows {
-        assert_eq!(r["failed_objects"], 0, "{r}");
-        assert_eq!(r["session_think_ms"], 1500, "{r}");
-        assert!(
-            r["network_desc"]
-                .as_str()
-                .unwrap()
-                .starts_with("trace verizon-lte"),
-            "{r}"
+        assert_eq!(
+            r.failed_objects, 0,
+            "{} {}/{}: {:?}",
+            r.page, r.variant, r.network, r.failures
         );
-        assert!(r["bytes_down"].as_u64().unwrap() > 10_000, "{r}");
+        assert_eq!(r.session_think_ms, Some(1500), "{r:?}");
+        assert!(r.network_desc.starts_with("trace verizon-lte"), "{r:?}");
+        assert!(r.bytes_down > 10_000, "{r:?}");
         // One fixed order: a visit's place always holds the same page.
-        let visit = r["session_visit"].as_u64().unwrap() as usize;
-        let page = r["page"].as_str().unwrap().to_string();
+        let visit = r.session_visit.expect("a session's visit") as usize;
+        let page = r.page.clone();
         let slot = order[visit].get_or_insert(page.clone());
         assert_eq!(*slot, page, "visit {visit}");
-        sessions
-            .entry(r["har"].as_str().unwrap().to_string())
-            .or_default()
-            .push(r);
+        sessions.entry(r.har.clone()).or_default().push(r);
     }
     assert_eq!(sessions.len(), 4, "one HAR per session");
     for (har, visits) in &sessions {
@@ -385,55 +372,62 @@ rto_min_ms = 3000
         // Each visit's link counters cover that visit: at least the bodies the loader
         // received in it, and not its neighbours' too (each page is hundreds of KB).
         for v in visits {
-            let i = v["session_visit"].as_u64().unwrap() as usize;
+            let i = v.session_visit.expect("a session's visit") as usize;
             let read = h["log"]["pages"][i]["_totals"]["body_bytes"]
                 .as_u64()
                 .unwrap();
-            let link = v["bytes_down"].as_u64().unwrap();
+            let link = v.bytes_down;
             assert!(
                 read <= link && link <= read * 13 / 10 + 100_000,
                 "{har} visit {i}: the page's bodies are {read} B, the link carried {link} B"
             );
         }
-        let rel = visits[0]["tcp_series"]
-            .as_str()
+        let rel = visits[0]
+            .tcp_series
+            .as_deref()
             .expect("a series per proxied session");
-        assert!(visits.iter().all(|v| v["tcp_series"] == rel), "{har}");
+        assert!(
+            visits.iter().all(|v| v.tcp_series.as_deref() == Some(rel)),
+            "{har}"
+        );
         let samples = std::fs::read_to_string(out.join(rel))
             .unwrap()
             .lines()
             .count();
         assert!(samples > 10, "{rel}: {samples} samples");
     }
-    let spdy = rows.iter().find(|r| r["variant"] == "spdy-proxy").unwrap();
-    assert_eq!(spdy["proxy"], "spdy");
+    let spdy = rows.iter().find(|r| r.variant == "spdy-proxy").unwrap();
+    assert_eq!(spdy.proxy.as_deref(), Some("spdy"), "{spdy:?}");
     // TLS to the SPDY proxy, its certificate from the lab CA: the handshake is timed.
-    assert_eq!(spdy["tls"], true);
+    assert!(spdy.tls, "{spdy:?}");
     let h: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join(spdy["har"].as_str().unwrap())).unwrap())
-            .unwrap();
+        serde_json::from_slice(&std::fs::read(out.join(&spdy.har)).unwrap()).unwrap();
     let conn = &h["log"]["pages"][0]["_connections"][0];
     assert!(conn["ssl_ms"].as_f64().unwrap() > 0.0, "{conn}");
     // rto_min reached the proxy's sockets (per route in the server namespace) for that
     // variant only: its smallest RTO is 3 s, the other variant's is below.
     for r in &rows {
-        let rel = r["tcp_series"].as_str().unwrap();
+        let rel = r
+            .tcp_series
+            .as_deref()
+            .expect("a series per proxied session");
         let min_rto = std::fs::read_to_string(out.join(rel))
             .unwrap()
             .lines()
             .map(|l| {
-                let s: serde_json::Value = serde_json::from_str(l).unwrap();
-                s["rto_us"].as_u64().unwrap()
+                speedy_records::version::read::<TcpSample>(l)
+                    .unwrap()
+                    .rto_us
             })
             .min()
             .unwrap();
-        if r["variant"] == "spdy-proxy" {
-            assert!(min_rto >= 3_000_000, "{r}: {min_rto} us");
+        if r.variant == "spdy-proxy" {
+            assert!(min_rto >= 3_000_000, "{r:?}: {min_rto} us");
         } else {
             assert!(
                 min_rto < 3_000_000,
                 "rto_min cleared for {}: {min_rto} us",
-                r["variant"]
+                r.variant
             );
         }
     }
@@ -520,70 +514,70 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
         );
         "reno"
     };
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 4);
     let mut server_retrans = 0;
     for r in &rows {
-        let today = r["variant"].as_str().unwrap().ends_with("today");
+        let today = r.variant.ends_with("today");
         let want = if today {
             ("web-2025", "bbr", 10, "crime-safe", 256)
         } else {
             ("web-2010", era_cc, 3, "zlib", 32)
         };
-        assert_eq!(r["calibration"], want.0, "{r}");
-        assert_eq!(r["tcp_cc"], want.1, "{r}");
-        assert_eq!(r["initcwnd"], want.2, "{r}");
-        assert_eq!(r["header_compression"], want.3, "{r}");
-        assert_eq!(r["max_connections"], want.4, "{r}");
-        assert_eq!(r["connections_per_host"], 6, "{r}");
+        assert_eq!(r.calibration, want.0, "{r:?}");
+        assert_eq!(r.tcp_cc, want.1, "{r:?}");
+        assert_eq!(r.initcwnd, want.2, "{r:?}");
+        assert_eq!(r.header_compression, want.3, "{r:?}");
+        assert_eq!(r.max_connections, want.4, "{r:?}");
+        assert_eq!(r.connections_per_host, 6, "{r:?}");
         if !today {
-            assert_eq!(r["initrwnd"], 10, "{r}");
+            assert_eq!(r.initrwnd, Some(10), "{r:?}");
         }
-        assert_eq!(r["failed_objects"], 0, "{r}");
-        assert!(
-            r["server_segments_out"].as_u64().unwrap() > r["packets_down"].as_u64().unwrap() / 2,
-            "the server namespace's counters saw the download: {r}"
-        );
-        server_retrans += r["server_retransmissions"].as_u64().unwrap();
-        assert!(
-            r["link_late_max_us"].as_u64().unwrap() > 0
-                && r["loader_lag_max_us"].as_u64().unwrap() > 0,
-            "the lab's own lateness is measured per load: {r}"
-        );
-        let conns = r["server_connections"]
-            .as_array()
-            .expect("ss samples of the server");
-        assert!(
-            conns
-                .iter()
-                .any(|c| c["cwnd"].as_u64().unwrap() > 0 && c["rtt_ms"].as_f64().unwrap() >= 90.0),
-            "a sampled server connection with its cwnd and the line's 100 ms RTT: {r}"
+        assert_eq!(
+            r.failed_objects, 0,
+            "{} {}/{}: {:?}",
+            r.page, r.variant, r.network, r.failures
         );
         assert!(
-            conns.iter().all(|c| c["cc"] == want.1),
-            "every sampled server connection ran the row's {}: {r}",
+            r.server_segments_out > r.packets_down / 2,
+            "the server namespace's counters saw the download: {r:?}"
+        );
+        server_retrans += r.server_retransmissions;
+        assert!(
+            r.link_late_max_us > 0 && r.loader_lag_max_us.is_some_and(|l| l > 0),
+            "the lab's own lateness is measured per load: {r:?}"
+        );
+        let conns = &r.server_connections;
+        assert!(!conns.is_empty(), "ss samples of the server: {r:?}");
+        assert!(
+            conns.iter().any(|c| c.cwnd > 0 && c.rtt_ms >= 90.0),
+            "a sampled server connection with its cwnd and the line's 100 ms RTT: {r:?}"
+        );
+        assert!(
+            conns.iter().all(|c| c.cc == want.1),
+            "every sampled server connection ran the row's {}: {r:?}",
             want.1
         );
-        let objects = r["objects"].as_u64().unwrap();
+        let objects = r.objects;
         assert!(
             if today {
                 objects > 55
             } else {
                 (30..60).contains(&objects)
             },
-            "pages of the calibration: {r}"
+            "pages of the calibration: {r:?}"
         );
     }
     assert!(
         server_retrans > 0,
         "1% loss over ~3 MB of downloads: the server retransmits"
     );
-    let spdy_today = rows.iter().find(|r| r["variant"] == "spdy-today").unwrap();
-    assert_eq!(spdy_today["against"], "http1-today");
+    let spdy_today = rows.iter().find(|r| r.variant == "spdy-today").unwrap();
+    assert_eq!(
+        spdy_today.against.as_deref(),
+        Some("http1-today"),
+        "{spdy_today:?}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     for needle in [
         "id=\"conditions\"",
@@ -735,10 +729,6 @@ protocol = "spdy"
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 2 * 2 * 2, "pages × variants × runs");
 }

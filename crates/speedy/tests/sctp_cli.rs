@@ -8,6 +8,10 @@
 
 mod support;
 use serde_json::Value;
+use speedy_lab::results::{read_rows, Row};
+use speedy_net::sctp::counters::Counters;
+use speedy_net::sctp::SctpStack;
+use speedy_net::{Carrier, Protocol};
 use speedy_server::startup::{ListenerKind, ServeStartup};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
@@ -63,8 +67,9 @@ fn serve_and_fetch_over_sctp_with_and_without_data_on_the_cookie_echo() {
         "--sctp-counters",
         counters.to_str().unwrap(),
     ]);
-    let read_counters =
-        || -> Value { serde_json::from_str(&std::fs::read_to_string(&counters).unwrap()).unwrap() };
+    let read_counters = || -> Counters {
+        serde_json::from_str(&std::fs::read_to_string(&counters).unwrap()).unwrap()
+    };
     // Written as the server starts serving (just after its start-up line), before any
     // association.
     let t0 = Instant::now();
@@ -76,7 +81,7 @@ fn serve_and_fetch_over_sctp_with_and_without_data_on_the_cookie_echo() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(read_counters()["associations"], 0);
+    assert_eq!(read_counters().associations, 0);
     for (i, extra) in [&[][..], &["--no-cookie-bundling"][..]].iter().enumerate() {
         let mut args = vec!["--transport".to_string(), "sctp".into()];
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -87,11 +92,16 @@ fn serve_and_fetch_over_sctp_with_and_without_data_on_the_cookie_echo() {
         // The server's counters file follows within 20 ms: one association per fetch,
         // whose requests arrived as DATA chunks.
         let t0 = Instant::now();
-        while read_counters()["associations"].as_u64() != Some(i as u64 + 1) {
-            assert!(t0.elapsed() < Duration::from_secs(5), "{}", read_counters());
+        while read_counters().associations != i as u64 + 1 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "{:?}",
+                read_counters()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(read_counters()["data_chunks_in"].as_u64() >= Some(files.len() as u64));
+        let c = read_counters();
+        assert!(c.data_chunks_in >= files.len() as u64, "{c:?}");
     }
     // The same server still speaks every protocol over TCP.
     let (code, lines, err) = fetch(&urls(&server.addr, &files), Duration::from_secs(60));
@@ -427,49 +437,54 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "speedy lab sctp: {stderr}");
-    let rows: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 3 * 6, "networks × variants: {stderr}");
-    let objects = rows[0]["objects"].as_u64().unwrap();
+    let objects = rows[0].objects;
+    let sctp = Some(Carrier::Sctp);
     for r in &rows {
-        assert_eq!(r["failed_objects"], 0, "{r}");
-        assert_eq!(r["objects"].as_u64(), Some(objects), "the same page: {r}");
-        assert_eq!(r["protocol"], "spdy/3.1", "{r}");
-        let (transport, bundling, rto) = match r["variant"].as_str().unwrap() {
+        assert_eq!(
+            r.failed_objects, 0,
+            "{}/{}: {:?}",
+            r.variant, r.network, r.failures
+        );
+        assert_eq!(r.objects, objects, "the same page: {r:?}");
+        assert_eq!(r.protocol, Protocol::Spdy(spdy::Version::V3_1), "{r:?}");
+        let (transport, bundling, rto) = match r.variant.as_str() {
             "spdy-tcp" | "spdy-tcp-reno3" => (None, None, None),
-            "spdy-sctp" => (Some("sctp"), Some(true), Some(3000)),
-            "spdy-sctp-nobundle" => (Some("sctp"), Some(false), Some(3000)),
-            "spdy-sctp-rto1s" => (Some("sctp"), Some(true), Some(1000)),
-            "spdy-usrsctp" => (Some("sctp"), Some(true), Some(3000)),
+            "spdy-sctp" => (sctp, Some(true), Some(3000)),
+            "spdy-sctp-nobundle" => (sctp, Some(false), Some(3000)),
+            "spdy-sctp-rto1s" => (sctp, Some(true), Some(1000)),
+            "spdy-usrsctp" => (sctp, Some(true), Some(3000)),
             v => panic!("variant {v}"),
         };
-        let stack = match r["variant"].as_str() {
-            Some("spdy-usrsctp") => Some("usrsctp"),
-            _ if transport.is_some() => Some("sctp-proto"),
+        let stack = match r.variant.as_str() {
+            "spdy-usrsctp" => Some(SctpStack::Usrsctp),
+            _ if transport.is_some() => Some(SctpStack::SctpProto),
             _ => None,
         };
-        assert_eq!(r["sctp_stack"].as_str(), stack, "{r}");
-        assert_eq!(r["transport"].as_str(), transport, "{r}");
-        assert_eq!(r["cookie_bundling"].as_bool(), bundling, "{r}");
-        assert_eq!(r["sctp_rto_initial_ms"].as_u64(), rto, "{r}");
+        assert_eq!(r.sctp_stack, stack, "{r:?}");
+        assert_eq!(r.transport, transport, "{r:?}");
+        assert_eq!(r.cookie_bundling, bundling, "{r:?}");
+        assert_eq!(r.sctp_rto_initial_ms, rto, "{r:?}");
         // Each side's SCTP counters over the load: the server's from its counters file,
-        // the loader's from its HAR; a TCP load has neither.
-        for side in ["server_sctp", "loader_sctp"] {
+        // the loader's from its HAR; a TCP load has neither. (Every counter, t3_timeouts
+        // among them, is required when the counters are present: reading the row checked
+        // that.)
+        for (side, c) in [
+            ("server_sctp", r.server_sctp),
+            ("loader_sctp", r.loader_sctp),
+        ] {
             if transport.is_some() {
-                let c = &r[side];
-                assert!(c["associations"].as_u64() >= Some(1), "{side}: {r}");
-                assert!(c["data_chunks_in"].as_u64() >= Some(1), "{side}: {r}");
-                assert!(c["t3_timeouts"].is_u64(), "{side}: {r}");
+                let c = c.unwrap_or_else(|| panic!("no {side}: {r:?}"));
+                assert!(c.associations >= 1, "{side}: {r:?}");
+                assert!(c.data_chunks_in >= 1, "{side}: {r:?}");
             } else {
-                assert!(r.get(side).is_none(), "{side}: {r}");
+                assert!(c.is_none(), "{side}: {r:?}");
             }
         }
     }
     // Where the link dropped packets, the report says how each variant recovered.
-    if rows.iter().any(|r| r["link_drops"].as_u64() > Some(0)) {
+    if rows.iter().any(|r| r.link_drops > 0) {
         let report = std::fs::read_to_string(out.join("report.html")).unwrap();
         assert!(
             report.contains("how the loads recovered from loss"),
@@ -650,15 +665,13 @@ fn one_experiment_runs_spdy_over_tcp_and_over_sctp_beside_h3() {
     let out = dir.0.join("out");
     let (rows, stderr) = support::run_lab(&exp, &out, Duration::from_secs(240));
     assert_eq!(rows.len(), 3, "one page × three variants: {stderr}");
-    let objects = rows[0]["objects"].as_u64().unwrap();
+    let objects = rows[0].objects;
     // Each load's connections' peers (IP:PORT) from its HAR.
-    let peers = |r: &Value| -> Vec<std::net::SocketAddr> {
-        let har: Value = serde_json::from_str(
-            &std::fs::read_to_string(out.join(r["har"].as_str().unwrap())).unwrap(),
-        )
-        .unwrap();
+    let peers = |r: &Row| -> Vec<std::net::SocketAddr> {
+        let har: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(&r.har)).unwrap()).unwrap();
         let page = &har["log"]["pages"][0];
-        assert!(page["pageTimings"]["onLoad"].as_f64() > Some(0.0), "{r}");
+        assert!(page["pageTimings"]["onLoad"].as_f64() > Some(0.0), "{r:?}");
         page["_connections"]
             .as_array()
             .unwrap()
@@ -668,30 +681,34 @@ fn one_experiment_runs_spdy_over_tcp_and_over_sctp_beside_h3() {
     };
     let mut ports = std::collections::BTreeMap::new();
     for r in &rows {
-        assert_eq!(r["failed_objects"], 0, "{r}");
-        assert_eq!(r["objects"].as_u64(), Some(objects), "the same page: {r}");
-        assert!(r["on_load_ms"].as_f64() > Some(10.0), "an onLoad: {r}");
-        let variant = r["variant"].as_str().unwrap();
+        assert_eq!(
+            r.failed_objects, 0,
+            "{}/{}: {:?}",
+            r.variant, r.network, r.failures
+        );
+        assert_eq!(r.objects, objects, "the same page: {r:?}");
+        assert!(r.on_load_ms > 10.0, "an onLoad: {r:?}");
+        let variant = r.variant.as_str();
+        let spdy31 = Protocol::Spdy(spdy::Version::V3_1);
         let (protocol, transport) = match variant {
-            "spdy-tcp" => ("spdy/3.1", None),
-            "spdy-sctp" => ("spdy/3.1", Some("sctp")),
-            "h3" => ("h3", None),
+            "spdy-tcp" => (spdy31, None),
+            "spdy-sctp" => (spdy31, Some(Carrier::Sctp)),
+            "h3" => (Protocol::H3, None),
             v => panic!("variant {v}"),
         };
-        assert_eq!(r["protocol"], protocol, "{r}");
-        assert_eq!(r["transport"].as_str(), transport, "{r}");
+        assert_eq!(r.protocol, protocol, "{r:?}");
+        assert_eq!(r.transport, transport, "{r:?}");
         if transport.is_some() {
             // The server's counters over this load are this load's: as many associations
             // as the loader set up, whose requests arrived.
-            let (server, loader) = (&r["server_sctp"], &r["loader_sctp"]);
-            assert!(server["associations"].as_u64() >= Some(1), "{r}");
-            assert_eq!(server["associations"], loader["associations"], "{r}");
-            assert!(server["data_chunks_in"].as_u64() >= Some(1), "{r}");
+            let (Some(server), Some(loader)) = (r.server_sctp, r.loader_sctp) else {
+                panic!("both sides' SCTP counters: {r:?}");
+            };
+            assert!(server.associations >= 1, "{r:?}");
+            assert_eq!(server.associations, loader.associations, "{r:?}");
+            assert!(server.data_chunks_in >= 1, "{r:?}");
         } else {
-            assert!(
-                r.get("server_sctp").is_none() && r.get("loader_sctp").is_none(),
-                "{r}"
-            );
+            assert!(r.server_sctp.is_none() && r.loader_sctp.is_none(), "{r:?}");
         }
         let p: std::collections::BTreeSet<u16> = peers(r).iter().map(|a| a.port()).collect();
         assert!(!p.is_empty(), "{variant}: connections with peers");

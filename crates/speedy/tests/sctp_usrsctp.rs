@@ -6,6 +6,9 @@
 
 mod support;
 use serde_json::Value;
+use speedy_net::sctp::counters::Counters;
+use speedy_net::sctp::SctpStack;
+use speedy_net::Carrier;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -71,17 +74,14 @@ fn each_stack_serves_the_other_on_loopback_with_counters() {
         // one association, whose requests arrived as DATA chunks, SACKs for its data.
         let t0 = Instant::now();
         loop {
-            let c: Value = std::fs::read_to_string(&counters)
+            let c: Counters = std::fs::read_to_string(&counters)
                 .ok()
                 .and_then(|t| serde_json::from_str(&t).ok())
                 .unwrap_or_default();
-            if c["associations"].as_u64() == Some(1)
-                && c["data_chunks_in"].as_u64() >= Some(files.len() as u64)
-                && c["sacks_in"].as_u64() > Some(0)
-            {
+            if c.associations == 1 && c.data_chunks_in >= files.len() as u64 && c.sacks_in > 0 {
                 break;
             }
-            assert!(t0.elapsed() < Duration::from_secs(5), "{what}: {c}");
+            assert!(t0.elapsed() < Duration::from_secs(5), "{what}: {c:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -210,19 +210,25 @@ fn one_experiment_loads_over_both_stacks() {
     let (rows, stderr) = support::run_lab(&exp, &out, Duration::from_secs(240));
     assert_eq!(rows.len(), 2, "one page × two variants: {stderr}");
     for r in &rows {
-        let variant = r["variant"].as_str().unwrap();
-        assert_eq!(r["failed_objects"], 0, "{r}");
-        assert!(r["on_load_ms"].as_f64() > Some(10.0), "an onLoad: {r}");
-        assert_eq!(r["transport"], "sctp", "{r}");
-        assert_eq!(r["sctp_stack"].as_str(), Some(variant), "{r}");
-        let server = &r["server_sctp"];
-        assert!(
-            server["associations"].as_u64() > Some(0),
-            "{variant}: {server}"
+        let variant = r.variant.as_str();
+        assert_eq!(
+            r.failed_objects, 0,
+            "{}/{}: {:?}",
+            r.variant, r.network, r.failures
         );
-        assert!(
-            server["data_chunks_in"].as_u64() > Some(0),
-            "{variant}: {server}"
-        );
+        assert!(r.on_load_ms > 10.0, "an onLoad: {r:?}");
+        assert_eq!(r.transport, Some(Carrier::Sctp), "{r:?}");
+        // Each variant is named after its stack.
+        let stack = match variant {
+            "sctp-proto" => SctpStack::SctpProto,
+            "usrsctp" => SctpStack::Usrsctp,
+            v => panic!("variant {v}"),
+        };
+        assert_eq!(r.sctp_stack, Some(stack), "{r:?}");
+        let server = r
+            .server_sctp
+            .unwrap_or_else(|| panic!("{variant}: no server_sctp: {r:?}"));
+        assert!(server.associations > 0, "{variant}: {server:?}");
+        assert!(server.data_chunks_in > 0, "{variant}: {server:?}");
     }
 }

@@ -234,19 +234,13 @@ pub fn synth_corpus(dir: &Path, pages: usize) -> PathBuf {
     dir.join("corpus")
 }
 
-/// The loads of a lab results file, as `page network variant run` keys (what two runs of
-/// one experiment must share, whatever their timings).
+/// The loads of a lab results file, as `"page" "network" "variant" run` keys (what two
+/// runs of one experiment must share, whatever their timings).
 pub fn result_keys(results: &Path) -> std::collections::BTreeSet<String> {
-    std::fs::read_to_string(results)
-        .unwrap_or_else(|e| panic!("{}: {e}", results.display()))
-        .lines()
-        .map(|l| {
-            let r: serde_json::Value = serde_json::from_str(l).expect("a results row");
-            format!(
-                "{} {} {} {}",
-                r["page"], r["network"], r["variant"], r["run"]
-            )
-        })
+    speedy_lab::results::read_rows(results)
+        .unwrap_or_else(|e| panic!("results rows: {e}"))
+        .iter()
+        .map(|r| format!("{:?} {:?} {:?} {}", r.page, r.network, r.variant, r.run))
         .collect()
 }
 
@@ -361,7 +355,7 @@ pub fn run_lab(
     experiment: &Path,
     out: &Path,
     limit: std::time::Duration,
-) -> (Vec<serde_json::Value>, String) {
+) -> (Vec<speedy_lab::results::Row>, String) {
     let o = run_bounded(
         Command::new(BIN)
             .arg("lab")
@@ -373,11 +367,8 @@ pub fn run_lab(
     );
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "speedy lab: {stderr}");
-    let rows = std::fs::read_to_string(out.join("results.jsonl"))
-        .expect("results.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a result row"))
-        .collect();
+    let rows = speedy_lab::results::read_rows(&out.join("results.jsonl"))
+        .unwrap_or_else(|e| panic!("results rows: {e}\nspeedy lab: {stderr}"));
     (rows, stderr)
 }
 
