@@ -810,6 +810,8 @@ fn a_dial_without_a_tcp_connection_after_250_ms_gets_a_backup_dial() {
             let mut r = Run::new(&c, &site.archive, driver.clone());
             let connect = Duration::from_millis(connect_ms);
             r.slow_connect.insert("b.test".into(), connect);
+            // The image takes a second, so the load is still on when the backup is up.
+            r.latency.insert("/i.png".into(), Duration::from_secs(1));
             r.run();
             let b = dialled(&r, "b.test");
             let what = format!("{proto:?}, connect {connect_ms} ms, backups {backups}");
@@ -820,9 +822,31 @@ fn a_dial_without_a_tcp_connection_after_250_ms_gets_a_backup_dial() {
                 let gap = r.dialled_at[&b[1]] - r.dialled_at[&b[0]];
                 assert_eq!(gap, Duration::from_millis(250), "{what}");
                 assert_eq!(r.req(objs[0]).conn, Some(b[0]), "{what}");
+                // Over h2 the backup, up after the session, closes unused; over
+                // HTTP/1.1 it stays for the requests to come.
+                let closed: Vec<ConnId> = (r.closed.iter().copied())
+                    .filter(|c| b.contains(c))
+                    .collect();
+                let want_closed = if proto == Proto::H2 {
+                    vec![b[1]]
+                } else {
+                    vec![]
+                };
+                assert_eq!(closed, want_closed, "{what}");
             }
         }
     }
+    // Over plain TCP (the protocol known, no race) an h2 backup closes unused too.
+    let mut c = cfg(Proto::H2);
+    c.transport = Transport::Plain;
+    let mut r = Run::new(&c, &site.archive, h2());
+    r.slow_connect
+        .insert("b.test".into(), Duration::from_millis(400));
+    r.latency.insert("/i.png".into(), Duration::from_secs(1));
+    r.run();
+    let b = dialled(&r, "b.test");
+    assert_eq!(b.len(), 2, "{:?}", r.dials);
+    assert!(r.closed.contains(&b[1]) && !r.closed.contains(&b[0]));
     // Dials of the page's own host (no phases reported: still resolving, for the
     // engine) start no backup: the timer waits, and the connection is up in one RTT.
     let c = cfg(Proto::Http1);

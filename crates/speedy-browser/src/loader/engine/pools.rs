@@ -263,12 +263,13 @@ impl Engine<'_> {
             .any(|c| self.conns[*c as usize].times.is_some())
     }
 
-    /// A connection that lost the race to a pool's first session closes once connected,
-    /// unless the pool wants more sessions than it has.
+    /// A connection of a multiplexed pool that comes up when the pool already has the
+    /// sessions it wants closes unused: one that lost the race to the pool's first
+    /// session, or a backup dial whose first dial won (Chromium finds the session in
+    /// its `SpdySessionPool` and hands the new socket back).
     pub(super) fn close_if_surplus(&mut self, conn: ConnId) {
         let key = self.conns[conn as usize].pool.clone();
-        if self.driver.depth() != usize::MAX || !self.cfg.race_connections || !self.pools[&key].tls
-        {
+        if self.driver.depth() != usize::MAX {
             return;
         }
         let others = self.pools[&key]
