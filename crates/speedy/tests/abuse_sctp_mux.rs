@@ -705,12 +705,17 @@ fn usrsctp_peer_that_never_acknowledges() {
 /// Four associations on `stack` from `ip` that never acknowledge a 64 MiB file.
 fn never_acknowledges(stack: &str, ip: &str) {
     let site = site();
-    // RTO.Initial and RTO.Min of 10 ms (the latter a diagnostic) so that ten doubling
-    // retransmission timeouts take about 10 s rather than minutes.
+    // RTO.Initial and RTO.Min of 10 ms and RTO.Max of 2 s (the latter two diagnostics)
+    // so that ten doubling retransmission timeouts take seconds rather than minutes,
+    // whatever round-trip time a loaded machine measured in the handshake (from an RTO
+    // of 18 ms they took 18.5 s; from 50 ms they would take 51 s without the cap).
     let mut srv = start_sctp(
         &site,
         &["--sctp-stack", stack, "--sctp-rto-initial-ms", "10"],
-        &[("SPEEDY_SCTP_RTO_MIN_MS", "10")],
+        &[
+            ("SPEEDY_SCTP_RTO_MIN_MS", "10"),
+            ("SPEEDY_SCTP_RTO_MAX_MS", "2000"),
+        ],
     );
     let server: SocketAddr = srv.addr.parse().unwrap();
     let base = proc_status_kib(srv.pid(), "VmRSS");

@@ -184,6 +184,9 @@ struct Diagnostics {
     payload: u32,
     /// `SPEEDY_SCTP_RTO_MIN_MS`: RTO.Min, RFC 4960's and Linux's 1 s otherwise.
     rto_min_ms: u64,
+    /// `SPEEDY_SCTP_RTO_MAX_MS`: RTO.Max, RFC 4960's 60 s otherwise (tests that wait
+    /// for a stack to give a silent peer up hold the doubling timeouts under it).
+    rto_max_ms: u64,
     /// `SPEEDY_SCTP_SEND_HIGH` and `SPEEDY_SCTP_DUPLEX`: how much of the session's output
     /// may wait below its scheduler, in SCTP's send queues ([`SEND_HIGH`]) and in the
     /// byte stream ([`DUPLEX`]); 4 KiB to 16 MiB.
@@ -202,6 +205,7 @@ static DIAG: std::sync::LazyLock<Diagnostics> = std::sync::LazyLock::new(|| {
     Diagnostics {
         payload: env_in("SPEEDY_SCTP_PAYLOAD", 500..=DATA_PAYLOAD, DATA_PAYLOAD),
         rto_min_ms: env_in("SPEEDY_SCTP_RTO_MIN_MS", 1..=60_000, 1000),
+        rto_max_ms: env_in("SPEEDY_SCTP_RTO_MAX_MS", 1..=60_000, 60_000),
         send_high: env_in("SPEEDY_SCTP_SEND_HIGH", 4096..=16 << 20, SEND_HIGH),
         duplex: env_in("SPEEDY_SCTP_DUPLEX", 4096..=16 << 20, DUPLEX),
         sack_immediately: set("SPEEDY_SCTP_SACK_IMMEDIATELY"),
@@ -248,6 +252,7 @@ fn transport(cfg: &SctpConfig) -> Arc<TransportConfig> {
     Arc::new(
         TransportConfig::default()
             .with_rto_min_ms(DIAG.rto_min_ms)
+            .with_rto_max_ms(DIAG.rto_max_ms)
             .with_max_num_outbound_streams(streams)
             .with_max_num_inbound_streams(streams)
             .with_max_send_message_size(MAX_MESSAGE)

@@ -256,6 +256,7 @@ impl Sock {
         let rto = ffi::RtoInfo {
             srto_initial: cfg.rto_initial.as_millis().clamp(1, 60_000) as u32,
             srto_min: super::DIAG.rto_min_ms as u32,
+            srto_max: super::DIAG.rto_max_ms as u32,
             ..Default::default()
         };
         s.setopt(ffi::SCTP_RTOINFO, &rto)?;
