@@ -54,11 +54,7 @@ notsent_lowat = 16384
     assert_eq!(rows.len(), 2 * 2 * 2, "pages × variants × runs");
     for r in &rows {
         assert!(r.on_load_ms > 20.0, "onLoad above one RTT: {r:?}");
-        assert_eq!(
-            r.failed_objects, 0,
-            "{} {}/{}: {:?}",
-            r.page, r.variant, r.network, r.failures
-        );
+        support::assert_no_failed_object(r);
         assert!(r.objects >= 3, "{r:?}");
         // A variant's server option is recorded in its rows, and only in them.
         let lowat = if r.variant == "spdy" {
@@ -348,11 +344,7 @@ rto_min_ms = 3000
     let mut order: Vec<Option<String>> = vec![None; 3];
     let mut sessions: std::collections::BTreeMap<String, Vec<&Row>> = Default::default();
     for r in &rows {
-        assert_eq!(
-            r.failed_objects, 0,
-            "{} {}/{}: {:?}",
-            r.page, r.variant, r.network, r.failures
-        );
+        support::assert_no_failed_object(r);
         assert_eq!(r.session_think_ms, Some(1500), "{r:?}");
         assert!(r.network_desc.starts_with("trace verizon-lte"), "{r:?}");
         assert!(r.bytes_down > 10_000, "{r:?}");
@@ -533,11 +525,7 @@ fn runs_the_whitepaper_conditions_and_a_factor_chain() {
         if !today {
             assert_eq!(r.initrwnd, Some(10), "{r:?}");
         }
-        assert_eq!(
-            r.failed_objects, 0,
-            "{} {}/{}: {:?}",
-            r.page, r.variant, r.network, r.failures
-        );
+        support::assert_no_failed_object(r);
         assert!(
             r.server_segments_out > r.packets_down / 2,
             "the server namespace's counters saw the download: {r:?}"

@@ -439,15 +439,9 @@ fn the_built_in_sctp_experiment_loads_every_page_over_both_transports_and_report
     assert!(o.status.success(), "speedy lab sctp: {stderr}");
     let rows = read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 3 * 6, "networks × variants: {stderr}");
-    let objects = rows[0].objects;
+    support::assert_same_page_whole(&rows);
     let sctp = Some(Carrier::Sctp);
     for r in &rows {
-        assert_eq!(
-            r.failed_objects, 0,
-            "{}/{}: {:?}",
-            r.variant, r.network, r.failures
-        );
-        assert_eq!(r.objects, objects, "the same page: {r:?}");
         assert_eq!(r.protocol, Protocol::Spdy(spdy::Version::V3_1), "{r:?}");
         let (transport, bundling, rto) = match r.variant.as_str() {
             "spdy-tcp" | "spdy-tcp-reno3" => (None, None, None),
@@ -665,7 +659,7 @@ fn one_experiment_runs_spdy_over_tcp_and_over_sctp_beside_h3() {
     let out = dir.0.join("out");
     let (rows, stderr) = support::run_lab(&exp, &out, Duration::from_secs(240));
     assert_eq!(rows.len(), 3, "one page × three variants: {stderr}");
-    let objects = rows[0].objects;
+    support::assert_same_page_whole(&rows);
     // Each load's connections' peers (IP:PORT) from its HAR.
     let peers = |r: &Row| -> Vec<std::net::SocketAddr> {
         let har: Value =
@@ -681,12 +675,6 @@ fn one_experiment_runs_spdy_over_tcp_and_over_sctp_beside_h3() {
     };
     let mut ports = std::collections::BTreeMap::new();
     for r in &rows {
-        assert_eq!(
-            r.failed_objects, 0,
-            "{}/{}: {:?}",
-            r.variant, r.network, r.failures
-        );
-        assert_eq!(r.objects, objects, "the same page: {r:?}");
         assert!(r.on_load_ms > 10.0, "an onLoad: {r:?}");
         let variant = r.variant.as_str();
         let spdy31 = Protocol::Spdy(spdy::Version::V3_1);

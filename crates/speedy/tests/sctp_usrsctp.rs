@@ -211,11 +211,7 @@ fn one_experiment_loads_over_both_stacks() {
     assert_eq!(rows.len(), 2, "one page × two variants: {stderr}");
     for r in &rows {
         let variant = r.variant.as_str();
-        assert_eq!(
-            r.failed_objects, 0,
-            "{}/{}: {:?}",
-            r.variant, r.network, r.failures
-        );
+        support::assert_no_failed_object(r);
         assert!(r.on_load_ms > 10.0, "an onLoad: {r:?}");
         assert_eq!(r.transport, Some(Carrier::Sctp), "{r:?}");
         // Each variant is named after its stack.

@@ -144,21 +144,21 @@ pub fn agreement(rows: &[Row]) -> Agreement {
     }
 }
 
+/// The loads of `variant` on `net` that reached onLoad: the loads a cell is made of.
+fn loads_of<'a>(rows: &'a [Row], net: &'a str, variant: &'a str) -> impl Iterator<Item = &'a Row> {
+    (rows.iter()).filter(move |r| r.network == net && r.variant == variant && r.on_load_ms > 0.0)
+}
+
 /// Each page's median onLoad of `variant` on `net` (loads that reached onLoad).
 fn medians(rows: &[Row], net: &str, variant: &str) -> (BTreeMap<String, f64>, usize) {
     let mut by_page: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut loads = 0;
-    for r in rows
-        .iter()
-        .filter(|r| r.network == net && r.variant == variant)
-    {
-        if r.on_load_ms > 0.0 {
-            by_page
-                .entry(r.page.clone())
-                .or_default()
-                .push(r.on_load_ms);
-            loads += 1;
-        }
+    for r in loads_of(rows, net, variant) {
+        by_page
+            .entry(r.page.clone())
+            .or_default()
+            .push(r.on_load_ms);
+        loads += 1;
     }
     let m = by_page
         .into_iter()
@@ -175,11 +175,7 @@ fn per_load(
     variant: &str,
     f: impl Fn(&Row) -> Option<f64>,
 ) -> Option<f64> {
-    let xs: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.network == net && r.variant == variant && r.on_load_ms > 0.0)
-        .filter_map(f)
-        .collect();
+    let xs: Vec<f64> = loads_of(rows, net, variant).filter_map(f).collect();
     mean(&xs)
 }
 

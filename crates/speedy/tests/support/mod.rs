@@ -413,3 +413,25 @@ pub fn check_fetched(lines: &[serde_json::Value], files: &[(String, String)], wh
         assert_eq!(v["protocol"], "spdy/3.1", "{what}: {v}");
     }
 }
+
+/// Asserts that load `r` had no failed object, naming each failed one (URL and reason)
+/// if it had.
+#[allow(dead_code)] // not every test file runs a lab
+pub fn assert_no_failed_object(r: &speedy_lab::results::Row) {
+    assert_eq!(
+        r.failed_objects, 0,
+        "{} {}/{} run {}: {:?}",
+        r.page, r.variant, r.network, r.run, r.failures
+    );
+}
+
+/// Asserts that every row loaded the same page whole: no failed object and the first
+/// row's object count.
+#[allow(dead_code)] // not every test file runs a lab
+pub fn assert_same_page_whole(rows: &[speedy_lab::results::Row]) {
+    let objects = rows.first().expect("a row").objects;
+    for r in rows {
+        assert_no_failed_object(r);
+        assert_eq!(r.objects, objects, "the same page: {r:?}");
+    }
+}
