@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 // Bounds: median 1 ms (2.4x the largest), p99 5 ms (2.2x the largest on an idle host,
 // 1.7x issue 9's). Still fails: a missing delay stage (-10 / -100 ms), a doubled delay,
 // a forwarder that sleeps through deadlines (up to MAX_SLEEP, 20 ms, late).
+// Since `ping` measures the network path alone (kernel receive timestamps, less the echo
+// thread's wait), three idle runs gave median +0.14..+0.16 / +0.37..+0.43 ms.
 const MEDIAN_LATE_MS: f64 = 1.0;
 const P99_LATE_MS: f64 = 5.0;
 
@@ -155,10 +157,20 @@ mod accuracy {
             return;
         }
         let _g = serial();
-        let mut checks = Checks::default();
-        echo_rtts(10, 300, &mut checks);
-        echo_rtts(100, 200, &mut checks);
-        checks.finish();
+        for (rtt_ms, pings) in [(10, 300), (100, 200)] {
+            let mut checks = Checks::default();
+            echo_rtts(rtt_ms, pings, &mut checks);
+            if !checks.passed() {
+                // A host that stalls the VM shifts one series (CI once: median +1.05 ms at
+                // 100 ms, forwarder on time); the errors this test is for (a missing or
+                // doubled delay stage, a forwarder sleeping through deadlines) fail every
+                // series. So a failed series is measured once more and that one decides.
+                eprintln!("RTT {rtt_ms} ms: a check failed; measuring a second series");
+                checks = Checks::default();
+                echo_rtts(rtt_ms, pings, &mut checks);
+            }
+            checks.finish();
+        }
     }
 
     #[test]

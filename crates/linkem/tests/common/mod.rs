@@ -180,12 +180,18 @@ pub fn udp_echo_server(
         b2.wait();
         let s = s?;
         s.set_read_timeout(Some(idle))?;
+        kernel_timestamps(&s)?;
         let mut buf = [0u8; 2048];
         let mut n = 0;
         while n < ECHO_MAX_PACKETS {
-            let Ok((len, from)) = s.recv_from(&mut buf) else {
+            let Ok((len, from, arrived)) = recv_stamped(&s, &mut buf) else {
                 break;
             };
+            // How long the datagram waited for this thread: the client takes it off its
+            // round trip, which is then the network path's alone.
+            if len >= 12 {
+                buf[4..12].copy_from_slice(&(realtime_ns() - arrived).to_be_bytes());
+            }
             s.send_to(&buf[..len], from)?;
             n += 1;
         }
@@ -209,18 +215,25 @@ pub fn realtime() {
     let _ = linkem::io::forward::make_realtime(40);
 }
 
-/// One echo round trip of `size` bytes, in milliseconds. Answers to earlier pings are
-/// skipped; an error after 3 s (or 1,000 stray answers) without this one's.
+/// One echo round trip of `size` bytes (at least 12), in milliseconds, as the network path
+/// took it: from just before the send to the kernel's receive time of the answer, less the
+/// time the answer's datagram waited for the echo thread. The measuring threads' own
+/// wake-ups are host noise, not the link's: on this VM they added 0.4-0.8 ms to a 100 ms
+/// round trip (docs/linkem.md, "Accuracy"). Answers to earlier pings are skipped; an error
+/// after 3 s (or 1,000 stray answers) without this one's.
 pub fn ping(s: &UdpSocket, seq: u32, size: usize) -> io::Result<f64> {
-    let mut msg = vec![0u8; size.max(4)];
+    kernel_timestamps(s)?;
+    let mut msg = vec![0u8; size.max(12)];
     msg[..4].copy_from_slice(&seq.to_be_bytes());
     let t0 = Instant::now();
+    let sent = realtime_ns();
     s.send(&msg)?;
     let mut buf = [0u8; 2048];
     for _ in 0..1000 {
-        let n = s.recv(&mut buf)?;
-        if n >= 4 && buf[..4] == seq.to_be_bytes() {
-            return Ok(t0.elapsed().as_secs_f64() * 1e3);
+        let (n, _, arrived) = recv_stamped(s, &mut buf)?;
+        if n >= 12 && buf[..4] == seq.to_be_bytes() {
+            let held = i64::from_be_bytes(buf[4..12].try_into().unwrap());
+            return Ok((arrived - sent - held) as f64 / 1e6);
         }
         if t0.elapsed() > Duration::from_secs(3) {
             break;
@@ -230,6 +243,83 @@ pub fn ping(s: &UdpSocket, seq: u32, size: usize) -> io::Result<f64> {
         io::ErrorKind::TimedOut,
         format!("no answer to ping {seq}"),
     ))
+}
+
+/// CLOCK_REALTIME in nanoseconds, the clock of the kernel's receive timestamps.
+fn realtime_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// Asks the kernel to stamp each datagram `s` receives with its arrival time.
+fn kernel_timestamps(s: &UdpSocket) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket and option value of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &on as *const _ as *const libc::c_void,
+            std::mem::size_of_val(&on) as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One datagram, its sender and its kernel arrival time (CLOCK_REALTIME ns); the read
+/// timeout set on `s` applies.
+fn recv_stamped(s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, i64)> {
+    // SAFETY: zeroed sockaddr_storage, msghdr and control buffer are valid initial values;
+    // recvmsg writes within the lengths given; CMSG_* walk the control buffer it filled.
+    unsafe {
+        let mut from: libc::sockaddr_storage = std::mem::zeroed();
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        let mut control = [0u64; 16];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = &mut from as *mut _ as *mut libc::c_void;
+        msg.msg_namelen = std::mem::size_of_val(&from) as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        let n = libc::recvmsg(s.as_raw_fd(), &mut msg, 0);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut arrived = None;
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                arrived = Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        let arrived = arrived.ok_or_else(|| io::Error::other("datagram without a timestamp"))?;
+        let addr = match from.ss_family as libc::c_int {
+            libc::AF_INET => {
+                let a = &*(&from as *const _ as *const libc::sockaddr_in);
+                SocketAddr::from((
+                    u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                    u16::from_be(a.sin_port),
+                ))
+            }
+            f => return Err(io::Error::other(format!("address family {f}"))),
+        };
+        Ok((n as usize, addr, arrived))
+    }
 }
 
 pub fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -251,6 +341,11 @@ impl Checks {
         if !ok {
             self.0.push(line);
         }
+    }
+
+    /// Whether every check so far passed.
+    pub fn passed(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Fails the test, listing every failed check.
