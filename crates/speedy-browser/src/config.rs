@@ -260,8 +260,14 @@ pub struct LoadConfig {
     /// Requests made by a cross-site frame use connections of their own, as Chromium's
     /// socket pools are keyed by network anonymization key (top-frame site, cross-site
     /// flag; `ClientSocketPool::GroupId`, `SpdySessionKey`). Browsers before 2020 shared
-    /// one pool per origin (`--no-partition`).
+    /// one pool per origin (`--no-partition`). With the browser model, the key also
+    /// carries the request's privacy mode (`loader::chromium::Privacy`).
     pub partition_frames: bool,
+    /// Chromium's preconnects, with the browser model: two sockets to the page's origin
+    /// as its navigation starts, one credentialed socket to each cross-site frame's
+    /// origin as the frame navigates (`loader::chromium::PRECONNECT_SOCKETS`); never over
+    /// QUIC or through a proxy.
+    pub preconnect: bool,
     /// Priorities by type, for every request; `None`: Chromium's per request with the
     /// browser model, else [`Priorities::default`].
     pub priorities: Option<Priorities>,
@@ -319,6 +325,7 @@ impl LoadConfig {
             race_connections: !d.known_servers,
             backup_connect_jobs: true,
             partition_frames: d.partition,
+            preconnect: d.preconnect,
             tls_hello: d.tls_hello,
             pipeline: d.pipeline,
             priorities: None,

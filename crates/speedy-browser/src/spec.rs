@@ -139,6 +139,11 @@ pub struct LoadSpec {
     /// network partitioning).
     #[arg(long = "no-partition", action = clap::ArgAction::SetFalse)]
     pub partition: bool,
+    /// No preconnects. Without it the loader preconnects as Chromium does: two sockets
+    /// to the page's origin as the load starts, and one (which no request uses) to each
+    /// cross-site frame's origin as the frame navigates.
+    #[arg(long = "no-preconnect", action = clap::ArgAction::SetFalse)]
+    pub preconnect: bool,
     /// Priorities by type, e.g. `image=2,other=5`, instead of Chromium's per request
     /// (without the browser model the defaults are document=0, stylesheet=1, script=1,
     /// font=2, xhr=2, image=3, other=4).
@@ -313,6 +318,7 @@ impl LoadSpec {
         cfg.tls_hello = self.tls_hello;
         cfg.race_connections = !self.known_servers;
         cfg.partition_frames = self.partition;
+        cfg.preconnect = self.preconnect;
         cfg.per_host = self.connections_per_host;
         cfg.max_connections = self.max_connections;
         cfg.pipeline = self.pipeline;
@@ -355,7 +361,13 @@ mod tests {
         assert_eq!(d.protocol, Protocol::Http1);
         assert_eq!(d.connections_per_host, 6);
         assert_eq!(d.max_connections, 32);
-        assert!(d.partition && d.archive_fallback && d.browser_model && d.cookie_bundling);
+        assert!(
+            d.partition
+                && d.preconnect
+                && d.archive_fallback
+                && d.browser_model
+                && d.cookie_bundling
+        );
         assert_eq!(d.timeout, 60.0);
         let mut s = LoadSpec::new("https://a.example/", Protocol::H2);
         s.resolve = vec!["*=10.0.0.1:443".into()];

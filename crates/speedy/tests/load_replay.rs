@@ -247,9 +247,10 @@ fn loads_every_page_over_every_protocol() {
                 domains.into(),
                 transport.into(),
                 // One connection per origin is checked below: no race to new servers,
-                // no partitioned pools (both in the engine's tests).
+                // no partitioned pools, no preconnects (all in the engine's tests).
                 "--known-servers".into(),
                 "--no-partition".into(),
+                "--no-preconnect".into(),
                 "--ca".into(),
                 ca.to_string_lossy().into(),
                 "--har".into(),

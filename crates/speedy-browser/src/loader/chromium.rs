@@ -18,6 +18,8 @@
 //! | connections to a server not yet known to speak HTTP/2 (`LoadConfig::race_connections`) | `net/http/http_stream_factory_job.cc`: `ShouldThrottleConnectForSpdy` holds a request's connect back only when `HttpServerProperties::GetSupportsSpdy` knows the server, so with a fresh profile every request waiting for a first session starts its own connect job (up to the socket pool's 6 per group); a job whose socket connects after a session exists hands the socket back, which closes it (NetLog of `speedy lab validate`: 13 connections for 6 sessions on a quick page) |
 //! | backup connect jobs ([`BACKUP_JOB_AFTER`], `LoadConfig::backup_connect_jobs`) | `net/socket/transport_client_socket_pool.cc`: a socket pool group's first connect job arms a timer of `ClientSocketPool::kMaxConnectRetryIntervalMs` = 250 ms (`Group::StartBackupJobTimer`); when it fires (`OnBackupJobTimerFired`) and the group's oldest job has not established its TCP connection, one more connect job starts if requests wait and the group (6) and the pool (256) have a socket to spare; while the job resolves its host or no socket is spare, the timer starts again. NetLog of a cellular-2013 page over h2 on the whitepaper's DSL line: 23 of 112 connect jobs `backup_job: true` |
 //! | partitioned connections (`LoadConfig::partition_frames`) | `net/socket/client_socket_pool.h` `GroupId` and `net/spdy/spdy_session_key.h` carry the `NetworkAnonymizationKey` (top-frame site, whether the frame is cross-site): a cross-site frame's requests do not share the page's connections or sessions |
+//! | privacy mode in the socket pool group ([`Privacy`]) | `net/socket/client_socket_pool.h` `GroupId` and `SpdySessionKey` carry the request's `PrivacyMode`: requests sent without cookies never share a connection with requests sent with them. Blink fetches fonts in CORS mode with credentials `same-origin` (CSS Fonts §4.8.2), so a cross-origin font goes out without (`pm` in the group id); a request to another site than the top frame's, with third-party cookies blocked as in headless Chromium 156, goes out in `PRIVACY_MODE_ENABLED_PARTITIONED_STATE_ALLOWED` (`pmpsa`). NetLog of a cellular-2013 page over h2: every third-party subresource and cross-site frame navigation `pmpsa`, a cross-origin font `pm`, each in a group of its own |
+//! | preconnects ([`PRECONNECT_SOCKETS`], `LoadConfig::preconnect`) | `chrome/browser/predictors/loading_predictor.cc`: as a main-frame navigation starts, `AddInitialUrlToPreconnectPrediction` adds its origin with `kMinSockets` = 2 even without a learned prediction, and `PreconnectManager` asks the socket pool for that many sockets, which the navigation and the origin's next request take up. NetLog (same page): two connect jobs to the page's origin before its request, and one credentialed preconnect to each cross-site frame's origin as the frame navigates (`kAllowCredentialsOnPreconnectByDefault`), which no request used: the frame's navigation went out `pmpsa`, in another group. Which code issues the frame preconnects was not established; the NetLog is the source |
 //! | milestones | HTML Standard "the end": `DOMContentLoaded` after parsing and the defer scripts; `load` once nothing that delays it is loading (scripts, style sheets, images, frames; `fetch()`/XHR and timers do not delay it) |
 
 use crate::conn::ReqId;
@@ -30,6 +32,53 @@ use std::time::Duration;
 /// before Chromium starts a backup job beside it (`ClientSocketPool::
 /// kMaxConnectRetryIntervalMs`, `net/socket/client_socket_pool.h`).
 pub const BACKUP_JOB_AFTER: Duration = Duration::from_millis(250);
+
+/// Sockets Chromium preconnects to a main frame's origin as its navigation starts
+/// (`kMinSockets`, `chrome/browser/predictors/loading_predictor.cc`).
+pub const PRECONNECT_SOCKETS: usize = 2;
+
+/// The privacy mode of a request, part of its socket pool group: requests of different
+/// modes to one origin use different connections (`net/base/privacy_mode.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Privacy {
+    /// Sent with cookies (`PRIVACY_MODE_DISABLED`).
+    Credentialed,
+    /// A CORS request without credentials, such as a cross-origin font
+    /// (`PRIVACY_MODE_ENABLED`, `pm`).
+    Anonymous,
+    /// A request to another site than the top frame's while third-party cookies are
+    /// blocked (`PRIVACY_MODE_ENABLED_PARTITIONED_STATE_ALLOWED`, `pmpsa`).
+    Partitioned,
+}
+
+impl Privacy {
+    /// The mode of a request of `kind` to `host`, made by a document of `doc_origin` in a
+    /// page whose top frame is on `top_host`.
+    pub fn of(
+        kind: ObjectType,
+        origin: &str,
+        host: &str,
+        doc_origin: &str,
+        top_host: &str,
+    ) -> Privacy {
+        if kind == ObjectType::Font && origin != doc_origin {
+            Privacy::Anonymous
+        } else if site(host) != site(top_host) {
+            Privacy::Partitioned
+        } else {
+            Privacy::Credentialed
+        }
+    }
+
+    /// How Chromium's NetLog writes the mode in a group id (empty when credentialed).
+    pub fn tag(self) -> &'static str {
+        match self {
+            Privacy::Credentialed => "",
+            Privacy::Anonymous => "pm",
+            Privacy::Partitioned => "pmpsa",
+        }
+    }
+}
 
 /// Blink's `ResourceLoadPriority`, lowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

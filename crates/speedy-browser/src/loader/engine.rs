@@ -245,6 +245,10 @@ impl<'a> Engine<'a> {
                 now,
             )
             .expect("first request");
+        if e.preconnects() {
+            let pool = e.reqs[&e.root].pool.clone();
+            e.preconnect(&pool, chromium::PRECONNECT_SOCKETS);
+        }
         e.schedule();
         e
     }

@@ -281,9 +281,12 @@ fn http1() -> Arc<dyn Driver> {
     Arc::new(conn::http1::Http1 { pipeline: 1 })
 }
 
+/// The defaults, less script cost and Chromium's preconnects (their own test below), so
+/// that each test counts only the dials of the rule it is about.
 fn cfg(proto: Proto) -> LoadConfig {
     let mut c = LoadConfig::new("https://a.test/", proto);
     c.script_ms_per_kb = 0.0;
+    c.preconnect = false;
     c
 }
 
@@ -853,4 +856,190 @@ fn a_dial_without_a_tcp_connection_after_250_ms_gets_a_backup_dial() {
     let mut r = Run::new(&c, &site.archive, http1());
     r.run();
     assert_eq!(dialled(&r, "a.test").len(), 1);
+}
+
+#[test]
+fn chromium_preconnects_two_sockets_to_the_page_and_one_unused_to_a_cross_site_frame() {
+    let html = r#"<html><body><img src="/i.gif"><iframe src="https://ads.other.test/f.html"></iframe></body></html>"#;
+    let frame = r#"<html><body><img src="https://ads.other.test/b.gif"></body></html>"#;
+    let site = Site::new(&[
+        ("/", ObjectType::Document, html, Discovery::Root),
+        ("/i.gif", ObjectType::Image, "GIF", parsed(0)),
+        (
+            "https://ads.other.test/f.html",
+            ObjectType::Document,
+            frame,
+            parsed(0),
+        ),
+        (
+            "https://ads.other.test/b.gif",
+            ObjectType::Image,
+            "GIF",
+            Discovery::Parsed {
+                parent: 2,
+                offset: 0,
+            },
+        ),
+    ]);
+    for proto in [Proto::Http1, Proto::H2] {
+        let driver = if proto == Proto::H2 { h2() } else { http1() };
+        let run = |preconnect: bool| {
+            let mut c = cfg(proto);
+            c.preconnect = preconnect;
+            // The root takes a second, so its first connection is busy when the image
+            // is found.
+            let mut r = Run::new(&c, &site.archive, driver.clone());
+            r.latency.insert("/".into(), Duration::from_secs(1));
+            r.run();
+            let conns = |p: &str| r.req(p).conn.unwrap();
+            let used: Vec<ConnId> = ["/", "/i.gif", "https://ads.other.test/f.html"]
+                .iter()
+                .chain(&["https://ads.other.test/b.gif"])
+                .map(|p| conns(p))
+                .collect();
+            let frame_found = r.queued("https://ads.other.test/f.html");
+            let at: HashMap<ConnId, u64> =
+                r.dialled_at.iter().map(|(c, t)| (*c, r.ms(*t))).collect();
+            let frame_pool = r.req("https://ads.other.test/f.html").pool.clone();
+            (
+                dialled(&r, "a.test"),
+                dialled(&r, "ads.other.test"),
+                used,
+                r.closed.clone(),
+                frame_found,
+                at,
+                frame_pool,
+            )
+        };
+        let what = format!("{proto:?}");
+        let (a0, ads0, used0, ..) = run(false);
+        let unused = |ads: &[ConnId], used: &[ConnId]| -> Vec<ConnId> {
+            ads.iter().copied().filter(|c| !used.contains(c)).collect()
+        };
+        // Without: over HTTP/1.1 the image, found while the root still loads, dials a
+        // second connection then; over h2 it shares the session.
+        assert_eq!(
+            a0.len(),
+            if proto == Proto::Http1 { 2 } else { 1 },
+            "{what}"
+        );
+        let (a, ads, used, closed, frame_found, at, frame_pool) = run(true);
+        // Two dials to the page's origin as the load starts; the root on the first.
+        assert_eq!(a.len(), 2, "{what}");
+        assert!(a.iter().all(|c| at[c] == 0), "{what}");
+        assert_eq!(used[0], a[0], "{what}");
+        if proto == Proto::Http1 {
+            // The image takes up the second, idle since the start.
+            assert_eq!(used[1], a[1], "{what}");
+            assert!(closed.is_empty(), "{what}");
+        } else {
+            // Over h2 the second is a surplus session and closes unused.
+            assert_eq!(used[1], a[0], "{what}");
+            assert!(closed.contains(&a[1]), "{what}");
+        }
+        // The frame's origin: one dial more than without, made as the frame is found
+        // (the credentialed preconnect), and no request on it: the frame's requests are
+        // pmpsa, in a group of their own. (Over HTTP/1.1 both runs also have a dial the
+        // frame's image asked for and then found the frame's connection free.)
+        assert_eq!(ads.len(), ads0.len() + 1, "{what}");
+        let spare = unused(&ads, &used);
+        assert_eq!(spare.len(), unused(&ads0, &used0).len() + 1, "{what}");
+        let at_frame = |s: &[ConnId]| s.iter().filter(|c| at[c] == frame_found).count();
+        assert_eq!(
+            at_frame(&spare),
+            1,
+            "{what}: {spare:?} {at:?} {frame_found}"
+        );
+        assert!(frame_pool.ends_with(" pmpsa"), "{what}: {frame_pool}");
+    }
+}
+
+#[test]
+fn a_cross_origin_font_and_third_party_requests_go_out_in_groups_of_their_own() {
+    let html = r#"<html><head><link rel="stylesheet" href="https://static.a.test/s.css"></head><body><p>x</p><img src="https://img.cdn.test/c.gif"></body></html>"#;
+    let css =
+        r#"@font-face{font-family:F;src:url("https://static.a.test/f.woff2")} p{font-family:F}"#;
+    let site = Site::new(&[
+        ("/", ObjectType::Document, html, Discovery::Root),
+        (
+            "https://static.a.test/s.css",
+            ObjectType::Stylesheet,
+            css,
+            parsed(0),
+        ),
+        (
+            "https://img.cdn.test/c.gif",
+            ObjectType::Image,
+            "GIF",
+            parsed(0),
+        ),
+        (
+            "https://static.a.test/f.woff2",
+            ObjectType::Font,
+            "wOF2",
+            Discovery::Parsed {
+                parent: 1,
+                offset: 0,
+            },
+        ),
+    ]);
+    for (partition, want) in [(true, 2), (false, 1)] {
+        let mut c = cfg(Proto::H2);
+        c.partition_frames = partition;
+        let mut r = Run::new(&c, &site.archive, h2());
+        r.run();
+        // The style sheet (same site, with cookies) and the font (cross-origin, CORS
+        // without credentials) to one host: two sessions when privacy mode keys the pool.
+        let what = format!("partition {partition}");
+        assert_eq!(
+            dialled(&r, "static.a.test").len(),
+            want,
+            "{what}: {:?}",
+            r.dials
+        );
+        let sheet = r.req("https://static.a.test/s.css");
+        let font = r.req("https://static.a.test/f.woff2");
+        assert_eq!(sheet.conn != font.conn, partition, "{what}");
+        let img = &r.req("https://img.cdn.test/c.gif").pool;
+        if partition {
+            assert_eq!(sheet.pool, "https://static.a.test");
+            assert_eq!(font.pool, "https://static.a.test pm");
+            assert_eq!(img, "https://img.cdn.test pmpsa");
+        } else {
+            assert_eq!(img, "https://img.cdn.test");
+        }
+    }
+    let top = "www.site0.example";
+    let of =
+        |kind, origin: &str, host, doc: &str| chromium::Privacy::of(kind, origin, host, doc, top);
+    use chromium::Privacy::*;
+    let page = "https://www.site0.example";
+    assert_eq!(of(ObjectType::Font, page, top, page), Credentialed);
+    assert_eq!(
+        of(
+            ObjectType::Image,
+            "https://img.site0.example",
+            "img.site0.example",
+            page
+        ),
+        Credentialed
+    );
+    assert_eq!(
+        of(
+            ObjectType::Font,
+            "https://img.site0.example",
+            "img.site0.example",
+            page
+        ),
+        Anonymous
+    );
+    assert_eq!(
+        of(
+            ObjectType::Script,
+            "https://cdn.other.example",
+            "cdn.other.example",
+            page
+        ),
+        Partitioned
+    );
 }

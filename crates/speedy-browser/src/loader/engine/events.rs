@@ -171,7 +171,7 @@ impl Engine<'_> {
         let cross_site = assoc
             .and_then(|a| self.reqs.get(&a))
             .is_some_and(|a| a.cross_site);
-        let pool = self.pool_key(&u, cross_site);
+        let pool = self.pool_key(&u, cross_site, self.privacy(&u, kind, assoc));
         self.by_url.insert(key.clone(), id);
         self.outstanding += 1;
         self.conns[conn as usize].requests += 1;

@@ -412,6 +412,26 @@ impl Engine<'_> {
         id
     }
 
+    /// Whether this load makes Chromium's preconnects (`LoadConfig::preconnect`).
+    pub(super) fn preconnects(&self) -> bool {
+        self.cfg.preconnect && self.chromium && self.cfg.proxy.is_none() && !self.driver.quic()
+    }
+
+    /// Chromium's preconnect of `sockets` to a pool (`PreconnectManager` asking the socket
+    /// pool for that many): dials until the pool has that many live connections; none to
+    /// a pool that already has a multiplexed session.
+    pub(super) fn preconnect(&mut self, key: &str, sockets: usize) {
+        let live = (self.pools[key].conns.iter())
+            .filter(|c| self.conns[**c as usize].live())
+            .count();
+        if self.driver.depth() == usize::MAX && self.pool_knows_multiplexing(key) {
+            return;
+        }
+        for _ in live..sockets.min(self.cfg.per_host.max(1)) {
+            self.open_conn(key);
+        }
+    }
+
     /// A pool's backup timer fired: Chromium's backup connect job
     /// (`chromium::BACKUP_JOB_AFTER`). When the pool's oldest dial still has no
     /// transport connection and requests wait for one, one more dial starts; while that

@@ -6,16 +6,48 @@ use super::*;
 
 impl Engine<'_> {
     /// The pool a request to `u` joins: `*` for one multiplexed session (single domain or
-    /// a proxy), otherwise its origin, partitioned for a cross-site frame.
-    pub(super) fn pool_key(&self, u: &Url, cross_site: bool) -> String {
+    /// a proxy), otherwise its origin, partitioned for a cross-site frame and, with the
+    /// browser model, by privacy mode (as Chromium's socket pool group ids read).
+    pub(super) fn pool_key(&self, u: &Url, cross_site: bool, privacy: chromium::Privacy) -> String {
         let single = self.cfg.domains == Domains::Single || self.cfg.proxy.is_some();
-        match self.cfg.proto {
-            Proto::Spdy | Proto::H2 | Proto::H3 if single => "*".into(),
-            _ if cross_site && self.cfg.partition_frames => {
-                format!("{} (cross-site frame)", u.origin())
-            }
-            _ => u.origin(),
+        if matches!(self.cfg.proto, Proto::Spdy | Proto::H2 | Proto::H3) && single {
+            return "*".into();
         }
+        let mut key = u.origin();
+        if !self.cfg.partition_frames {
+            return key;
+        }
+        if cross_site {
+            key.push_str(" (cross-site frame)");
+        }
+        if self.chromium && privacy != chromium::Privacy::Credentialed {
+            key.push(' ');
+            key.push_str(privacy.tag());
+        }
+        key
+    }
+
+    /// The privacy mode of a request for `url` of `kind` made under `parent` (the origin of
+    /// the document it is made for against the page's).
+    pub(super) fn privacy(
+        &self,
+        url: &Url,
+        kind: ObjectType,
+        parent: Option<ReqId>,
+    ) -> chromium::Privacy {
+        let top = self.reqs.get(&self.root).map_or(&url.host, |r| &r.url.host);
+        // The document the request is made for: the nearest document up its initiators.
+        let mut doc = parent;
+        while let Some(r) = doc.and_then(|d| self.reqs.get(&d)) {
+            if r.kind == ObjectType::Document {
+                break;
+            }
+            doc = r.initiator.parent();
+        }
+        let doc_origin = doc
+            .and_then(|d| self.reqs.get(&d))
+            .map_or_else(|| url.origin(), |d| d.url.origin());
+        chromium::Privacy::of(kind, &url.origin(), &url.host, &doc_origin, top)
     }
 
     /// Whether a request for `url` of `kind` with this `parent` is made in (or, for a
@@ -90,8 +122,17 @@ impl Engine<'_> {
             .map(|p| p.url_s.clone());
         let req_headers = self.request_headers(archive_id, kind, referer);
         let cross_site = self.cross_site(&url, kind, parent);
-        let pool = self.pool_key(&url, cross_site);
+        let pool = self.pool_key(&url, cross_site, self.privacy(&url, kind, parent));
         self.ensure_pool(&pool, &url);
+        // A cross-site frame's navigation: Chromium preconnects one credentialed socket
+        // to its origin, in a group none of the frame's requests use.
+        if kind == ObjectType::Document && cross_site && self.preconnects() {
+            let key = self.pool_key(&url, true, chromium::Privacy::Credentialed);
+            if key != pool {
+                self.ensure_pool(&key, &url);
+                self.preconnect(&key, 1);
+            }
+        }
         let (mut priority, mut chromium_priority) = self.priorities_for(kind, &initiator, blocking);
         // A priority Chrome recorded for this object (HAR `_priority`) stands for the model's.
         let recorded = archive_id
