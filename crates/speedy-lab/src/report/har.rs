@@ -27,13 +27,8 @@ pub struct Object {
     pub pushed: bool,
     /// `_error`, when present.
     pub error: Option<String>,
-}
-
-impl Object {
-    /// Whether the object failed (no response, 4xx/5xx, or an error recorded).
-    pub fn failed(&self) -> bool {
-        self.status == 0 || self.status >= 400 || self.error.is_some()
-    }
+    /// Failed as the lab counts it ([`speedy_archive::har::Entry::failed`]).
+    pub failed: bool,
 }
 
 /// A load as its HAR tells it.
@@ -96,6 +91,7 @@ pub fn parse(text: &str) -> Result<Load, String> {
                 priority: e.priority.clone(),
                 pushed: e.was_pushed,
                 error: e.error.clone(),
+                failed: e.failed(),
             }
         })
         .collect();
@@ -160,7 +156,7 @@ mod tests {
         let b = &l.objects[1];
         assert_eq!(b.start, 100.0);
         assert_eq!(b.phases, [1.0, 10.0, 1.0, 30.0, 8.0]);
-        assert!(b.pushed && b.failed());
+        assert!(b.pushed && b.failed);
         assert_eq!(b.priority.as_deref(), Some("High"));
         assert!(parse("{}").is_err());
         // A required field missing is an error that names it, not a default.

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// Chromium's HTTP/1.1 connection limits, which its rows record as the loader's are:
 /// sockets per host (`max_sockets_per_group`) and in all (`max_sockets_per_pool`) of
 /// its normal socket pool.
-pub(super) const CHROMIUM_HTTP1_LIMITS: (u32, u32) = (6, 256);
+pub(crate) const CHROMIUM_HTTP1_LIMITS: (u32, u32) = (6, 256);
 
 /// What a Chromium load needs besides its variant.
 pub(super) struct Target<'a> {

@@ -20,11 +20,14 @@ use std::path::Path;
 
 /// The variants a fidelity check gives an experiment: each protocol twice, the loader's
 /// first (the baseline, HTTP/1.1's), Chromium's against it, so that the summary's
-/// speedup of a Chromium variant is the loader's onLoad over Chromium's.
+/// speedup of a Chromium variant is the loader's onLoad over Chromium's. The loader's
+/// variants take Chromium's limit on HTTP/1.1 connections in all (256, the Chromium rows'
+/// `max_connections`), not the loader's default of 32 (the whitepaper era's).
 pub const PAIRS: &str = r#"
 [[variant]]
 name = "http1"
 protocol = "http1"
+max_connections = 256
 tls = true
 baseline = true
 [[variant]]
@@ -36,6 +39,7 @@ against = "http1"
 [[variant]]
 name = "h2"
 protocol = "h2"
+max_connections = 256
 tls = true
 [[variant]]
 name = "h2-chromium"
@@ -46,6 +50,7 @@ against = "h2"
 [[variant]]
 name = "h3"
 protocol = "h3"
+max_connections = 256
 [[variant]]
 name = "h3-chromium"
 protocol = "h3"
@@ -108,5 +113,16 @@ mod tests {
         // An experiment with Chromium variants already is run as it is.
         let all = crate::experiment::named("validate").unwrap();
         assert_eq!(paired(&all).unwrap().variants.len(), all.variants.len());
+    }
+
+    #[test]
+    fn the_loader_is_checked_with_chromiums_connection_limit() {
+        let all = crate::experiment::named("validate").unwrap();
+        let quick = paired(&crate::experiment::named("quick").unwrap()).unwrap();
+        let chromium_limit = crate::runner::CHROMIUM_HTTP1_LIMITS.1 as usize;
+        for v in all.variants.iter().chain(&quick.variants) {
+            let want = (v.client == Client::Loader).then_some(chromium_limit);
+            assert_eq!(v.max_connections, want, "{}", v.name);
+        }
     }
 }
