@@ -22,6 +22,7 @@
 //! `knobs` (a variant's TCP settings in the namespaces).
 
 mod browser;
+#[cfg(test)]
 pub(crate) use browser::CHROMIUM_HTTP1_LIMITS;
 mod budget;
 mod knobs;
