@@ -767,6 +767,7 @@ impl Shell {
 }
 
 mod chromium;
+mod chromium_headers;
 mod engine;
 #[cfg(test)]
 mod engine_tests;

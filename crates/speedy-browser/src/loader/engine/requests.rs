@@ -36,18 +36,71 @@ impl Engine<'_> {
         parent: Option<ReqId>,
     ) -> chromium::Privacy {
         let top = self.reqs.get(&self.root).map_or(&url.host, |r| &r.url.host);
-        // The document the request is made for: the nearest document up its initiators.
-        let mut doc = parent;
-        while let Some(r) = doc.and_then(|d| self.reqs.get(&d)) {
-            if r.kind == ObjectType::Document {
-                break;
-            }
-            doc = r.initiator.parent();
-        }
-        let doc_origin = doc
-            .and_then(|d| self.reqs.get(&d))
+        let doc_origin = self
+            .document_of(parent)
             .map_or_else(|| url.origin(), |d| d.url.origin());
         chromium::Privacy::of(kind, &url.origin(), &url.host, &doc_origin, top)
+    }
+
+    /// The document a request under `parent` is made for: the nearest document up its
+    /// initiators (none for the page itself).
+    fn document_of(&self, parent: Option<ReqId>) -> Option<&Req> {
+        let mut at = parent;
+        while let Some(r) = at.and_then(|d| self.reqs.get(&d)) {
+            if r.kind == ObjectType::Document {
+                return Some(r);
+            }
+            at = r.initiator.parent();
+        }
+        None
+    }
+
+    /// Chromium's request headers for a request for `url` of `kind` under `parent`
+    /// (`chromium_headers`): the referrer is the style sheet for what a style sheet
+    /// asks for, else the document, cut to its origin across origins (the default
+    /// `strict-origin-when-cross-origin` policy); the archive's recorded cookie goes only
+    /// with a credentialed request.
+    fn chromium_headers(
+        &self,
+        url: &Url,
+        kind: ObjectType,
+        parent: Option<ReqId>,
+        archive_id: Option<usize>,
+        privacy: chromium::Privacy,
+    ) -> Vec<(String, String)> {
+        use crate::loader::chromium_headers::{request_headers, Fetch};
+        let doc = self.document_of(parent);
+        let navigation = (kind == ObjectType::Document).then_some(parent.is_none());
+        let origin = url.origin();
+        let by = match parent.and_then(|p| self.reqs.get(&p)) {
+            Some(p) if p.kind == ObjectType::Stylesheet => Some(p),
+            _ => doc,
+        };
+        let referer = by.map(|r| {
+            if r.url.origin() == origin {
+                r.url_s.clone()
+            } else {
+                format!("{}/", r.url.origin())
+            }
+        });
+        let cookie = archive_id.zip(self.archive).and_then(|(a, ar)| {
+            (ar.objects[a].request_headers.iter())
+                .find(|(n, _)| n.eq_ignore_ascii_case("cookie"))
+                .map(|(_, v)| v.clone())
+        });
+        let doc_origin = doc.map(|d| d.url.origin());
+        request_headers(Fetch {
+            kind,
+            navigation,
+            origin: &origin,
+            host: &url.host,
+            initiator: doc
+                .zip(doc_origin.as_deref())
+                .map(|(d, o)| (o, d.url.host.as_str())),
+            referer,
+            cookie,
+            privacy,
+        })
     }
 
     /// Whether a request for `url` of `kind` with this `parent` is made in (or, for a
@@ -120,9 +173,14 @@ impl Engine<'_> {
         let referer = parent
             .and_then(|p| self.reqs.get(&p))
             .map(|p| p.url_s.clone());
-        let req_headers = self.request_headers(archive_id, kind, referer);
         let cross_site = self.cross_site(&url, kind, parent);
-        let pool = self.pool_key(&url, cross_site, self.privacy(&url, kind, parent));
+        let privacy = self.privacy(&url, kind, parent);
+        let req_headers = if self.chromium {
+            self.chromium_headers(&url, kind, parent, archive_id, privacy)
+        } else {
+            self.request_headers(archive_id, kind, referer)
+        };
+        let pool = self.pool_key(&url, cross_site, privacy);
         self.ensure_pool(&pool, &url);
         // A cross-site frame's navigation: Chromium preconnects one credentialed socket
         // to its origin, in a group none of the frame's requests use.

@@ -305,7 +305,7 @@ fn a_cross_origin_font_and_third_party_requests_go_out_in_groups_of_their_own() 
     let html = r#"<html><head><link rel="stylesheet" href="https://static.a.test/s.css"></head><body><p>x</p><img src="https://img.cdn.test/c.gif"></body></html>"#;
     let css =
         r#"@font-face{font-family:F;src:url("https://static.a.test/f.woff2")} p{font-family:F}"#;
-    let site = Site::new(&[
+    let mut site = Site::new(&[
         ("/", ObjectType::Document, html, Discovery::Root),
         (
             "https://static.a.test/s.css",
@@ -329,6 +329,37 @@ fn a_cross_origin_font_and_third_party_requests_go_out_in_groups_of_their_own() 
             },
         ),
     ]);
+    // Cookies recorded for the style sheet, the font and the third-party image: with the
+    // browser model only the credentialed request (the style sheet) sends its own, among
+    // Chromium's headers; the font (pm) and the image (pmpsa) go without.
+    for o in &mut site.archive.objects[1..] {
+        o.request_headers = vec![("cookie".into(), "k=v".into())];
+    }
+    {
+        let c = cfg(Proto::H2);
+        let mut r = Run::new(&c, &site.archive, h2());
+        r.run();
+        let header = |p: &str, name: &str| -> Option<String> {
+            (r.req(p).req_headers.iter())
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let sheet = "https://static.a.test/s.css";
+        let font = "https://static.a.test/f.woff2";
+        let img = "https://img.cdn.test/c.gif";
+        assert_eq!(header(sheet, "cookie").as_deref(), Some("k=v"));
+        assert_eq!(header(font, "cookie"), None);
+        assert_eq!(header(img, "cookie"), None);
+        assert_eq!(
+            header(sheet, "sec-fetch-site").as_deref(),
+            Some("same-site")
+        );
+        assert_eq!(header(img, "sec-fetch-site").as_deref(), Some("cross-site"));
+        // The font's referrer is its style sheet; the image's the page.
+        assert_eq!(header(font, "referer").as_deref(), Some(sheet));
+        assert_eq!(header(font, "origin").as_deref(), Some("https://a.test"));
+        assert_eq!(header(img, "referer").as_deref(), Some("https://a.test/"));
+    }
     for (partition, want) in [(true, 2), (false, 1)] {
         let mut c = cfg(Proto::H2);
         c.partition_frames = partition;
