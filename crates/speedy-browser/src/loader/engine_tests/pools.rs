@@ -420,3 +420,31 @@ fn a_cross_origin_font_and_third_party_requests_go_out_in_groups_of_their_own() 
         Partitioned
     );
 }
+
+#[test]
+fn the_pools_of_the_most_urgent_requests_dial_first() {
+    // An async script (Low) found before a style sheet (VeryHigh), each on a host of its
+    // own: with the browser model the style sheet's host is dialled first.
+    let html = r#"<html><head><script async src="https://s.test/a.js"></script><link rel="stylesheet" href="https://c.test/s.css"></head><body></body></html>"#;
+    let site = Site::new(&[
+        ("/", ObjectType::Document, html, Discovery::Root),
+        ("https://s.test/a.js", ObjectType::Script, "1", parsed(0)),
+        (
+            "https://c.test/s.css",
+            ObjectType::Stylesheet,
+            "p{}",
+            parsed(0),
+        ),
+    ]);
+    for (model, first) in [(true, "c.test"), (false, "s.test")] {
+        let mut c = cfg(Proto::Http1);
+        c.browser_model = model;
+        let mut r = Run::new(&c, &site.archive, http1());
+        r.run();
+        let order: Vec<&str> = (r.dials.iter())
+            .map(|(_, h)| h.as_str())
+            .filter(|h| *h != "a.test")
+            .collect();
+        assert_eq!(order[0], first, "browser model {model}: {order:?}");
+    }
+}
