@@ -71,10 +71,11 @@ async fn load_and_check(
         let url = archive.objects[page.root].url.clone();
         let mut cfg = LoadConfig::new(&url, proto);
         cfg.transport = transport;
-        // These count one connection per origin: no race to new servers and no
-        // partitioned pools (both tested in the engine's tests).
+        // These count one connection per origin: no race to new servers, no partitioned
+        // pools and no preconnects (all tested in the engine's tests).
         cfg.race_connections = false;
         cfg.partition_frames = false;
+        cfg.preconnect = false;
         cfg.domains = domains;
         cfg.keep_bodies = true;
         cfg.timeout = Duration::from_secs(30);
