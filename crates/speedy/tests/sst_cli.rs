@@ -16,10 +16,14 @@ const SIZE: usize = 1_000_000;
 /// PING sent beside the frame (over h3: a reserved-type stream that the server stops).
 /// The PING's answer marks the next round trip as the client sees it (queues included:
 /// its answer is sent behind whatever the server had already handed to the kernel). In
-/// the second from that answer on, the raised stream has at least 75% of the bytes
-/// received: at most the frames a stream had already handed over (SPDY: none, its
-/// scheduler picks every frame; h2: two 16 KiB frames, the `h2` crate's buffer per
-/// stream; h3: none, quinn picks every packet's stream by priority) come from the other.
+/// the second from that answer on, the other stream gets no more than what was already
+/// handed over before the change could act: what the server lets wait unsent in the
+/// kernel (`--notsent-lowat 16K`: below 16 KiB the socket is writable, so up to one more
+/// 16 KiB frame beyond it), plus, over h2, two 16 KiB frames (the `h2` crate's buffer per
+/// stream; SPDY's scheduler and quinn pick every frame or packet by priority).
+/// Measured: SPDY 0 B, h3 0-1,419 B, h2 32,768-48,801 B of the other stream in that
+/// second, against about 180 KB of the raised one; without the change the two would
+/// share it about evenly.
 #[test]
 fn a_raised_stream_takes_the_link_from_the_next_round_trip() {
     if !can_run_link() {
@@ -114,9 +118,11 @@ fn a_raised_stream_takes_the_link_from_the_next_round_trip() {
             raised_before > 0 && raised_before < SIZE as u64 / 2,
             "{proto}: the change came mid-transfer ({raised_before} B before it)"
         );
+        let allowance = 2 * 16 * 1024 + if proto == "h2" { 2 * 16 * 1024 } else { 0 };
         assert!(
-            share >= 0.75,
-            "{proto}: the raised stream had {share:.2} of the second after the PING's answer"
+            other <= allowance && raised > other,
+            "{proto}: the other stream had {other} B (at most {allowance}) and the raised \
+             one {raised} B ({share:.2}) of the second after the PING's answer"
         );
     }
 }
