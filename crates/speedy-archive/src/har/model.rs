@@ -295,8 +295,14 @@ impl Entry {
     /// Whether the request failed as the lab counts failures, for the loader's HAR and
     /// Chromium's alike: no response (status 0), a 4xx or 5xx status, or an `_error`.
     pub fn failed(&self) -> bool {
-        self.response.status == 0 || self.response.status >= 400 || self.error.is_some()
+        failed(i64::from(self.response.status), self.error.is_some())
     }
+}
+
+/// The lab's one rule for a failed request, whatever holds its fields: no response
+/// (status 0), a 4xx or 5xx status, or an error recorded.
+pub fn failed(status: i64, error: bool) -> bool {
+    status == 0 || status >= 400 || error
 }
 
 /// An entry's `_speedy` (written by `speedy corpus export-har`; see docs/archive.md).

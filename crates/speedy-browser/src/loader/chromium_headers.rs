@@ -8,6 +8,7 @@
 //! ([`super::chromium::Privacy`]).
 
 use super::chromium::{site, Privacy};
+use spdy::url::Url;
 use speedy_archive::ObjectType;
 
 const USER_AGENT: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.0.0 Safari/537.36";
@@ -23,12 +24,10 @@ pub struct Fetch<'a> {
     /// Navigations: `Some(true)` the page itself, `Some(false)` a frame; `None` a
     /// subresource.
     pub navigation: Option<bool>,
-    /// Its URL's origin and host.
-    pub origin: &'a str,
-    /// Its host.
-    pub host: &'a str,
-    /// The origin and host of the document that makes it (none for the page itself).
-    pub initiator: Option<(&'a str, &'a str)>,
+    /// Its URL.
+    pub url: &'a Url,
+    /// The URL of the document that makes it (none for the page itself).
+    pub initiator: Option<&'a Url>,
     /// `Referer`.
     pub referer: Option<String>,
     /// The cookie the archive recorded for it, if any.
@@ -39,10 +38,12 @@ pub struct Fetch<'a> {
 
 /// Chromium's request headers for `f`, in its order (lower-case names).
 pub fn request_headers(f: Fetch) -> Vec<(String, String)> {
-    let fetch_site = match f.initiator {
+    let origin = f.url.origin();
+    let initiator = f.initiator.map(|i| (i.origin(), i.host.as_str()));
+    let fetch_site = match &initiator {
         None => "none",
-        Some((o, _)) if o == f.origin => "same-origin",
-        Some((_, h)) if site(h) == site(f.host) => "same-site",
+        Some((o, _)) if *o == origin => "same-origin",
+        Some((_, h)) if site(h) == site(&f.url.host) => "same-site",
         Some(_) => "cross-site",
     };
     let cors = matches!(
@@ -68,9 +69,10 @@ pub fn request_headers(f: Fetch) -> Vec<(String, String)> {
     } else {
         // A CORS-mode request carries its initiator's origin: fonts always, a fetch to
         // another origin.
-        let origin = f.initiator.map(|(o, _)| o);
-        if let Some(o) = origin.filter(|o| cors && (f.kind == ObjectType::Font || *o != f.origin)) {
-            h.push(("origin", o.into()));
+        if let Some((o, _)) =
+            initiator.filter(|(o, _)| cors && (f.kind == ObjectType::Font || *o != origin))
+        {
+            h.push(("origin", o));
         }
         h.push(("sec-ch-ua-platform", "\"Linux\"".into()));
         h.push(("user-agent", USER_AGENT.into()));
@@ -103,18 +105,40 @@ mod tests {
         h.iter().map(|(n, _)| n.as_str()).collect()
     }
 
+    fn url(u: &str) -> Url {
+        Url::parse(u).unwrap()
+    }
+
+    /// A request the page `page` makes for `u`.
+    fn from_page(
+        kind: ObjectType,
+        u: &str,
+        page: &Url,
+        referer: &str,
+        privacy: Privacy,
+    ) -> Vec<(String, String)> {
+        request_headers(Fetch {
+            kind,
+            navigation: (kind == ObjectType::Document).then_some(false),
+            url: &url(u),
+            initiator: Some(page),
+            referer: Some(referer.into()),
+            cookie: Some("k=v".into()),
+            privacy,
+        })
+    }
+
     fn get<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {
         h.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
     #[test]
     fn navigations_and_subresources_carry_what_chromium_156_sent() {
-        let page = "https://www.a.example";
+        let page = url("https://www.a.example/");
         let top = request_headers(Fetch {
             kind: ObjectType::Document,
             navigation: Some(true),
-            origin: page,
-            host: "www.a.example",
+            url: &page,
             initiator: None,
             referer: None,
             cookie: Some("k=v".into()),
@@ -141,48 +165,41 @@ mod tests {
         assert_eq!(get(&top, "sec-fetch-site"), Some("none"));
         // A font from a sibling host: CORS with Origin, same-site; in privacy mode `pm`
         // it goes without the cookie.
-        let font = request_headers(Fetch {
-            kind: ObjectType::Font,
-            navigation: None,
-            origin: "https://static.a.example",
-            host: "static.a.example",
-            initiator: Some((page, "www.a.example")),
-            referer: Some(format!("{page}/s.css")),
-            cookie: Some("k=v".into()),
-            privacy: Privacy::Anonymous,
-        });
+        let font = from_page(
+            ObjectType::Font,
+            "https://static.a.example/f.woff2",
+            &page,
+            "https://www.a.example/s.css",
+            Privacy::Anonymous,
+        );
         assert_eq!(names(&font)[..2], ["origin", "sec-ch-ua-platform"]);
-        assert_eq!(get(&font, "origin"), Some(page));
+        assert_eq!(get(&font, "origin"), Some("https://www.a.example"));
         assert_eq!(get(&font, "sec-fetch-site"), Some("same-site"));
         assert_eq!(get(&font, "sec-fetch-mode"), Some("cors"));
         assert_eq!(get(&font, "sec-fetch-dest"), Some("font"));
         assert_eq!(get(&font, "cookie"), None);
         // A third-party image; a frame of the page's origin.
-        let img = request_headers(Fetch {
-            kind: ObjectType::Image,
-            navigation: None,
-            origin: "https://cdn.b.example",
-            host: "cdn.b.example",
-            initiator: Some((page, "www.a.example")),
-            referer: Some(format!("{page}/")),
-            cookie: None,
-            privacy: Privacy::Partitioned,
-        });
+        let img = from_page(
+            ObjectType::Image,
+            "https://cdn.b.example/i.gif",
+            &page,
+            "https://www.a.example/",
+            Privacy::Partitioned,
+        );
         assert_eq!(get(&img, "sec-fetch-site"), Some("cross-site"));
         assert_eq!(get(&img, "sec-fetch-mode"), Some("no-cors"));
         assert_eq!(get(&img, "origin"), None);
-        let frame = request_headers(Fetch {
-            kind: ObjectType::Document,
-            navigation: Some(false),
-            origin: page,
-            host: "www.a.example",
-            initiator: Some((page, "www.a.example")),
-            referer: Some(format!("{page}/")),
-            cookie: None,
-            privacy: Privacy::Credentialed,
-        });
+        assert_eq!(get(&img, "cookie"), None);
+        let frame = from_page(
+            ObjectType::Document,
+            "https://www.a.example/f.html",
+            &page,
+            "https://www.a.example/",
+            Privacy::Credentialed,
+        );
         assert_eq!(get(&frame, "sec-fetch-dest"), Some("iframe"));
         assert_eq!(get(&frame, "sec-fetch-user"), None);
         assert_eq!(get(&frame, "sec-fetch-site"), Some("same-origin"));
+        assert_eq!(get(&frame, "cookie"), Some("k=v"));
     }
 }

@@ -142,8 +142,8 @@ fn object_row(s: &mut Svg, xs: &Scale, o: &Object, i: usize, y: f64) {
         lab.push_str("⇡ ");
     }
     lab.push_str(&truncate(short, 44));
-    let colour = if o.failed { "#B03000" } else { "#222" };
-    if o.failed {
+    let colour = if o.failed() { "#B03000" } else { "#222" };
+    if o.failed() {
         let st = if o.status == 0 {
             "failed".to_string()
         } else {
@@ -283,7 +283,6 @@ mod tests {
                     priority: None,
                     pushed: false,
                     error: None,
-                    failed: false,
                 })
                 .collect(),
         }

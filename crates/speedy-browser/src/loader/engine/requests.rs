@@ -35,11 +35,15 @@ impl Engine<'_> {
         kind: ObjectType,
         parent: Option<ReqId>,
     ) -> chromium::Privacy {
+        self.privacy_in(url, kind, self.document_of(parent))
+    }
+
+    /// [`Self::privacy`] for a request made for document `doc` (none: the page itself).
+    fn privacy_in(&self, url: &Url, kind: ObjectType, doc: Option<&Req>) -> chromium::Privacy {
         let top = self.reqs.get(&self.root).map_or(&url.host, |r| &r.url.host);
-        let doc_origin = self
-            .document_of(parent)
-            .map_or_else(|| url.origin(), |d| d.url.origin());
-        chromium::Privacy::of(kind, &url.origin(), &url.host, &doc_origin, top)
+        let origin = url.origin();
+        let doc_origin = doc.map_or_else(|| origin.clone(), |d| d.url.origin());
+        chromium::Privacy::of(kind, &origin, &url.host, &doc_origin, top)
     }
 
     /// The document a request under `parent` is made for: the nearest document up its
@@ -55,8 +59,8 @@ impl Engine<'_> {
         None
     }
 
-    /// Chromium's request headers for a request for `url` of `kind` under `parent`
-    /// (`chromium_headers`): the referrer is the style sheet for what a style sheet
+    /// Chromium's request headers for a request for `url` of `kind` under `parent`, made
+    /// for document `doc` (`chromium_headers`): the referrer is the style sheet for what a style sheet
     /// asks for, else the document, cut to its origin across origins (the default
     /// `strict-origin-when-cross-origin` policy); the archive's recorded cookie goes only
     /// with a credentialed request.
@@ -65,11 +69,11 @@ impl Engine<'_> {
         url: &Url,
         kind: ObjectType,
         parent: Option<ReqId>,
+        doc: Option<&Req>,
         archive_id: Option<usize>,
         privacy: chromium::Privacy,
     ) -> Vec<(String, String)> {
         use crate::loader::chromium_headers::{request_headers, Fetch};
-        let doc = self.document_of(parent);
         let navigation = (kind == ObjectType::Document).then_some(parent.is_none());
         let origin = url.origin();
         let by = match parent.and_then(|p| self.reqs.get(&p)) {
@@ -88,15 +92,11 @@ impl Engine<'_> {
                 .find(|(n, _)| n.eq_ignore_ascii_case("cookie"))
                 .map(|(_, v)| v.clone())
         });
-        let doc_origin = doc.map(|d| d.url.origin());
         request_headers(Fetch {
             kind,
             navigation,
-            origin: &origin,
-            host: &url.host,
-            initiator: doc
-                .zip(doc_origin.as_deref())
-                .map(|(d, o)| (o, d.url.host.as_str())),
+            url,
+            initiator: doc.map(|d| &d.url),
             referer,
             cookie,
             privacy,
@@ -170,14 +170,15 @@ impl Engine<'_> {
         }
         let id = self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let parent = initiator.parent();
-        let referer = parent
-            .and_then(|p| self.reqs.get(&p))
-            .map(|p| p.url_s.clone());
         let cross_site = self.cross_site(&url, kind, parent);
-        let privacy = self.privacy(&url, kind, parent);
+        let doc = self.document_of(parent);
+        let privacy = self.privacy_in(&url, kind, doc);
         let req_headers = if self.chromium {
-            self.chromium_headers(&url, kind, parent, archive_id, privacy)
+            self.chromium_headers(&url, kind, parent, doc, archive_id, privacy)
         } else {
+            let referer = parent
+                .and_then(|p| self.reqs.get(&p))
+                .map(|p| p.url_s.clone());
             self.request_headers(archive_id, kind, referer)
         };
         let pool = self.pool_key(&url, cross_site, privacy);
