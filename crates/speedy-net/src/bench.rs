@@ -8,14 +8,14 @@
 //! session). Printing belongs to the caller; progress is reported through a callback.
 
 use crate::client::{Client, ClientConfig, ClientError, ClientRequest};
-use crate::loadgen::LoadConn;
+use crate::loadgen::{LoadConn, Pace};
 use crate::protocol::Protocol;
 use crate::transport::tls::Verify;
 use hdrhistogram::Histogram;
 use spdy::url::Url;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What to measure.
@@ -120,10 +120,11 @@ impl BenchResults {
     }
 }
 
-/// A worker stops after this many errors of its own: the target is down.
-const MAX_WORKER_ERRORS: u64 = 1000;
+/// A connection stops after this many errors per request it keeps in flight: the target
+/// is down.
+const MAX_STREAM_ERRORS: u64 = 1000;
 
-/// Counts of measured requests, summed over the workers.
+/// Counts of measured requests, summed over the connections.
 #[derive(Default)]
 struct Totals {
     done: u64,
@@ -135,7 +136,7 @@ struct Totals {
 }
 
 impl Totals {
-    /// Adds another worker's counts.
+    /// Adds another connection's counts.
     fn add(&mut self, other: Totals) {
         self.done += other.done;
         self.bytes += other.bytes;
@@ -161,12 +162,11 @@ impl Totals {
     }
 }
 
-/// What the workers of a run share.
+/// What the connections of a run share.
 struct Shared {
     stop: AtomicBool,
     budget: AtomicI64,
     measure_from: Instant,
-    totals: Mutex<Totals>,
     /// Measured requests answered and failed so far, for the progress reports.
     live_done: AtomicU64,
     live_errors: AtomicU64,
@@ -186,43 +186,54 @@ pub async fn run(
 ) -> Result<BenchResults, ClientError> {
     let mut conns = Vec::with_capacity(plan.connections);
     for _ in 0..plan.connections {
-        let c = LoadConn::connect(&plan.url, plan.protocol, &plan.verify).await?;
-        conns.push(Arc::new(c));
+        conns.push(LoadConn::connect(&plan.url, plan.protocol, &plan.verify).await?);
     }
     let start = Instant::now();
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
         budget: AtomicI64::new(plan.requests.map_or(i64::MAX, |n| n as i64)),
         measure_from: start + plan.warmup,
-        totals: Mutex::new(Totals::default()),
         live_done: AtomicU64::new(0),
         live_errors: AtomicU64::new(0),
     });
     let ticker = tokio::spawn(report_progress(shared.clone(), plan.duration, progress));
-    // One latency histogram a connection, shared by its streams' workers: one a worker
-    // (100 of ~300 KB each at -c 10 -m 10) spent 6.5% of the generator's CPU in cache
-    // misses recording into them.
-    let hists: Vec<_> = conns
-        .iter()
-        .map(|_| Arc::new(Mutex::new(histogram())))
+    // One task a connection, its requests paced by its own tally (one latency histogram
+    // a connection: one a stream, 100 of ~300 KB each at -c 10 -m 10, spent 6.5% of the
+    // generator's CPU in cache misses recording into them).
+    let in_flight = plan.streams_per_connection;
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|c| {
+            let mut tally = Tally::new(shared.clone(), in_flight);
+            tokio::spawn(async move {
+                let stats = c.drive(in_flight, &mut tally).await;
+                (tally, stats)
+            })
+        })
         .collect();
-    let mut tasks = Vec::new();
-    for (c, hist) in conns.iter().zip(&hists) {
-        for _ in 0..plan.streams_per_connection {
-            let (c, hist, shared) = (c.clone(), hist.clone(), shared.clone());
-            tasks.push(tokio::spawn(async move { worker(c, hist, shared).await }));
-        }
-    }
     if let Some(d) = plan.duration {
         tokio::time::sleep(plan.warmup + d).await;
         shared.stop.store(true, Ordering::SeqCst);
     }
+    let mut hist = histogram();
+    let mut totals = Totals::default();
+    let mut header_bytes: Option<HeaderBytes> = None;
     for t in tasks {
-        let _ = t.await;
+        let Ok((tally, stats)) = t.await else {
+            continue;
+        };
+        let _ = hist.add(&tally.hist);
+        totals.add(tally.mine);
+        if let Some(s) = stats {
+            let h = header_bytes.get_or_insert_with(HeaderBytes::default);
+            h.raw_sent += s.header_bytes_raw_sent;
+            h.wire_sent += s.header_bytes_compressed_sent;
+            h.raw_received += s.header_bytes_raw_received;
+            h.wire_received += s.header_bytes_compressed_received;
+        }
     }
     shared.stop.store(true, Ordering::SeqCst);
     ticker.abort();
-    let header_bytes = header_bytes(&conns).await;
     let measured_s = match plan.duration {
         Some(d) => d.as_secs_f64(),
         None => start
@@ -231,11 +242,6 @@ pub async fn run(
             .as_secs_f64()
             .max(1e-9),
     };
-    let mut hist = histogram();
-    for h in &hists {
-        let _ = hist.add(&*h.lock().expect("lock"));
-    }
-    let totals = std::mem::take(&mut *shared.totals.lock().expect("lock"));
     let status_codes = totals.status_codes();
     Ok(BenchResults {
         measured_s,
@@ -285,59 +291,65 @@ async fn report_progress(shared: Arc<Shared>, of: Option<Duration>, progress: im
     }
 }
 
-/// Header bytes summed over the SPDY sessions; `None` when no connection reports them.
-async fn header_bytes(conns: &[Arc<LoadConn>]) -> Option<HeaderBytes> {
-    let mut sum: Option<HeaderBytes> = None;
-    for c in conns {
-        if let Some(s) = c.header_bytes().await {
-            let t = sum.get_or_insert_with(HeaderBytes::default);
-            t.raw_sent += s.header_bytes_raw_sent;
-            t.wire_sent += s.header_bytes_compressed_sent;
-            t.raw_received += s.header_bytes_raw_received;
-            t.wire_received += s.header_bytes_compressed_received;
-        }
-    }
-    sum
+/// One connection's pacing and counts: requests start while the run is on and the
+/// budget lasts; those started after the warm-up are counted here, merged at the end.
+struct Tally {
+    shared: Arc<Shared>,
+    hist: Histogram<u64>,
+    mine: Totals,
+    failed: u64,
+    /// Errors after which the connection stops: its target is down.
+    max_errors: u64,
 }
 
-/// Repeats GETs on one connection until stopped or out of budget, recording what was
-/// measured after the warm-up.
-async fn worker(c: Arc<LoadConn>, hist: Arc<Mutex<Histogram<u64>>>, shared: Arc<Shared>) {
-    let mut mine = Totals::default();
-    let mut failed = 0u64;
-    while !shared.stop.load(Ordering::Relaxed) {
+impl Tally {
+    fn new(shared: Arc<Shared>, in_flight: usize) -> Tally {
+        Tally {
+            shared,
+            hist: histogram(),
+            mine: Totals::default(),
+            failed: 0,
+            max_errors: MAX_STREAM_ERRORS * in_flight.max(1) as u64,
+        }
+    }
+}
+
+impl Pace for Tally {
+    fn start(&mut self) -> Option<Instant> {
+        if self.shared.stop.load(Ordering::Relaxed) || self.failed > self.max_errors {
+            return None;
+        }
         let t0 = Instant::now();
-        let measuring = t0 >= shared.measure_from;
-        if measuring && shared.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
-            break;
+        if t0 >= self.shared.measure_from && self.shared.budget.fetch_sub(1, Ordering::Relaxed) <= 0
+        {
+            return None;
         }
-        let r = c.get().await;
-        if !measuring {
-            continue;
+        Some(t0)
+    }
+
+    fn done(&mut self, started: Instant, result: Result<(u16, u64), String>) {
+        if started < self.shared.measure_from {
+            return;
         }
-        match r {
+        match result {
             Ok((status, n)) => {
-                let us = (t0.elapsed().as_micros() as u64).max(1);
-                let _ = hist.lock().expect("lock").record(us);
-                mine.done += 1;
-                mine.bytes += n;
-                mine.status(status);
-                shared.live_done.fetch_add(1, Ordering::Relaxed);
+                let us = (started.elapsed().as_micros() as u64).max(1);
+                let _ = self.hist.record(us);
+                self.mine.done += 1;
+                self.mine.bytes += n;
+                self.mine.status(status);
+                self.shared.live_done.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
                 if let Some(s) = e.strip_prefix("http ").and_then(|s| s.parse().ok()) {
-                    mine.status(s);
+                    self.mine.status(s);
                 }
-                shared.live_errors.fetch_add(1, Ordering::Relaxed);
-                *mine.errors.entry(e).or_default() += 1;
-                failed += 1;
-                if failed > MAX_WORKER_ERRORS {
-                    break; // the target is down; stop hammering it
-                }
+                self.shared.live_errors.fetch_add(1, Ordering::Relaxed);
+                *self.mine.errors.entry(e).or_default() += 1;
+                self.failed += 1;
             }
         }
     }
-    shared.totals.lock().expect("lock").add(mine);
 }
 
 /// Sessions opened by [`open_idle`], held open while this lives.
