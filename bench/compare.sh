@@ -231,13 +231,13 @@ def cmp(label, a, refs, k, fmt, target):
     ref = f"{b.split('.')[1]} {cell(b, k, fmt)}"
     print(f"{label:<44} {cell(a, k, fmt):>28} {ref:>34} {ratio:>6.2f}  {target}")
 cmp("HTTP/1.1 req/s (h2load --h1)", "h1.speedy", ["h1.nginx", "h1.h2o"], "rps", n0, "≥ 1.3")
-cmp("HTTP/1.1 CPU µs/req (h2load --h1)", "h1.speedy", ["h1.nginx", "h1.h2o"], "us", n2, "≤ 0.75")
+cmp("HTTP/1.1 CPU µs/req (h2load --h1)", "h1.speedy", ["h1.nginx", "h1.h2o"], "us", n2, "≤ 0.6")
 cmp("HTTP/1.1 p99 ms (speedy bench)", "h1b.speedy", ["h1b.nginx", "h1b.h2o"], "p99", n2, "≤ 1")
 cmp("h2c req/s (h2load)", "h2c.speedy", ["h2c.nginx", "h2c.h2o"], "rps", n0, "≥ 1.3")
-cmp("h2c CPU µs/req (h2load)", "h2c.speedy", ["h2c.nginx", "h2c.h2o"], "us", n2, "≤ 0.75")
+cmp("h2c CPU µs/req (h2load)", "h2c.speedy", ["h2c.nginx", "h2c.h2o"], "us", n2, "≤ 0.6")
 cmp("h2 p99 ms (speedy bench)", "h2.speedy", ["h2.nginx", "h2.h2o"], "p99", n2, "≤ 1")
 cmp("SPDY/3.1 vs h2 req/s (speedy bench)", "spdy.speedy", ["h2.nginx", "h2.h2o"], "rps", n0, "≥ 1.3")
-cmp("SPDY/3.1 vs h2 CPU µs/req", "spdy.speedy", ["h2.nginx", "h2.h2o"], "us", n2, "≤ 0.75")
+cmp("SPDY/3.1 vs h2 CPU µs/req", "spdy.speedy", ["h2.nginx", "h2.h2o"], "us", n2, "≤ 0.6")
 cmp("SPDY/3.1 vs h2 p99 ms", "spdy.speedy", ["h2.nginx", "h2.h2o"], "p99", n2, "≤ 1")
 cmp("h2 vs h2 req/s (speedy bench)", "h2.speedy", ["h2.nginx", "h2.h2o"], "rps", n0, "(same protocol)")
 d = defaultdict(list)
@@ -253,5 +253,5 @@ print("generator busy (median of rounds; near 100%: the generator, not the serve
 names = ["h1", "h2c", "spdy", "h2", "h1b"]
 print("  " + "   ".join(f"{n}.{s} {med(f'{n}.{s}', 'busy') * 100:.0f}%" for n in names for s in ("speedy", "nginx", "h2o") if m[f"{n}.{s}"]["busy"]))
 per = (r1 - r0) / idle
-print(f"{f'RSS per idle SPDY session ({idle:,.0f} sessions)':<44} {f'{per/1024:.1f} KiB':>28} {'':>34} {'':>6}  ≤ 24 KiB")
+print(f"{f'RSS per idle SPDY session ({idle:,.0f} sessions)':<44} {f'{per/1024:.1f} KiB':>28} {'':>34} {'':>6}  ≤ 12 KiB")
 PY

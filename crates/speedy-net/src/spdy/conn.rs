@@ -95,6 +95,10 @@ pub trait Owner: Send {
     /// ask for more body.
     fn after_transmit(&mut self, _session: &mut Session) {}
 
+    /// Called when the loop parks a quiet session ([`Tuning::park_after`]): a place to
+    /// give back what the owner kept for streams that are gone (a map's buckets).
+    fn on_park(&mut self) {}
+
     /// Whether the loop may read more from the socket now. An owner holding too many
     /// received bytes its consumers have not taken says no: that is what bounds memory
     /// when a peer ignores our windows ([`spdy::session::FlowControl::Lenient`]).
@@ -171,7 +175,7 @@ pub async fn run<O: Owner>(
                 session.flow_stall_expired();
                 st.stall_since = None;
             }
-            _ = sleep_until_opt(park_deadline), if park_deadline.is_some() => st.park(session),
+            _ = sleep_until_opt(park_deadline), if park_deadline.is_some() => st.park(session, owner),
             r = rd.read_buf(&mut st.rbuf), if may_read => {
                 if let Some(end) = st.on_read(r, session, owner) {
                     break end;
@@ -298,8 +302,12 @@ impl LoopState {
     }
 
     /// Parks the quiet session ([`Session::park`]) and frees an empty read buffer.
-    fn park(&mut self, session: &mut Session) {
+    fn park<O: Owner>(&mut self, session: &mut Session, owner: &mut O) {
         session.park();
+        owner.on_park();
+        if self.out.is_empty() {
+            self.out = OutBuf::new();
+        }
         PARKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if self.rbuf.is_empty() {
             // The next read starts small and the buffer grows as it fills.

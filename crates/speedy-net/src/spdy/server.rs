@@ -312,6 +312,19 @@ impl ServerOwner {
 impl Owner for ServerOwner {
     type Input = Input;
 
+    fn on_park(&mut self) {
+        // Empty maps and queues keep the buckets of the streams they once held.
+        if self.waiting.is_empty() {
+            self.waiting = HashMap::new();
+        }
+        if self.uploads.is_empty() {
+            self.uploads = HashMap::new();
+        }
+        if self.parked.is_empty() {
+            self.parked = HashMap::new();
+        }
+    }
+
     fn on_event(&mut self, session: &mut Session, ev: Event) {
         self.idle_at = Instant::now() + self.idle_timeout;
         match ev {
