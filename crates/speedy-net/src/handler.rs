@@ -127,6 +127,15 @@ pub struct Ready {
     pub body: Bytes,
 }
 
+/// An origin-form target of characters RFC 3986 allows in a path and query, unescaped:
+/// the only targets the protocols' ready paths give [`Handler::ready`] (anything else is
+/// left to the full path, whose URI parsing may refuse it).
+pub(crate) fn plain_target(p: &str) -> bool {
+    p.starts_with('/')
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=:@/?".contains(&b))
+}
+
 /// What answers requests.
 pub trait Handler: Send + Sync + 'static {
     /// Answers one request (its body may still be arriving).
@@ -136,9 +145,9 @@ pub trait Handler: Send + Sync + 'static {
     /// when it is known at once and does not depend on anything else in the request,
     /// such as a file held in memory: exactly what [`Handler::handle`] would answer,
     /// with status 200 and a `content-type` as its only header. `None` (the default):
-    /// the request goes to `handle`. HTTP/1.1 answers such requests without building a
-    /// [`Request`] (`http1/ready.rs`); a wrapper that must see every request (a log)
-    /// keeps the default.
+    /// the request goes to `handle`. HTTP/1.1 (`http1/ready.rs`) and SPDY
+    /// (`spdy/server.rs`) answer such requests without building a [`Request`]; a wrapper
+    /// that must see every request (a log) keeps the default.
     fn ready(&self, _path: &str) -> Option<Ready> {
         None
     }

@@ -4,6 +4,7 @@
 //! `crates/speedy/tests/serve_fetch.rs`, which keeps what needs `speedy fetch`.) The
 //! root's confinement is checked here too, over SPDY and HTTP/1.1.
 
+use speedy_net::server::{Handler, Request, ResponseFuture};
 use speedy_server::files::FileServer;
 use speedy_server::run::files_config;
 use speedy_server::spec::ServeSpec;
@@ -178,4 +179,92 @@ fn never_serves_files_outside_the_root() {
     let ok = http1_get_ok(srv.addr(), "/sub/b.js", limit);
     assert!(ok.ends_with(b"x=1"));
     let _ = std::fs::remove_file(secret);
+}
+
+/// The file server with its ready answers hidden: every request goes through
+/// [`Handler::handle`], as through a wrapper that must see every request.
+struct HandleOnly(FileServer);
+
+impl Handler for HandleOnly {
+    fn handle(&self, req: Request) -> ResponseFuture {
+        self.0.handle(req)
+    }
+}
+
+/// One request over SPDY `v`: the reply's headers (sorted) and the body.
+fn spdy_exchange(addr: &str, v: spdy::Version, method: &str, path: &str) -> (Vec<String>, Vec<u8>) {
+    let mut c = SpdyClient::connect(addr, v);
+    let h = c.request(method, path, &[]);
+    let id = c.s.open(h, 0, true).expect("open");
+    c.flush();
+    let (events, done) = c.pump_until(Duration::from_secs(10), |e| {
+        matches!(e, spdy::session::Event::Closed { id: i } | spdy::session::Event::Reset { id: i, .. } if *i == id)
+    });
+    assert!(done, "{method} {path} over {v:?} did not finish");
+    let (mut head, mut body) = (Vec::new(), Vec::new());
+    for e in events {
+        match e {
+            spdy::session::Event::Reply { id: i, headers, .. } if i == id => {
+                for (n, val) in headers.iter() {
+                    head.push(format!(
+                        "{}: {}",
+                        String::from_utf8_lossy(n),
+                        String::from_utf8_lossy(val)
+                    ));
+                }
+            }
+            spdy::session::Event::Data { id: i, data, .. } if i == id => {
+                body.extend_from_slice(&data)
+            }
+            _ => {}
+        }
+    }
+    head.sort();
+    (head, body)
+}
+
+#[test]
+fn spdy_answers_files_from_memory_exactly_as_its_handler_would() {
+    // The ready path (GETs and HEADs the file server knows at once, answered where the
+    // SYN_STREAM is read) against the same server with every request handled: the same
+    // reply headers and body, on SPDY/3.1, 3 and 2 (whose header names differ).
+    let root = site();
+    let ready = serve(&root);
+    let cfg = files_config(&ServeSpec::default()).unwrap();
+    let files = FileServer::new(
+        root.canonicalize().unwrap(),
+        HashMap::new(),
+        false,
+        HashSet::new(),
+    );
+    assert!(
+        files.ready("/a.css").is_some(),
+        "the file server answers /a.css at once"
+    );
+    let handled = TestServer::start(Arc::new(HandleOnly(files)), cfg);
+    for v in [spdy::Version::V3_1, spdy::Version::V3, spdy::Version::V2] {
+        for (method, path) in [
+            ("GET", "/a.css"),
+            ("HEAD", "/a.css"),
+            ("GET", "/index.html"),
+            ("GET", "/sub/b.js?x=1"),
+            ("GET", "/missing.png"),
+            ("POST", "/a.css"),
+        ] {
+            let a = spdy_exchange(ready.addr(), v, method, path);
+            let b = spdy_exchange(handled.addr(), v, method, path);
+            assert_eq!(a, b, "{method} {path} over {v:?}");
+            if (method, path) == ("GET", "/a.css") {
+                assert_eq!(a.1, b"body{}", "{v:?}");
+                assert!(
+                    a.0.iter().any(|h| h.ends_with("content-length: 6")),
+                    "{v:?}: {:?}",
+                    a.0
+                );
+            }
+            if method == "HEAD" {
+                assert!(a.1.is_empty(), "{v:?}: a HEAD has no body");
+            }
+        }
+    }
 }

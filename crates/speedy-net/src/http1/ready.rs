@@ -18,7 +18,7 @@
 //! (else close); on shutdown an idle connection closes and a request being answered gets
 //! `connection: close`.
 
-use crate::handler::{Handler, Ready, ServerConfig};
+use crate::handler::{plain_target, Handler, Ready, ServerConfig};
 use crate::transport::io::{BoxIo, Prefixed};
 use bytes::{Buf, BytesMut};
 use std::sync::Arc;
@@ -169,14 +169,6 @@ fn parse(buf: &[u8], handler: &dyn Handler) -> Head {
         Some(r) => Head::Answer(len, head_only, r),
         None => Head::Other,
     }
-}
-
-/// An origin-form target of characters RFC 3986 allows in a path and query, unescaped:
-/// anything else is left to hyper's URI parser, which may refuse it.
-fn plain_target(p: &str) -> bool {
-    p.starts_with('/')
-        && p.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=:@/?".contains(&b))
 }
 
 /// A header that does not change how the request is read or answered: no body

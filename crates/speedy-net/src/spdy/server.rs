@@ -14,7 +14,7 @@
 //! told to shut down, says GOAWAY and closes once its streams are done.
 
 use crate::body::{Body, Credit, CreditTx};
-use crate::handler::{Handler, Request, Response, ServerConfig};
+use crate::handler::{plain_target, Handler, Request, Response, ServerConfig};
 use crate::limits::Shutdown;
 use crate::spdy::conn::{self, Owner, Tuning};
 use bytes::Bytes;
@@ -173,6 +173,46 @@ impl ServerOwner {
                 }
             }
         }));
+    }
+
+    /// A request whose body is complete (none): answered at once when it is a GET or
+    /// HEAD the handler knows the answer to already ([`Handler::ready`]), with exactly
+    /// the frames `answer` would send for it, else handed to the handler. The ready path
+    /// builds no [`Request`], future or channel: a 1 KiB file over SPDY/3.1 cost the
+    /// server ~5 µs of CPU a request, 12% of it in that round trip.
+    fn complete(&mut self, session: &mut Session, id: StreamId, w: Waiting) {
+        if !self.answer_ready(session, id, &w.headers) {
+            self.dispatch(session, id, w, Body::empty());
+        }
+    }
+
+    /// Answers a bodiless GET or HEAD whose answer the handler knows already; `false`:
+    /// not such a request.
+    fn answer_ready(&mut self, session: &mut Session, id: StreamId, headers: &Headers) -> bool {
+        let v = session.version();
+        let Ok(h) = spdy::http::parse_request(v, headers) else {
+            return false;
+        };
+        let head_only = match h.method.as_str() {
+            "GET" => false,
+            "HEAD" => true,
+            _ => return false,
+        };
+        if !plain_target(&h.path) {
+            return false;
+        }
+        let Some(r) = self.handler.ready(&h.path) else {
+            return false;
+        };
+        let mut extra = Headers::new();
+        extra.add("content-type", r.content_type);
+        extra.add("content-length", r.body.len().to_string());
+        let reply = spdy::http::response_headers(v, 200, &extra);
+        let empty = head_only || r.body.is_empty();
+        if session.reply(id, reply, empty).is_ok() && !empty {
+            let _ = session.send_data(id, r.body, true);
+        }
+        true
     }
 
     /// Starts a streaming request body: the handler gets it now, DATA follows.
@@ -342,7 +382,7 @@ impl Owner for ServerOwner {
                 }
                 let w = Waiting { headers, priority };
                 if fin {
-                    self.dispatch(session, id, w, Body::empty());
+                    self.complete(session, id, w);
                 } else {
                     self.waiting.insert(id, w);
                 }
@@ -355,7 +395,7 @@ impl Owner for ServerOwner {
                 }
                 if fin {
                     if let Some(w) = self.waiting.remove(&id) {
-                        self.dispatch(session, id, w, Body::empty());
+                        self.complete(session, id, w);
                     }
                     self.uploads.remove(&id);
                 }
