@@ -145,8 +145,9 @@ pub trait Handler: Send + Sync + 'static {
     /// when it is known at once and does not depend on anything else in the request,
     /// such as a file held in memory: exactly what [`Handler::handle`] would answer,
     /// with status 200 and a `content-type` as its only header. `None` (the default):
-    /// the request goes to `handle`. HTTP/1.1 (`http1/ready.rs`) and SPDY
-    /// (`spdy/server.rs`) answer such requests without building a [`Request`]; a wrapper
+    /// the request goes to `handle`. HTTP/1.1 (`http1/ready.rs`), SPDY
+    /// (`spdy/server.rs`) and h2 (`h2/server.rs`, bodies of one frame) answer such
+    /// requests without building a [`Request`]; a wrapper
     /// that must see every request (a log) keeps the default.
     fn ready(&self, _path: &str) -> Option<Ready> {
         None

@@ -4,7 +4,7 @@
 
 use crate::body::Body;
 use crate::h2::priority::{parse_priority_field, FrameTap, Scheduler};
-use crate::handler::{Handler, Request, Response, ServerConfig};
+use crate::handler::{plain_target, Handler, Ready, Request, Response, ServerConfig};
 use crate::transport::io::{BoxIo, LazyFlush};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -214,6 +214,9 @@ async fn answer(
     {
         sched.set_default(id, u);
     }
+    if let Some((head_only, r)) = ready(&parts, body.is_end_stream(), handler.as_ref()) {
+        return send_ready(respond, head_only, r);
+    }
     let host = parts
         .uri
         .authority()
@@ -311,6 +314,46 @@ async fn answer(
         }
     }
     send.send_data(Bytes::new(), true)
+}
+
+/// A bodiless GET or HEAD (`true`) whose answer the handler knows already
+/// ([`Handler::ready`]) and that fits one frame: answered without a [`Request`], a
+/// handler future or the scheduler (nothing to schedule).
+fn ready(
+    parts: &http::request::Parts,
+    bodiless: bool,
+    handler: &dyn Handler,
+) -> Option<(bool, Ready)> {
+    if !bodiless {
+        return None;
+    }
+    let head_only = match parts.method {
+        http::Method::GET => false,
+        http::Method::HEAD => true,
+        _ => return None,
+    };
+    let path = parts.uri.path_and_query()?.as_str();
+    if !plain_target(path) {
+        return None;
+    }
+    let r = handler.ready(path)?;
+    (head_only || r.body.len() <= FRAME).then_some((head_only, r))
+}
+
+/// Sends a ready answer with the head the handler path builds for it.
+fn send_ready(
+    mut respond: h2::server::SendResponse<Bytes>,
+    head_only: bool,
+    r: Ready,
+) -> Result<(), h2::Error> {
+    let ct = [("content-type".to_string(), r.content_type.to_string())];
+    let head = build(200, &ct, Some(r.body.len() as u64)).expect("plain head");
+    let empty = head_only || r.body.is_empty();
+    let mut send = respond.send_response(head, empty)?;
+    match empty {
+        true => Ok(()),
+        false => send.send_data(r.body, true),
+    }
 }
 
 /// A response head for the `http` crate's h2 and h3 servers: hop-by-hop headers and any
