@@ -2,9 +2,9 @@
 //! that repeats a GET of it, keeping as many in flight as asked, paced by the caller
 //! ([`Pace`]: whether to start another request, and each one's end). SPDY runs a lean
 //! owner of the one connection loop (`spdy_lean.rs`: the session's events answered in the
-//! loop's own task, no channel or task per request), h2 the `h2` crate with large
-//! windows, HTTP/3 the [`Client`], HTTP/1.1 a lean keep-alive connection with one request
-//! in flight, as h2load's (`h1.rs`). Timing, counting and reporting belong to the
+//! loop's own task, no channel or task per request), h2 a lean connection on `h2wire`'s
+//! frames and HPACK (`h2_lean.rs`), HTTP/3 the [`Client`], HTTP/1.1 a lean keep-alive
+//! connection with one request in flight, as h2load's (`h1.rs`). Timing, counting and reporting belong to the
 //! caller; each request ends with the status and the body's length or a short error
 //! kind to count by.
 //!
@@ -28,6 +28,7 @@
 //! ```
 
 mod h1;
+mod h2_lean;
 mod spdy_lean;
 
 use crate::client::{Client, ClientConfig, ClientError, ClientRequest};
@@ -36,7 +37,6 @@ use crate::transport::dial::{dial, tls_dial};
 use crate::transport::io::BoxIo;
 use crate::transport::tls::{client_config, Verify};
 use ::spdy::url::Url;
-use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h1::H1;
 use std::time::Instant;
@@ -62,6 +62,8 @@ pub struct LoadConn {
 enum Inner {
     /// SPDY: the socket and the session, driven by `spdy_lean.rs`.
     Spdy(Box<spdy_lean::Lean>),
+    /// HTTP/2: the socket, driven by `h2_lean.rs`.
+    H2(h2_lean::Lean),
     /// The others, a future a request.
     Each(Box<Each>),
 }
@@ -69,30 +71,33 @@ enum Inner {
 /// A connection whose GETs are futures of their own, shared by the requests in flight.
 struct Each {
     path: String,
-    uri: String,
     via: Via,
 }
 
 enum Via {
     /// HTTP/3, through the [`Client`].
     Client(Client),
-    H2(h2::client::SendRequest<Bytes>),
     H1(tokio::sync::Mutex<H1>),
 }
 
 impl LoadConn {
     /// Opens a connection to `url`'s origin (TCP with `TCP_NODELAY`, TLS for `https`)
-    /// and completes the protocol's handshake where it has one: h2 through the `h2`
-    /// crate (prior knowledge on plain TCP, ALPN `h2` over TLS), HTTP/3 through the
-    /// [`Client`]; SPDY (by prior knowledge, or ALPN over TLS) and HTTP/1.1 speak when
-    /// driven. Errors name the address.
+    /// and, for HTTP/3, the QUIC handshake through the [`Client`]; SPDY and h2 (by prior
+    /// knowledge on plain TCP, ALPN over TLS) and HTTP/1.1 speak when driven. Errors
+    /// name the address.
     pub async fn connect(
         url: &Url,
         protocol: Protocol,
         verify: &Verify,
     ) -> Result<LoadConn, ClientError> {
         let via = match protocol {
-            Protocol::H2 => Via::H2(h2_connect(url, verify).await?),
+            Protocol::H2 => {
+                let io = open(url, verify, "h2").await?;
+                let lean = h2_lean::Lean::new(io, url);
+                return Ok(LoadConn {
+                    inner: Inner::H2(lean),
+                });
+            }
             Protocol::Http1 => {
                 let io = open(url, verify, "http/1.1").await?;
                 Via::H1(tokio::sync::Mutex::new(H1::new(io, url)))
@@ -117,7 +122,6 @@ impl LoadConn {
         };
         let each = Each {
             path: url.path.clone(),
-            uri: url.to_string(),
             via,
         };
         Ok(LoadConn {
@@ -137,6 +141,10 @@ impl LoadConn {
     ) -> Option<::spdy::session::Stats> {
         match self.inner {
             Inner::Spdy(lean) => Some(lean.drive(in_flight, pace).await),
+            Inner::H2(lean) => {
+                lean.drive(in_flight, pace).await;
+                None
+            }
             Inner::Each(each) => {
                 each.drive(in_flight, pace).await;
                 None
@@ -187,26 +195,6 @@ impl Each {
                 Ok((resp.status, n))
             }
             Via::H1(h1) => h1.lock().await.roundtrip().await,
-            Via::H2(send) => {
-                let mut s = send.clone().ready().await.map_err(|e| format!("h2: {e}"))?;
-                let req = http::Request::get(&self.uri)
-                    .body(())
-                    .map_err(|e| e.to_string())?;
-                let (resp, _) = s.send_request(req, true).map_err(|e| format!("h2: {e}"))?;
-                let resp = resp.await.map_err(|e| format!("h2: {e}"))?;
-                let status = resp.status().as_u16();
-                if status >= 400 {
-                    return Err(format!("http {status}"));
-                }
-                let mut body = resp.into_body();
-                let mut n = 0u64;
-                while let Some(d) = body.data().await {
-                    let d = d.map_err(|e| format!("h2: {e}"))?;
-                    let _ = body.flow_control().release_capacity(d.len());
-                    n += d.len() as u64;
-                }
-                Ok((status, n))
-            }
         }
     }
 }
@@ -234,29 +222,6 @@ async fn open(url: &Url, verify: &Verify, alpn: &str) -> Result<BoxIo, ClientErr
     } else {
         Ok(Box::new(dial(host, port, None).await?))
     }
-}
-
-/// SETTINGS_MAX_FRAME_SIZE announced by `speedy bench`'s h2 connections.
-const BENCH_H2_MAX_FRAME: u32 = 1 << 20;
-
-async fn h2_connect(
-    url: &Url,
-    verify: &Verify,
-) -> Result<h2::client::SendRequest<Bytes>, ClientError> {
-    let io = open(url, verify, "h2").await?;
-    let (send, conn) = h2::client::Builder::new()
-        // The generator accepts frames up to 1 MiB (RFC 9113 §6.5.2 allows 16 MiB): a
-        // server that honours it frames a download in fewer, larger DATA frames.
-        .max_frame_size(BENCH_H2_MAX_FRAME)
-        .initial_window_size(crate::protocol::H2_STREAM_WINDOW)
-        .initial_connection_window_size(crate::protocol::H2_SESSION_WINDOW)
-        .handshake(io)
-        .await
-        .map_err(|e| ClientError::Connect(format!("h2 handshake with {}: {e}", url.authority())))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(send)
 }
 
 #[cfg(test)]
