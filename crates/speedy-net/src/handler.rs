@@ -144,7 +144,7 @@ pub trait Handler: Send + Sync + 'static {
     /// The answer to a GET or HEAD of `path` (path and query, as the request names it)
     /// when it is known at once and does not depend on anything else in the request,
     /// such as a file held in memory: exactly what [`Handler::handle`] would answer,
-    /// with status 200 and a `content-type` as its only header. `None` (the default):
+    /// with status 200, a `content-type` as its only header and no push. `None` (the default):
     /// the request goes to `handle`. HTTP/1.1 (`http1/ready.rs`), SPDY
     /// (`spdy/server.rs`) and h2 (`h2/server.rs`, bodies of one frame) answer such
     /// requests without building a [`Request`]; a wrapper

@@ -196,10 +196,11 @@ impl FileServer {
 }
 
 impl Handler for FileServer {
-    /// A file held in memory, unless its path is one to reset.
+    /// A file held in memory, unless its path is one to reset or one with pushes (SPDY
+    /// and h2 answer ready requests without them).
     fn ready(&self, path: &str) -> Option<Ready> {
         let path_only = path.split('?').next().unwrap_or("/");
-        if self.reset.contains(path_only) {
+        if self.reset.contains(path_only) || self.push_map.contains_key(path_only) {
             return None;
         }
         match self.lookup(path) {
