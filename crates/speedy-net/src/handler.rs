@@ -127,13 +127,29 @@ pub struct Ready {
     pub body: Bytes,
 }
 
-/// An origin-form target of characters RFC 3986 allows in a path and query, unescaped:
-/// the only targets the protocols' ready paths give [`Handler::ready`] (anything else is
-/// left to the full path, whose URI parsing may refuse it).
-pub(crate) fn plain_target(p: &str) -> bool {
-    p.starts_with('/')
-        && p.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=:@/?".contains(&b))
+/// The ready answer ([`Handler::ready`]) to a bodiless request of `method` for `target`:
+/// `(head_only, answer)` when it is a GET or HEAD of an origin-form target of characters
+/// RFC 3986 allows in a path and query, unescaped (anything else is left to the full
+/// path, whose URI parsing may refuse it). The one rule of every protocol's ready path
+/// (`http1/ready.rs`, `spdy/server.rs`, `h2/server.rs`).
+pub(crate) fn ready_for(
+    handler: &dyn Handler,
+    method: &str,
+    target: &str,
+) -> Option<(bool, Ready)> {
+    let head_only = match method {
+        "GET" => false,
+        "HEAD" => true,
+        _ => return None,
+    };
+    let plain = target.starts_with('/')
+        && target
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=:@/?".contains(&b));
+    if !plain {
+        return None;
+    }
+    handler.ready(target).map(|r| (head_only, r))
 }
 
 /// What answers requests.

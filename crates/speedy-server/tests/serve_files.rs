@@ -225,13 +225,9 @@ fn spdy_exchange(addr: &str, v: spdy::Version, method: &str, path: &str) -> (Vec
     (head, body)
 }
 
-#[test]
-fn spdy_answers_files_from_memory_exactly_as_its_handler_would() {
-    // The ready path (GETs and HEADs the file server knows at once, answered where the
-    // SYN_STREAM is read) against the same server with every request handled: the same
-    // reply headers and body, on SPDY/3.1, 3 and 2 (whose header names differ).
-    let root = site();
-    let ready = serve(&root);
+/// The file server on `root` twice: as `speedy serve` runs it, and with its ready
+/// answers hidden ([`HandleOnly`]).
+fn ready_and_handled(root: &Path) -> (TestServer, TestServer) {
     let cfg = files_config(&ServeSpec::default()).unwrap();
     let files = FileServer::new(
         root.canonicalize().unwrap(),
@@ -244,6 +240,16 @@ fn spdy_answers_files_from_memory_exactly_as_its_handler_would() {
         "the file server answers /a.css at once"
     );
     let handled = TestServer::start(Arc::new(HandleOnly(files)), cfg);
+    (serve(root), handled)
+}
+
+#[test]
+fn spdy_answers_files_from_memory_exactly_as_its_handler_would() {
+    // The ready path (GETs and HEADs the file server knows at once, answered where the
+    // SYN_STREAM is read) against the same server with every request handled: the same
+    // reply headers and body, on SPDY/3.1, 3 and 2 (whose header names differ).
+    let root = site();
+    let (ready, handled) = ready_and_handled(&root);
     for v in [spdy::Version::V3_1, spdy::Version::V3, spdy::Version::V2] {
         for (method, path) in [
             ("GET", "/a.css"),
@@ -311,19 +317,7 @@ fn h2_answers_files_from_memory_exactly_as_its_handler_would() {
     // are answered without the handler, with the same head and body as through it; a
     // body over one frame (300 KB) goes through the handler and its scheduler.
     let root = site();
-    let ready = serve(&root);
-    let cfg = files_config(&ServeSpec::default()).unwrap();
-    let files = FileServer::new(
-        root.canonicalize().unwrap(),
-        HashMap::new(),
-        false,
-        HashSet::new(),
-    );
-    assert!(
-        files.ready("/a.css").is_some(),
-        "the file server answers /a.css at once"
-    );
-    let handled = TestServer::start(Arc::new(HandleOnly(files)), cfg);
+    let (ready, handled) = ready_and_handled(&root);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         for (method, path) in [

@@ -4,7 +4,7 @@
 
 use crate::body::Body;
 use crate::h2::priority::{parse_priority_field, FrameTap, Scheduler};
-use crate::handler::{plain_target, Handler, Ready, Request, Response, ServerConfig};
+use crate::handler::{ready_for, Handler, Ready, Request, Response, ServerConfig};
 use crate::transport::io::{BoxIo, LazyFlush};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -327,16 +327,11 @@ fn ready(
     if !bodiless {
         return None;
     }
-    let head_only = match parts.method {
-        http::Method::GET => false,
-        http::Method::HEAD => true,
-        _ => return None,
-    };
-    let path = parts.uri.path_and_query()?.as_str();
-    if !plain_target(path) {
-        return None;
-    }
-    let r = handler.ready(path)?;
+    let (head_only, r) = ready_for(
+        handler,
+        parts.method.as_str(),
+        parts.uri.path_and_query()?.as_str(),
+    )?;
     (head_only || r.body.len() <= FRAME).then_some((head_only, r))
 }
 

@@ -18,7 +18,7 @@
 //! (else close); on shutdown an idle connection closes and a request being answered gets
 //! `connection: close`.
 
-use crate::handler::{plain_target, Handler, Ready, ServerConfig};
+use crate::handler::{ready_for, Handler, Ready, ServerConfig};
 use crate::transport::io::{BoxIo, Prefixed};
 use bytes::{Buf, BytesMut};
 use std::sync::Arc;
@@ -154,19 +154,14 @@ fn parse(buf: &[u8], handler: &dyn Handler) -> Head {
         Ok(httparse::Status::Partial) => return Head::Partial,
         Err(_) => return Head::Other,
     };
-    let head_only = match req.method {
-        Some("GET") => false,
-        Some("HEAD") => true,
-        _ => return Head::Other,
-    };
-    let Some(path) = req.path.filter(|p| plain_target(p)) else {
-        return Head::Other;
-    };
     if req.version != Some(1) || !req.headers.iter().all(plain_header) {
         return Head::Other;
     }
-    match handler.ready(path) {
-        Some(r) => Head::Answer(len, head_only, r),
+    let (Some(method), Some(path)) = (req.method, req.path) else {
+        return Head::Other;
+    };
+    match ready_for(handler, method, path) {
+        Some((head_only, r)) => Head::Answer(len, head_only, r),
         None => Head::Other,
     }
 }

@@ -11,7 +11,7 @@
 //! given back at half use, RST_STREAM and GOAWAY ending the streams they name; a frame
 //! or HPACK error ends the connection with GOAWAY and the code.
 
-use super::Pace;
+use super::{InFlight, Pace};
 use crate::protocol::{H2_SESSION_WINDOW, H2_STREAM_WINDOW};
 use crate::transport::io::BoxIo;
 use bytes::{Buf, BytesMut};
@@ -23,7 +23,6 @@ use h2wire::hpack::{Decoder, Encoder};
 use h2wire::{ErrorCode, FrameError};
 use spdy::url::Url;
 use std::collections::HashMap;
-use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// SETTINGS_MAX_FRAME_SIZE the generator announces: a server that honours it frames a
@@ -91,15 +90,6 @@ impl Lean {
     }
 }
 
-/// A request in flight: when it started, its status once its head came, its body bytes
-/// and the body bytes not yet given back as window.
-struct InFlight {
-    started: Instant,
-    status: Option<u16>,
-    bytes: u64,
-    unacked: u32,
-}
-
 /// A field block arriving in HEADERS and CONTINUATION frames.
 struct Block {
     stream: u32,
@@ -117,7 +107,8 @@ struct Conn<'p, P: Pace> {
     peer_max: usize,
     peer_max_frame: u32,
     next_id: u32,
-    open: HashMap<u32, InFlight>,
+    /// Requests in flight, each with its body bytes not yet given back as window.
+    open: HashMap<u32, (InFlight, u32)>,
     block: Option<Block>,
     /// Connection-level DATA not yet given back as window.
     unacked: u32,
@@ -197,28 +188,16 @@ impl<'p, P: Pace> Conn<'p, P> {
                 self.peer_max_frame,
                 &mut self.out,
             );
-            let r = InFlight {
-                started,
-                status: None,
-                bytes: 0,
-                unacked: 0,
-            };
-            self.open.insert(id, r);
+            self.open.insert(id, (InFlight::new(started), 0));
         }
     }
 
     /// A request ended: told to the pace.
     fn end(&mut self, id: u32, error: Option<String>) {
-        let Some(r) = self.open.remove(&id) else {
+        let Some((r, _)) = self.open.remove(&id) else {
             return;
         };
-        let result = match (error, r.status) {
-            (Some(e), _) => Err(e),
-            (None, Some(s)) if s < 400 => Ok((s, r.bytes)),
-            (None, Some(s)) => Err(format!("http {s}")),
-            (None, None) => Err("h2: no :status".into()),
-        };
-        self.pace.done(r.started, result);
+        self.pace.done(r.started, r.outcome(error));
     }
 
     /// Ends every request in flight with `why`; no more start.
@@ -358,11 +337,11 @@ impl<'p, P: Pace> Conn<'p, P> {
             }
             .encode(&mut self.out);
         }
-        if let Some(r) = self.open.get_mut(&id) {
+        if let Some((r, unacked)) = self.open.get_mut(&id) {
             r.bytes += len as u64;
-            r.unacked += window;
-            if r.unacked >= H2_STREAM_WINDOW / 2 && !end_stream {
-                let increment = std::mem::take(&mut r.unacked);
+            *unacked += window;
+            if *unacked >= H2_STREAM_WINDOW / 2 && !end_stream {
+                let increment = std::mem::take(unacked);
                 WindowUpdate {
                     stream_id: StreamId(id),
                     increment,
@@ -402,7 +381,7 @@ impl<'p, P: Pace> Conn<'p, P> {
             self.end(b.stream, Some(format!("h2: {e}")));
             return true;
         }
-        if let Some(r) = self.open.get_mut(&b.stream) {
+        if let Some((r, _)) = self.open.get_mut(&b.stream) {
             if let Some(s) = status.filter(|s| *s >= 200) {
                 r.status = Some(s);
             }
@@ -418,6 +397,7 @@ impl<'p, P: Pace> Conn<'p, P> {
 mod tests {
     use super::*;
     use h2wire::frame::{encode_header_block, Data, RstStream};
+    use std::time::Instant;
     use tokio::io::DuplexStream;
 
     /// Starts `n` requests, keeps how each ended.

@@ -4,8 +4,8 @@
 //! owner of the one connection loop (`spdy_lean.rs`: the session's events answered in the
 //! loop's own task, no channel or task per request), h2 a lean connection on `h2wire`'s
 //! frames and HPACK (`h2_lean.rs`), HTTP/3 the [`Client`], HTTP/1.1 a lean keep-alive
-//! connection with one request in flight, as h2load's (`h1.rs`). Timing, counting and reporting belong to the
-//! caller; each request ends with the status and the body's length or a short error
+//! connection with one request in flight, as h2load's (`h1.rs`). Timing, counting and
+//! reporting belong to the caller; each request ends with the status and the body's length or a short error
 //! kind to count by.
 //!
 //! ```no_run
@@ -64,20 +64,38 @@ enum Inner {
     Spdy(Box<spdy_lean::Lean>),
     /// HTTP/2: the socket, driven by `h2_lean.rs`.
     H2(h2_lean::Lean),
-    /// The others, a future a request.
-    Each(Box<Each>),
+    /// HTTP/1.1: one request at a time.
+    H1(Box<H1>),
+    /// HTTP/3, through the [`Client`]: a future a request.
+    H3(Box<Client>, String),
 }
 
-/// A connection whose GETs are futures of their own, shared by the requests in flight.
-struct Each {
-    path: String,
-    via: Via,
+/// A request in flight on a multiplexed connection: when it started, its status once
+/// its head came, its body bytes.
+struct InFlight {
+    started: Instant,
+    status: Option<u16>,
+    bytes: u64,
 }
 
-enum Via {
-    /// HTTP/3, through the [`Client`].
-    Client(Client),
-    H1(tokio::sync::Mutex<H1>),
+impl InFlight {
+    fn new(started: Instant) -> InFlight {
+        InFlight {
+            started,
+            status: None,
+            bytes: 0,
+        }
+    }
+
+    /// How it ended: `error` if the stream or connection failed, else by its status.
+    fn outcome(&self, error: Option<String>) -> Result<(u16, u64), String> {
+        match (error, self.status) {
+            (Some(e), _) => Err(e),
+            (None, Some(s)) if s < 400 => Ok((s, self.bytes)),
+            (None, Some(s)) => Err(format!("http {s}")),
+            (None, None) => Err("no status".into()),
+        }
+    }
 }
 
 impl LoadConn {
@@ -90,24 +108,14 @@ impl LoadConn {
         protocol: Protocol,
         verify: &Verify,
     ) -> Result<LoadConn, ClientError> {
-        let via = match protocol {
-            Protocol::H2 => {
-                let io = open(url, verify, "h2").await?;
-                let lean = h2_lean::Lean::new(io, url);
-                return Ok(LoadConn {
-                    inner: Inner::H2(lean),
-                });
-            }
+        let inner = match protocol {
+            Protocol::H2 => Inner::H2(h2_lean::Lean::new(open(url, verify, "h2").await?, url)),
             Protocol::Http1 => {
-                let io = open(url, verify, "http/1.1").await?;
-                Via::H1(tokio::sync::Mutex::new(H1::new(io, url)))
+                Inner::H1(Box::new(H1::new(open(url, verify, "http/1.1").await?, url)))
             }
             Protocol::Spdy(version) => {
                 let io = open(url, verify, protocol.alpn()).await?;
-                let lean = spdy_lean::Lean::new(io, version, url);
-                return Ok(LoadConn {
-                    inner: Inner::Spdy(Box::new(lean)),
-                });
+                Inner::Spdy(Box::new(spdy_lean::Lean::new(io, version, url)))
             }
             Protocol::H3 => {
                 let cfg = ClientConfig {
@@ -117,16 +125,11 @@ impl LoadConn {
                     ..Default::default()
                 };
                 let (host, port) = (url.host_bare(), url.port_or_default());
-                Via::Client(Client::connect(&url.scheme, host, port, &cfg).await?)
+                let client = Client::connect(&url.scheme, host, port, &cfg).await?;
+                Inner::H3(Box::new(client), url.path.clone())
             }
         };
-        let each = Each {
-            path: url.path.clone(),
-            via,
-        };
-        Ok(LoadConn {
-            inner: Inner::Each(Box::new(each)),
-        })
+        Ok(LoadConn { inner })
     }
 
     /// GETs the URL over and over, up to `in_flight` at once (one at a time over
@@ -140,63 +143,54 @@ impl LoadConn {
         pace: &mut impl Pace,
     ) -> Option<::spdy::session::Stats> {
         match self.inner {
-            Inner::Spdy(lean) => Some(lean.drive(in_flight, pace).await),
-            Inner::H2(lean) => {
-                lean.drive(in_flight, pace).await;
-                None
+            Inner::Spdy(lean) => return Some(lean.drive(in_flight, pace).await),
+            Inner::H2(lean) => lean.drive(in_flight, pace).await,
+            Inner::H1(mut h1) => {
+                while let Some(t) = pace.start() {
+                    let r = h1.roundtrip().await;
+                    pace.done(t, r);
+                }
             }
-            Inner::Each(each) => {
-                each.drive(in_flight, pace).await;
-                None
-            }
+            Inner::H3(client, path) => h3_drive(&client, &path, in_flight, pace).await,
+        }
+        None
+    }
+}
+
+/// Keeps up to `in_flight` GETs of `path` running on an HTTP/3 client, each a future of
+/// this task.
+async fn h3_drive(client: &Client, path: &str, in_flight: usize, pace: &mut impl Pace) {
+    let mut running = FuturesUnordered::new();
+    let get = |t: Instant| async move { (t, h3_get(client, path).await) };
+    for _ in 0..in_flight.max(1) {
+        match pace.start() {
+            Some(t) => running.push(get(t)),
+            None => break,
+        }
+    }
+    while let Some((t, r)) = running.next().await {
+        pace.done(t, r);
+        if let Some(t) = pace.start() {
+            running.push(get(t));
         }
     }
 }
 
-impl Each {
-    /// Keeps up to `in_flight` GETs running as futures of this task.
-    async fn drive(&self, in_flight: usize, pace: &mut impl Pace) {
-        let mut running = FuturesUnordered::new();
-        for _ in 0..in_flight.max(1) {
-            match pace.start() {
-                Some(t) => running.push(self.timed(t)),
-                None => break,
-            }
-        }
-        while let Some((t, r)) = running.next().await {
-            pace.done(t, r);
-            if let Some(t) = pace.start() {
-                running.push(self.timed(t));
-            }
-        }
+/// One GET over HTTP/3, its whole body read.
+async fn h3_get(client: &Client, path: &str) -> Result<(u16, u64), String> {
+    let resp = client
+        .request(ClientRequest::get(path))
+        .await
+        .map_err(|e| kind(&e.to_string()))?;
+    if resp.status >= 400 {
+        return Err(format!("http {}", resp.status));
     }
-
-    /// One GET, with the time it was started at.
-    async fn timed(&self, t: Instant) -> (Instant, Result<(u16, u64), String>) {
-        (t, self.get().await)
+    let mut body = resp.body;
+    let mut n = 0u64;
+    while let Some(c) = body.chunk().await {
+        n += c.map_err(|e| kind(&e.to_string()))?.len() as u64;
     }
-
-    /// GETs the URL once and reads the whole body.
-    async fn get(&self) -> Result<(u16, u64), String> {
-        match &self.via {
-            Via::Client(cl) => {
-                let resp = cl
-                    .request(ClientRequest::get(&self.path))
-                    .await
-                    .map_err(|e| kind(&e.to_string()))?;
-                if resp.status >= 400 {
-                    return Err(format!("http {}", resp.status));
-                }
-                let mut body = resp.body;
-                let mut n = 0u64;
-                while let Some(c) = body.chunk().await {
-                    n += c.map_err(|e| kind(&e.to_string()))?.len() as u64;
-                }
-                Ok((resp.status, n))
-            }
-            Via::H1(h1) => h1.lock().await.roundtrip().await,
-        }
-    }
+    Ok((resp.status, n))
 }
 
 /// The error kind of a client error's text: the few kinds a load test tells apart, else

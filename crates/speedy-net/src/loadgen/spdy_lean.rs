@@ -5,7 +5,7 @@
 //! caller through channels, which cost the generator more CPU per request than the
 //! server it measured spent).
 
-use super::Pace;
+use super::{InFlight, Pace};
 use crate::client::ClientConfig;
 use crate::spdy::conn::{self, Owner, Tuning};
 use crate::transport::io::BoxIo;
@@ -13,7 +13,6 @@ use spdy::session::{Event, Stats};
 use spdy::url::Url;
 use spdy::{Headers, RstStatus, Session, StreamId, Version};
 use std::collections::HashMap;
-use std::time::Instant;
 
 /// A SPDY connection not yet driven: its socket, its session and the request it
 /// repeats.
@@ -74,13 +73,6 @@ impl Lean {
     }
 }
 
-/// A request in flight: when it started, its status once the reply came, its body bytes.
-struct InFlight {
-    started: Instant,
-    status: Option<u16>,
-    bytes: u64,
-}
-
 struct Gen<'p, P: Pace> {
     pace: &'p mut P,
     request: Headers,
@@ -101,12 +93,7 @@ impl<P: Pace> Gen<'_, P> {
         };
         match session.open(self.request.clone(), 0, true) {
             Ok(id) => {
-                let r = InFlight {
-                    started,
-                    status: None,
-                    bytes: 0,
-                };
-                self.open.insert(id, r);
+                self.open.insert(id, InFlight::new(started));
             }
             Err(_) => {
                 self.stopped = true;
@@ -120,13 +107,8 @@ impl<P: Pace> Gen<'_, P> {
         let Some(r) = self.open.remove(&id) else {
             return;
         };
-        let result = match (error, r.status) {
-            (Some(e), _) => Err(e.to_string()),
-            (None, Some(s)) if s < 400 => Ok((s, r.bytes)),
-            (None, Some(s)) => Err(format!("http {s}")),
-            (None, None) => Err("no status".into()),
-        };
-        self.pace.done(r.started, result);
+        self.pace
+            .done(r.started, r.outcome(error.map(str::to_string)));
         self.next(session);
     }
 

@@ -14,7 +14,7 @@
 //! told to shut down, says GOAWAY and closes once its streams are done.
 
 use crate::body::{Body, Credit, CreditTx};
-use crate::handler::{plain_target, Handler, Request, Response, ServerConfig};
+use crate::handler::{ready_for, Handler, Request, Response, ServerConfig};
 use crate::limits::Shutdown;
 use crate::spdy::conn::{self, Owner, Tuning};
 use bytes::Bytes;
@@ -193,15 +193,7 @@ impl ServerOwner {
         let Ok(h) = spdy::http::parse_request(v, headers) else {
             return false;
         };
-        let head_only = match h.method.as_str() {
-            "GET" => false,
-            "HEAD" => true,
-            _ => return false,
-        };
-        if !plain_target(&h.path) {
-            return false;
-        }
-        let Some(r) = self.handler.ready(&h.path) else {
+        let Some((head_only, r)) = ready_for(self.handler.as_ref(), &h.method, &h.path) else {
             return false;
         };
         let mut extra = Headers::new();
