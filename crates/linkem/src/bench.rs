@@ -20,6 +20,9 @@ pub struct Measurement {
     pub secs: f64,
     /// IP packets the link forwarded (uplink).
     pub packets: u64,
+    /// Uplink packets per read from the client's device (above 1 when the link carries
+    /// TCP super-packets).
+    pub packets_per_read: f64,
     /// IP bytes the link forwarded (uplink), per second, as Mbit/s.
     pub link_mbit: f64,
     /// Application bytes received, as Mbit/s.
@@ -45,10 +48,11 @@ impl fmt::Display for BenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{:<14} {:>6} {:>10} {:>11} {:>11} {:>10} {:>8} {:>11} {:>10}",
+            "{:<14} {:>6} {:>10} {:>9} {:>11} {:>11} {:>10} {:>8} {:>11} {:>10}",
             "test",
             "secs",
             "packets",
+            "pkts/read",
             "link Mbit/s",
             "goodput",
             "CPU µs/pkt",
@@ -59,10 +63,11 @@ impl fmt::Display for BenchReport {
         for m in &self.results {
             writeln!(
                 f,
-                "{:<14} {:>6.2} {:>10} {:>11.1} {:>11.1} {:>10.2} {:>7.0}% {:>11} {:>10}",
+                "{:<14} {:>6.2} {:>10} {:>9.1} {:>11.1} {:>11.1} {:>10.2} {:>7.0}% {:>11} {:>10}",
                 m.name,
                 m.secs,
                 m.packets,
+                m.packets_per_read,
                 m.link_mbit,
                 m.goodput_mbit,
                 m.cpu_us_per_packet,
@@ -112,6 +117,8 @@ fn measure(
         name: name.into(),
         secs,
         packets: up_pkts,
+        packets_per_read: (c1.up.packets_in - c0.up.packets_in) as f64
+            / (c1.up.reads - c0.up.reads).max(1) as f64,
         link_mbit: (c1.up.bytes_out - c0.up.bytes_out) as f64 * 8.0 / wall / 1e6,
         goodput_mbit: app_bytes as f64 * 8.0 / secs / 1e6,
         cpu_us_per_packet: cpu * 1e6 / all_pkts.max(1) as f64,

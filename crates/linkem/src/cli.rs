@@ -111,6 +111,10 @@ pub struct LinkArgs {
     /// Measure the forwarding ceiling for SECS seconds (no COMMAND), with the link options.
     #[arg(long, value_name = "SECS")]
     pub bench: Option<f64>,
+    /// Forward one packet at a time even where the link only delays (by default such a
+    /// link carries TCP super-packets whole, with the devices' segmentation offload).
+    #[arg(long)]
+    pub no_offload: bool,
     /// The command to run in the client namespace (default: $SHELL, its prompt marked
     /// `[link ARGS] ` as Mahimahi's shells are). `SPEEDY_LINK` holds ARGS either way.
     #[arg(last = true, value_name = "COMMAND")]
@@ -386,6 +390,7 @@ fn run_inner(a: LinkArgs) -> Result<i32, String> {
     record_signals();
     let topo_cfg = TopologyConfig {
         server_addrs: a.server_addrs,
+        offload: !a.no_offload,
         ..Default::default()
     };
     let mut topo =

@@ -7,7 +7,11 @@ use std::fmt;
 /// Counters of one direction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirCounters {
-    /// Packets that entered the link.
+    /// Reads from the device: packets, or super-packets that each stand for several
+    /// (see [`crate::packet::Offload`]).
+    pub reads: u64,
+    /// Packets that entered the link (a super-packet's segments counted one by one, as
+    /// every packet and byte count here).
     pub packets_in: u64,
     /// Bytes that entered the link.
     pub bytes_in: u64,

@@ -45,7 +45,7 @@ pub use config::{parse_rate, Profile, PROFILES};
 pub use counters::{Counters, DirCounters};
 pub use io::topology::{usable_server_addr, Side, Topology, TopologyConfig};
 pub use link::{DirectionConfig, Link, LinkConfig};
-pub use packet::Packet;
+pub use packet::{Offload, Packet};
 pub use stage::loss::LossModel;
 pub use stage::queue::{Limit, QueueSpec};
 pub use stage::radio::{LteParams, RadioSpec, UmtsParams};

@@ -60,6 +60,21 @@ pub struct LinkConfig {
 }
 
 impl LinkConfig {
+    /// Whether the link only delays packets, and by the same amount each way: no rate,
+    /// trace, queue limit, jitter, loss, reordering or radio. Such a link treats a train
+    /// of segments that arrive together exactly as one packet, so it may carry TCP
+    /// super-packets whole (segmentation offload) instead of segment by segment.
+    pub fn is_transparent(&self) -> bool {
+        self.radio.is_none()
+            && [&self.up, &self.down].iter().all(|d| {
+                matches!(d.server, Server::Unlimited)
+                    && d.queue == QueueSpec::Infinite
+                    && d.jitter.is_zero()
+                    && d.loss == LossModel::None
+                    && d.reorder.is_none_or(|(p, _)| p <= 0.0)
+            })
+    }
+
     /// The settings of `dir`.
     pub fn dir(&self, dir: Direction) -> &DirectionConfig {
         match dir {
@@ -92,6 +107,7 @@ pub struct Link {
     dropped: Vec<Packet>,
     counters: Counters,
     logs: [Option<PacketLog>; 2],
+    transparent: bool,
 }
 
 fn build_pipeline(c: &DirectionConfig, seed: u64) -> Pipeline {
@@ -133,19 +149,28 @@ impl Link {
             dropped: Vec::new(),
             counters: Counters::default(),
             logs: [None, None],
+            transparent: cfg.is_transparent(),
         }
     }
 
     /// Writes a per-packet log of `dir` in mm-link's format.
     pub fn set_log(&mut self, dir: Direction, log: PacketLog) {
         self.logs[dir.index()] = Some(log);
+        self.transparent = false;
+    }
+
+    /// Whether packets may cross the link as TCP super-packets: its configuration is
+    /// [transparent](LinkConfig::is_transparent) and no per-packet log is kept (a log
+    /// line is one packet on the wire).
+    pub fn carries_super_packets(&self) -> bool {
+        self.transparent
     }
 
     fn account_drops(&mut self, dir: Direction) {
         for Dropped { at, cause, packet } in self.drops.drain(..) {
             let c = self.counters.dir_mut(dir);
-            c.drops[cause.index()] += 1;
-            c.drop_bytes[cause.index()] += packet.len() as u64;
+            c.drops[cause.index()] += packet.segments();
+            c.drop_bytes[cause.index()] += packet.wire_len();
             if let Some(log) = &mut self.logs[dir.index()] {
                 log.drop(at, packet.len());
             }
@@ -156,8 +181,9 @@ impl Link {
     /// A packet arrives at the link going `dir` at `now`.
     pub fn enqueue(&mut self, dir: Direction, now: Time, packet: Packet) {
         let c = self.counters.dir_mut(dir);
-        c.packets_in += 1;
-        c.bytes_in += packet.len() as u64;
+        c.reads += 1;
+        c.packets_in += packet.segments();
+        c.bytes_in += packet.wire_len();
         if let Some(log) = &mut self.logs[dir.index()] {
             log.arrival(now, packet.len());
         }
@@ -194,8 +220,8 @@ impl Link {
         self.account_drops(dir);
         if let Some((t, p)) = &out {
             let c = self.counters.dir_mut(dir);
-            c.packets_out += 1;
-            c.bytes_out += p.len() as u64;
+            c.packets_out += p.segments();
+            c.bytes_out += p.wire_len();
             if let Some(log) = &mut self.logs[dir.index()] {
                 log.departure(*t, p.len(), *t - p.arrived);
             }
@@ -215,8 +241,8 @@ impl Link {
     /// Counts a packet the IO layer failed to deliver (and keeps its buffer for reuse).
     pub fn tun_write_failed(&mut self, dir: Direction, at: Time, packet: Packet) {
         let c = self.counters.dir_mut(dir);
-        c.packets_out -= 1;
-        c.bytes_out -= packet.len() as u64;
+        c.packets_out -= packet.segments();
+        c.bytes_out -= packet.wire_len();
         self.drops.push(Dropped {
             at,
             cause: DropCause::TunWrite,

@@ -8,7 +8,7 @@
 //! sleeping for the rest, but for at most a fifth of every [`SPIN_WINDOW`]; deadlines
 //! closer than [`SPIN_BELOW`] are always met that way.
 
-use super::tun::Tun;
+use super::tun::{Tun, MAX_OFFLOADED};
 use crate::counters::Counters;
 use crate::link::Link;
 use crate::packet::{BufferPool, Packet};
@@ -83,12 +83,14 @@ pub fn make_realtime(prio: i32) -> io::Result<()> {
 }
 
 /// Runs the loop until `shared.stop` is set. `client` carries the uplink's arrivals and
-/// the downlink's departures; `server` the reverse.
+/// the downlink's departures; `server` the reverse. With `offload` the devices hand over
+/// TCP super-packets (see [`Tun::set_offload`]), so buffers take 64 KiB.
 pub fn run(
     link: Link,
     client: &Tun,
     server: &Tun,
     mtu: usize,
+    offload: bool,
     shared: &Shared,
 ) -> (Link, ForwardStats) {
     // SAFETY: prctl on the calling thread only.
@@ -100,7 +102,10 @@ pub fn run(
         client,
         server,
         start,
-        pool: BufferPool::new(mtu.max(1500) + 64, 4096),
+        pool: match offload {
+            true => BufferPool::new(MAX_OFFLOADED, 512),
+            false => BufferPool::new(mtu.max(1500) + 64, 4096),
+        },
         stats: ForwardStats::default(),
     };
     let mut fds = [readable(client), readable(server)];
@@ -186,7 +191,7 @@ impl Forwarder<'_> {
                 self.stats.written += 1;
                 self.stats.late_sum += late;
                 self.stats.late_max = self.stats.late_max.max(late);
-                match out.write(&p.data) {
+                match out.write(&p.data, p.offload) {
                     Ok(_) => self.pool.put(p.data),
                     Err(_) => self.link.tun_write_failed(dir, t, p),
                 }
@@ -208,9 +213,13 @@ impl Forwarder<'_> {
             for _ in 0..READ_BURST {
                 let mut buf = self.pool.get();
                 match tun.read_into(&mut buf) {
-                    Ok(_) => {
+                    Ok((_, offload)) => {
                         let now = self.now();
-                        self.link.enqueue(dir, now, Packet::new(buf));
+                        let p = Packet {
+                            offload,
+                            ..Packet::new(buf)
+                        };
+                        self.link.enqueue(dir, now, p);
                     }
                     Err(e) => {
                         self.pool.put(buf);

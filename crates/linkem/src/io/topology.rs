@@ -50,6 +50,10 @@ pub struct TopologyConfig {
     /// Real-time (SCHED_FIFO) priority of the forwarding thread, 0 for none. With it the
     /// emulator keeps sub-millisecond timing while builds or other tests load the CPUs.
     pub realtime_priority: i32,
+    /// Whether a link that [carries super-packets](Link::carries_super_packets) gets
+    /// them: the devices' checksum and TCP segmentation offloads are turned on while it
+    /// runs. Links that shape always see one packet at a time.
+    pub offload: bool,
 }
 
 impl Default for TopologyConfig {
@@ -60,6 +64,7 @@ impl Default for TopologyConfig {
             mtu: 1500,
             txqueuelen: 1000,
             realtime_priority: 50,
+            offload: true,
         }
     }
 }
@@ -95,6 +100,7 @@ pub struct Topology {
     server_addrs: Vec<Ipv4Addr>,
     mtu: u32,
     realtime_priority: i32,
+    offload: bool,
     running: Option<Running>,
     last_stats: ForwardStats,
 }
@@ -202,6 +208,7 @@ impl Topology {
             server_addrs,
             mtu: cfg.mtu,
             realtime_priority: cfg.realtime_priority,
+            offload: cfg.offload,
             running: None,
             last_stats: ForwardStats::default(),
         })
@@ -267,6 +274,16 @@ impl Topology {
             .tuns
             .take()
             .ok_or_else(|| io::Error::other("link already running"))?;
+        // Offloads on only for a link that forwards super-packets as it would their
+        // segments; off otherwise (a previous link may have turned them on).
+        let offload = self.offload && link.carries_super_packets();
+        if let Err(e) = ctun
+            .set_offload(offload)
+            .and_then(|()| stun.set_offload(offload))
+        {
+            self.tuns = Some((ctun, stun));
+            return Err(io::Error::other(format!("TUN offloads: {e}")));
+        }
         let shared = Arc::new(Shared::default());
         let sh = shared.clone();
         let mtu = self.mtu as usize;
@@ -278,7 +295,7 @@ impl Topology {
                     // Best effort: without the privilege the link still runs, less precisely.
                     let _ = forward::make_realtime(prio);
                 }
-                let (link, stats) = forward::run(link, &ctun, &stun, mtu, &sh);
+                let (link, stats) = forward::run(link, &ctun, &stun, mtu, offload, &sh);
                 (link, stats, ctun, stun)
             })?;
         self.running = Some(Running { shared, thread });
