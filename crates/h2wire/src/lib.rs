@@ -13,14 +13,16 @@
 //!   dynamic tables, and the [`Decoder`](hpack::Decoder) and
 //!   [`Encoder`](hpack::Encoder) one connection needs per direction;
 //! - [`ErrorCode`] and [`FrameError`]: the §7 codes and the connection-or-stream
-//!   classification of §5.4.
+//!   classification of §5.4;
+//! - [`server`]: a sans-IO server connection on top of the two: stream states (§5.1),
+//!   flow control both ways (§6.9), request validation (§8.3), server push (§8.4),
+//!   GOAWAY, and response DATA scheduled by RFC 9218 urgency.
 //!
-//! What it is not (yet): there is no connection or stream state machine, no flow
-//! control accounting, no stream-id bookkeeping, no priority tree and no HTTP
-//! semantics (pseudo-header and field validation, §8). Those come in a later step, on
-//! top of this crate. The one piece of cross-frame state here is the field-block rule
-//! of §4.3 (CONTINUATION must follow an unfinished HEADERS or PUSH_PROMISE on the same
-//! stream, with nothing in between), because it is framing, not stream state.
+//! What it is not (yet): there is no client connection and no RFC 7540 priority tree
+//! (priority signals are reduced to RFC 9218 urgencies). Below [`server`], the one
+//! piece of cross-frame state is the field-block rule of §4.3 (CONTINUATION must follow
+//! an unfinished HEADERS or PUSH_PROMISE on the same stream, with nothing in between),
+//! because it is framing, not stream state.
 //!
 //! A request on the wire and back:
 //!
@@ -46,5 +48,6 @@
 pub mod error;
 pub mod frame;
 pub mod hpack;
+pub mod server;
 
 pub use error::{ErrorCode, FrameError};
