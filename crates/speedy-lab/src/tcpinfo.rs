@@ -1,10 +1,13 @@
 //! A load's TCP, read in the namespaces: each one's TCP MIB (segments sent, retransmitted,
 //! retransmission timeouts: the server namespace holds only the replay servers, so its
 //! figures are the sender's for every download; the client namespace only the loader),
-//! and `ss -ti` samples of each server connection (congestion window, slow-start
-//! threshold, RTT, bytes acknowledged).
+//! and samples of each server connection as `ss -ti` prints them (congestion window,
+//! slow-start threshold, RTT, bytes acknowledged), read over `sock_diag` netlink.
 
 use serde::{Deserialize, Serialize};
+use speedy_net::transport::sock_diag::DiagSocket;
+#[cfg(test)]
+use speedy_net::transport::sockinfo::TcpInfo;
 
 /// TCP counters of one namespace (its own MIB: only that side's sockets count): in the
 /// server namespace the replay servers', the sender's side of every download; in the
@@ -44,7 +47,7 @@ pub fn parse_tcp_mib(text: &str) -> Option<TcpMib> {
     })
 }
 
-/// The last `ss -ti` sample of one server connection.
+/// The last sample of one server connection (the figures `ss -ti` prints).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConnSample {
     /// Local `ip:port` (the server's).
@@ -67,72 +70,23 @@ pub struct ConnSample {
     pub cc: String,
 }
 
-/// Parses `ss -tinH` output: a line with the addresses, then an indented line of
-/// `key:value` fields, per socket. Sockets without a `cwnd` are skipped.
-pub fn parse_ss(text: &str) -> Vec<ConnSample> {
-    let mut out = Vec::new();
-    let mut current: Option<ConnSample> = None;
-    for line in text.lines() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if !line.starts_with([' ', '\t']) {
-            if let Some(c) = current.take().filter(|c| c.cwnd > 0) {
-                out.push(c);
-            }
-            // [State] Recv-Q Send-Q Local Peer [Process]: the two address columns are the
-            // ones holding a ':' port after the queues.
-            let addrs: Vec<&str> = line
-                .split_whitespace()
-                .filter(|w| {
-                    w.rsplit_once(':')
-                        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-                })
-                .collect();
-            if addrs.len() >= 2 {
-                current = Some(ConnSample {
-                    local: addrs[0].to_string(),
-                    peer: addrs[1].to_string(),
-                    ..Default::default()
-                });
-            }
-            continue;
-        }
-        let Some(c) = current.as_mut() else { continue };
-        for w in line.split_whitespace() {
-            let Some((k, v)) = w.split_once(':') else {
-                if c.cc.is_empty() && matches!(w, "reno" | "cubic" | "bbr" | "bbr2" | "dctcp") {
-                    c.cc = w.to_string();
-                }
-                continue;
-            };
-            match k {
-                "cwnd" => c.cwnd = v.parse().unwrap_or(0),
-                "ssthresh" => c.ssthresh = v.parse().ok(),
-                "rtt" => {
-                    c.rtt_ms = v
-                        .split('/')
-                        .next()
-                        .and_then(|x| x.parse().ok())
-                        .unwrap_or(0.0)
-                }
-                "bytes_acked" => c.bytes_acked = v.parse().unwrap_or(0),
-                // `retrans:unacked/total`.
-                "retrans" => {
-                    c.retrans = v
-                        .rsplit('/')
-                        .next()
-                        .and_then(|x| x.parse().ok())
-                        .unwrap_or(0)
-                }
-                _ => {}
-            }
-        }
+impl ConnSample {
+    /// The sample of a socket the kernel listed (`sock_diag`), as `ss -ti` would print
+    /// it: `None` without a congestion window (nothing sent yet, or no `TCP_INFO`); the
+    /// slow-start threshold only once set (below `ss`'s 0xFFFF).
+    pub fn from_diag(d: &DiagSocket) -> Option<ConnSample> {
+        let i = d.info.filter(|i| i.snd_cwnd > 0)?;
+        Some(ConnSample {
+            local: d.local.to_string(),
+            peer: d.peer.to_string(),
+            cwnd: i.snd_cwnd,
+            ssthresh: (i.snd_ssthresh < 0xFFFF).then_some(i.snd_ssthresh),
+            rtt_ms: f64::from(i.rtt_us) / 1000.0,
+            bytes_acked: i.bytes_acked,
+            retrans: u64::from(i.total_retrans),
+            cc: d.cc.clone().unwrap_or_default(),
+        })
     }
-    if let Some(c) = current.filter(|c| c.cwnd > 0) {
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -158,15 +112,24 @@ TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes\nTcpExt: 0 4 9\n";
     }
 
     #[test]
-    fn reads_ss_samples() {
-        let text = "ESTAB 0 0 10.0.1.1:8443 10.0.0.2:40312\n\t cubic wscale:7,7 rto:308 rtt:104.5/2.1 ato:40 mss:1448 cwnd:7 ssthresh:5 bytes_sent:90210 bytes_retrans:2896 bytes_acked:87315 segs_out:66 retrans:0/2 rcv_space:14480\n\
-0 0 10.0.1.2:8443 10.0.0.2:40314\n\t bbr rtt:101/1 mss:1448 cwnd:12 bytes_acked:1 segs_out:2\n\
-LISTEN 0 128 0.0.0.0:8443 0.0.0.0:*\n";
-        let s = parse_ss(text);
-        assert_eq!(s.len(), 2, "{s:?}");
+    fn a_listed_socket_samples_as_ss_prints_it() {
+        let info = TcpInfo {
+            rtt_us: 104_500,
+            snd_cwnd: 7,
+            snd_ssthresh: 5,
+            total_retrans: 2,
+            bytes_acked: 87_315,
+            ..Default::default()
+        };
+        let d = DiagSocket {
+            local: "10.0.1.1:8443".parse().unwrap(),
+            peer: "10.0.0.2:40312".parse().unwrap(),
+            info: Some(info),
+            cc: Some("cubic".into()),
+        };
         assert_eq!(
-            s[0],
-            ConnSample {
+            ConnSample::from_diag(&d),
+            Some(ConnSample {
                 local: "10.0.1.1:8443".into(),
                 peer: "10.0.0.2:40312".into(),
                 cwnd: 7,
@@ -175,11 +138,25 @@ LISTEN 0 128 0.0.0.0:8443 0.0.0.0:*\n";
                 bytes_acked: 87315,
                 retrans: 2,
                 cc: "cubic".into(),
-            }
+            })
         );
-        assert_eq!(
-            (s[1].cwnd, s[1].ssthresh, s[1].rtt_ms, s[1].cc.as_str()),
-            (12, None, 101.0, "bbr")
-        );
+        // Still in its first slow start: no threshold; no window: no sample.
+        let first = DiagSocket {
+            info: Some(TcpInfo {
+                snd_ssthresh: 0x7fff_ffff,
+                ..info
+            }),
+            ..d.clone()
+        };
+        assert_eq!(ConnSample::from_diag(&first).unwrap().ssthresh, None);
+        let idle = DiagSocket {
+            info: Some(TcpInfo {
+                snd_cwnd: 0,
+                ..info
+            }),
+            ..d.clone()
+        };
+        assert_eq!(ConnSample::from_diag(&idle), None);
+        assert_eq!(ConnSample::from_diag(&DiagSocket { info: None, ..d }), None);
     }
 }

@@ -102,89 +102,163 @@ pub(super) fn sh(topo: &Topology, side: Side, prog: &str, args: &[&str]) -> Resu
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Applies a variant's TCP knobs inside both namespaces (never on the host): `cc` is
-/// the algorithm [`resolve_cc`] picked for it.
+/// What a variant sets inside the namespaces: sysctls under `net.ipv4` (both sides) and
+/// per-route options of each side, computed before anything is applied so a lane can
+/// tell whether the previous load left them so already.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Knobs {
+    /// `(name under net.ipv4, value)`, set in both namespaces.
+    sysctls: Vec<(&'static str, String)>,
+    /// Per side (client, server): `(route option, value)`, `None` clearing it.
+    routes: [Vec<(&'static str, Option<String>)>; 2],
+}
+
+impl Knobs {
+    /// The knobs of variant `v`: `cc` is the algorithm [`resolve_cc`] picked for it.
+    pub(super) fn of(v: &Variant, cc: Option<&Cc>, default_cc: &str) -> Knobs {
+        // The congestion control is always set: a variant without `cc` gets the
+        // namespaces' default back, not the previous variant's choice (the value is
+        // recorded in each row).
+        let default = match cc {
+            Some(c) if !c.per_route => &c.name,
+            _ => default_cc,
+        };
+        let congctl = cc.filter(|c| c.per_route).map(|c| c.name.clone());
+        Knobs {
+            sysctls: vec![
+                ("tcp_no_metrics_save", (v.no_metrics_save as u8).to_string()),
+                (
+                    "tcp_slow_start_after_idle",
+                    (v.slow_start_after_idle.unwrap_or(true) as u8).to_string(),
+                ),
+                // RACK (bit 1 of tcp_recovery) and TLP (tcp_early_retrans 3, the
+                // kernel's default) on, or both off.
+                ("tcp_recovery", (v.rack_tlp as u8).to_string()),
+                ("tcp_early_retrans", (3 * v.rack_tlp as u8).to_string()),
+                ("tcp_congestion_control", default.to_string()),
+            ],
+            routes: [
+                vec![
+                    ("congctl", congctl.clone()),
+                    ("initrwnd", v.initrwnd.map(|w| w.to_string())),
+                ],
+                vec![
+                    ("congctl", congctl),
+                    (
+                        "initcwnd",
+                        Some(v.initcwnd.unwrap_or(DEFAULT_INITCWND).to_string()),
+                    ),
+                    ("rto_min", v.rto_min_ms.map(|ms| format!("{ms}ms"))),
+                ],
+            ],
+        }
+    }
+}
+
+/// Applies `knobs` inside both namespaces (never on the host), unless `applied` says the
+/// namespaces have them already; `applied` then holds them (`None` after a failure, so
+/// the next load sets everything again). Sysctls are written by a thread in each
+/// namespace, each side's routes changed by one `ip -batch`: no process per setting.
 pub(super) fn apply_tcp_knobs(
     topo: &Topology,
-    v: &Variant,
-    cc: Option<&Cc>,
-    default_cc: &str,
+    knobs: Knobs,
+    applied: &mut Option<Knobs>,
 ) -> Result<(), String> {
-    // The congestion control is always set: a variant without `cc` gets the namespaces'
-    // default back, not the previous variant's choice (the value is recorded in each row).
-    let default = match cc {
-        Some(c) if !c.per_route => &c.name,
-        _ => default_cc,
-    };
-    let set = [
-        format!("net.ipv4.tcp_no_metrics_save={}", v.no_metrics_save as u8),
-        format!(
-            "net.ipv4.tcp_slow_start_after_idle={}",
-            v.slow_start_after_idle.unwrap_or(true) as u8
-        ),
-        // RACK (bit 1 of tcp_recovery) and TLP (tcp_early_retrans 3, the kernel's
-        // default) on, or both off.
-        format!("net.ipv4.tcp_recovery={}", v.rack_tlp as u8),
-        format!("net.ipv4.tcp_early_retrans={}", 3 * v.rack_tlp as u8),
-        format!("net.ipv4.tcp_congestion_control={default}"),
-    ];
-    let args: Vec<&str> = ["-q", "-w"]
-        .into_iter()
-        .chain(set.iter().map(String::as_str))
-        .collect();
-    for side in [Side::Client, Side::Server] {
-        // One process per namespace and load, all five settings in it.
-        sh(topo, side, "sysctl", &args)?;
-        set_route_option(
-            topo,
-            side,
-            "congctl",
-            cc.filter(|c| c.per_route).map(|c| c.name.clone()),
-        )?;
+    if applied.as_ref() == Some(&knobs) {
+        return Ok(());
     }
-    set_route_option(
-        topo,
-        Side::Server,
-        "initcwnd",
-        Some(v.initcwnd.unwrap_or(DEFAULT_INITCWND).to_string()),
-    )?;
-    set_route_option(
-        topo,
-        Side::Client,
-        "initrwnd",
-        v.initrwnd.map(|w| w.to_string()),
-    )?;
-    set_route_option(
-        topo,
-        Side::Server,
-        "rto_min",
-        v.rto_min_ms.map(|ms| format!("{ms}ms")),
-    )?;
+    *applied = None;
+    for (i, side) in [Side::Client, Side::Server].into_iter().enumerate() {
+        write_sysctls(topo, side, &knobs.sysctls)?;
+        set_route_options(topo, side, &knobs.routes[i])?;
+    }
+    *applied = Some(knobs);
     Ok(())
 }
 
-/// Sets (or, with `None`, clears) a per-route option (`initcwnd`, `initrwnd`,
-/// `rto_min`) on every route of one namespace. `ip route show` prints a locked metric as
-/// `rto_min lock 3s`, which `ip route replace` does not take back: `lock` words are
-/// dropped (the lab locks nothing else), and the old value of `knob` goes.
-fn set_route_option(
+/// Writes `net.ipv4` sysctls in one side's namespace, from a thread in it.
+fn write_sysctls(
     topo: &Topology,
     side: Side,
-    knob: &str,
-    value: Option<String>,
+    set: &[(&'static str, String)],
+) -> Result<(), String> {
+    let set = set.to_vec();
+    topo.spawn_in(side, move || {
+        for (name, value) in &set {
+            std::fs::write(format!("/proc/sys/net/ipv4/{name}"), value).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("sysctl net.ipv4.{name}={value}: {e}"))
+            })?;
+        }
+        Ok(())
+    })
+    .join()
+    .map_err(|_| "the sysctl thread panicked".to_string())?
+    .map_err(|e| e.to_string())
+}
+
+/// Sets (or, with `None`, clears) per-route options (`congctl`, `initcwnd`, `initrwnd`,
+/// `rto_min`) on every route of one namespace. `ip route show` prints a locked metric as
+/// `rto_min lock 3s`, which `ip route replace` does not take back: `lock` words are
+/// dropped (the lab locks nothing else), and each option's old value goes.
+fn set_route_options(
+    topo: &Topology,
+    side: Side,
+    options: &[(&'static str, Option<String>)],
 ) -> Result<(), String> {
     let routes = sh(topo, side, "ip", &["route", "show"])?;
+    let mut batch = String::new();
     for r in routes.lines().filter(|l| !l.trim().is_empty()) {
         let mut words: Vec<&str> = r.split_whitespace().filter(|w| *w != "lock").collect();
-        if let Some(i) = words.iter().position(|w| *w == knob) {
-            words.drain(i..(i + 2).min(words.len()));
+        for (knob, _) in options {
+            if let Some(i) = words.iter().position(|w| w == knob) {
+                words.drain(i..(i + 2).min(words.len()));
+            }
         }
-        let mut args = vec!["route", "replace"];
-        args.extend(words.iter());
-        if let Some(v) = &value {
-            args.extend([knob, v.as_str()]);
+        batch += "route replace ";
+        batch += &words.join(" ");
+        for (knob, value) in options {
+            if let Some(v) = value {
+                batch += &format!(" {knob} {v}");
+            }
         }
-        sh(topo, side, "ip", &args)?;
+        batch.push('\n');
     }
-    Ok(())
+    sh_stdin(topo, side, "ip", &["-batch", "-"], &batch).map(|_| ())
+}
+
+/// Runs `prog args` in one side's namespace with `stdin`, and returns its stdout; a
+/// failure says what ran and what it printed.
+fn sh_stdin(
+    topo: &Topology,
+    side: Side,
+    prog: &str,
+    args: &[&str],
+    stdin: &str,
+) -> Result<String, String> {
+    use std::io::Write;
+    let mut child = topo
+        .command(side, prog)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{prog}: {e}"))?;
+    let fed = child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(stdin.as_bytes());
+    let o = child
+        .wait_with_output()
+        .map_err(|e| format!("{prog}: {e}"))?;
+    if !o.status.success() || fed.is_err() {
+        return Err(format!(
+            "{prog} {} <<< {:?}: {}",
+            args.join(" "),
+            stdin.trim(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }

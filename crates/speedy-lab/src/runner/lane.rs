@@ -172,6 +172,8 @@ pub(super) struct Lane<'a> {
     topo: Topology,
     /// The namespaces' own default congestion control, for variants that name none.
     default_cc: String,
+    /// The TCP knobs the namespaces have now (set by an earlier load of this lane).
+    knobs: Option<knobs::Knobs>,
     servers: Servers,
     /// Per variant, the key of its server in `servers` (and `proxies`).
     keys: Vec<ServerKey>,
@@ -278,6 +280,7 @@ impl<'a> Lane<'a> {
             link,
             topo,
             default_cc,
+            knobs: None,
             servers,
             keys,
             proxies,
@@ -563,7 +566,8 @@ impl<'a> Lane<'a> {
     fn reset(&mut self, job: &Job, stem: &str) -> Result<(), String> {
         let variant = &self.sh.exp.variants[job.variant];
         let cc = self.sh.ccs[job.variant].as_ref();
-        knobs::apply_tcp_knobs(&self.topo, variant, cc, &self.default_cc)?;
+        let want = knobs::Knobs::of(variant, cc, &self.default_cc);
+        knobs::apply_tcp_knobs(&self.topo, want, &mut self.knobs)?;
         self.topo.stop_link();
         self.link.seed = load_seed(self.sh.exp.seed, stem, job.run);
         self.topo

@@ -139,7 +139,8 @@ pub fn lanes(arg: &str) -> Result<usize, String> {
     }
 }
 
-/// How often the server's connections are sampled with `ss -ti` during a load.
+/// How often the server's connections are sampled during a load (`sock_diag`: the
+/// figures `ss -ti` prints).
 pub const SS_EVERY: Duration = Duration::from_millis(250);
 
 /// How to run an experiment.

@@ -1,9 +1,8 @@
 //! What the lab measures around a load besides the HAR: the link's, both namespaces'
 //! TCP and the replay servers' SCTP counters ([`Snapshot`]), the server's connections
-//! (`ss -ti`), and the proxy's TCP series file.
+//! (as `ss -ti` prints them, over `sock_diag`), and the proxy's TCP series file.
 
-use super::knobs::sh;
-use crate::tcpinfo::{parse_ss, parse_tcp_mib, ConnSample, TcpMib};
+use crate::tcpinfo::{parse_tcp_mib, ConnSample, TcpMib};
 use crate::testbed::ReplayServer;
 use linkem::{Side, Topology};
 use speedy_archive::har::Har;
@@ -123,7 +122,7 @@ fn tcp_counters(topo: &Topology, side: Side) -> Result<TcpMib, String> {
         .ok_or_else(|| format!("the {name} namespace's /proc/net/snmp has no Tcp counters"))
 }
 
-/// What is sampled while a load runs: the server's connections (`ss -ti`, each
+/// What is sampled while a load runs: the server's connections (`sock_diag`, each
 /// connection's last sample; connections of an earlier load still closing left out) and,
 /// for a browsing session, counter snapshots to cut its visits from.
 pub(super) struct Watch {
@@ -139,13 +138,8 @@ impl Watch {
     /// Starts watching: the connections open now are not the load's, and the first
     /// snapshot is taken.
     pub fn start(topo: &Topology, servers: &Servers, session: bool) -> Result<Watch, String> {
-        let earlier = ss(topo)
-            .map(|t| {
-                parse_ss(&t)
-                    .into_iter()
-                    .map(|c| (c.local, c.peer))
-                    .collect()
-            })
+        let earlier = server_conns(topo)
+            .map(|t| t.into_iter().map(|c| (c.local, c.peer)).collect())
             .unwrap_or_default();
         Ok(Watch {
             earlier,
@@ -155,11 +149,11 @@ impl Watch {
         })
     }
 
-    /// One sample during the load. A failed sample (ss missing) loses only the
-    /// per-connection figures.
+    /// One sample during the load. A failed sample loses only the per-connection
+    /// figures.
     pub fn sample(&mut self, topo: &Topology, servers: &Servers) {
-        if let Ok(t) = ss(topo) {
-            for c in parse_ss(&t)
+        if let Ok(t) = server_conns(topo) {
+            for c in t
                 .into_iter()
                 .filter(|c| !self.earlier.contains(&(c.local.clone(), c.peer.clone())))
             {
@@ -188,7 +182,17 @@ impl Watch {
     }
 }
 
-/// The server namespace's connected TCP sockets, `ss -tinH`.
-fn ss(topo: &Topology) -> Result<String, String> {
-    sh(topo, Side::Server, "ss", &["-tinH", "state", "connected"])
+/// The server namespace's connected TCP sockets with a congestion window, listed by a
+/// thread in the namespace over `sock_diag` (what `ss -tin state connected` prints,
+/// without a process per sample).
+fn server_conns(topo: &Topology) -> Result<Vec<ConnSample>, String> {
+    let listed = topo
+        // The namespaces have no IPv6 (linkem turns it off).
+        .spawn_in(Side::Server, || {
+            speedy_net::transport::sock_diag::connected_tcp(false)
+        })
+        .join()
+        .map_err(|_| "the sock_diag thread panicked".to_string())?
+        .map_err(|e| format!("listing the server namespace's sockets: {e}"))?;
+    Ok(listed.iter().filter_map(ConnSample::from_diag).collect())
 }

@@ -8,12 +8,14 @@
 //! - `tls.rs`: rustls configuration, servers and clients (ALPN ids, the loader's
 //!   Chromium-shaped ClientHello).
 //! - `sctp/`: SPDY over SCTP in user space over UDP, as a byte stream for the SPDY loop.
-//! - `sockinfo.rs`: TCP_INFO, a connection's snapshot and a server's time series.
+//! - `sockinfo.rs`: TCP_INFO, a connection's snapshot and a server's time series;
+//!   `sock_diag.rs`: every connection of a namespace with its TCP_INFO, over netlink.
 //! - `udp_get.rs`: one datagram each way, the bare UDP baseline (`serve --udp-get`).
 
 pub(crate) mod dial;
 pub mod io;
 pub mod sctp;
+pub mod sock_diag;
 pub mod sockinfo;
 pub mod tls;
 pub mod udp_get;

@@ -72,8 +72,19 @@ fn raw(_fd: RawFd) -> Option<()> {
 pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpInfo> {
     #[cfg(target_os = "linux")]
     {
-        let ti = raw(fd.as_raw_fd())?;
-        Some(TcpInfo {
+        raw(fd.as_raw_fd()).map(|ti| TcpInfo::from_raw(&ti))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = raw(fd.as_raw_fd());
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl TcpInfo {
+    fn from_raw(ti: &libc::tcp_info) -> TcpInfo {
+        TcpInfo {
             rtt_us: ti.tcpi_rtt,
             rttvar_us: ti.tcpi_rttvar,
             min_rtt_us: ti.tcpi_min_rtt,
@@ -86,12 +97,19 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpInfo> {
             bytes_received: ti.tcpi_bytes_received,
             segs_out: ti.tcpi_segs_out,
             segs_in: ti.tcpi_segs_in,
-        })
+        }
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = raw(fd.as_raw_fd());
-        None
+
+    /// A `struct tcp_info` as the kernel wrote it (a `sock_diag` attribute, which may
+    /// be shorter or longer than this build's struct: missing fields read as 0).
+    pub fn from_kernel_bytes(b: &[u8]) -> TcpInfo {
+        // SAFETY: tcp_info is plain old data (all-zero valid); at most its size is copied.
+        let mut ti: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let n = b.len().min(std::mem::size_of::<libc::tcp_info>());
+        unsafe {
+            std::ptr::copy_nonoverlapping(b.as_ptr(), (&mut ti as *mut libc::tcp_info).cast(), n)
+        };
+        TcpInfo::from_raw(&ti)
     }
 }
 
