@@ -484,3 +484,25 @@ fn response_trailers_follow_the_data() {
     );
     assert_eq!(server.open_streams(), 0);
 }
+
+#[test]
+fn weights_map_to_urgencies_as_chromium_maps_them_to_spdy_priorities() {
+    // QUICHE's spdy_protocol_test.cc expectations for Http2WeightToSpdy3Priority.
+    for (w, u) in [
+        (256, 0),
+        (221, 0),
+        (220, 1),
+        (184, 1),
+        (183, 2),
+        (148, 2),
+        (147, 3),
+        (1, 7),
+    ] {
+        assert_eq!(h2wire::server::weight_to_urgency(w), u, "weight {w}");
+    }
+    let p = h2wire::server::parse_priority_field;
+    assert_eq!(
+        (p(b"u=0"), p(b"i, u=5"), p(b"u=9"), p(b"i")),
+        (Some(0), Some(5), None, None)
+    );
+}

@@ -19,16 +19,17 @@ use tokio::sync::mpsc;
 /// A boxed stream of body chunks.
 pub type ChunkStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>>;
 
-/// What a SPDY body tells its session's loop as it is read or dropped.
+/// What a body fed by a connection's owner (SPDY, the HTTP/2 server) tells the
+/// connection's loop as it is read or dropped, by stream number.
 #[derive(Debug)]
 pub(crate) enum Credit {
     /// The reader consumed this many bytes of the stream: WINDOW_UPDATE credit.
-    Release(spdy::StreamId, usize),
+    Release(u32, usize),
     /// The reader dropped the body before its end (a client's response): RST_STREAM.
-    Cancel(spdy::StreamId),
+    Cancel(u32),
 }
 
-/// Where a SPDY body sends its [`Credit`].
+/// Where a fed body sends its [`Credit`].
 pub(crate) type CreditTx = mpsc::UnboundedSender<Credit>;
 
 /// A request or response body.
@@ -51,10 +52,11 @@ struct IdleTimer {
 enum Inner {
     Full(Bytes),
     Stream(ChunkStream),
-    /// A SPDY body: chunks from the session, credit back on consumption.
-    Spdy {
+    /// A body fed by a connection's owner: chunks from the session, credit back on
+    /// consumption.
+    Fed {
         rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
-        id: spdy::StreamId,
+        id: u32,
         credit: CreditTx,
         /// Reset the stream when dropped before its end (clients).
         cancel_on_drop: bool,
@@ -77,7 +79,7 @@ impl std::fmt::Debug for Body {
         let kind = match &self.inner {
             Inner::Full(b) => return write!(f, "Body::Full({} bytes)", b.len()),
             Inner::Stream(_) => "stream",
-            Inner::Spdy { .. } => "spdy",
+            Inner::Fed { .. } => "spdy",
             Inner::H2 { .. } => "h2",
             Inner::Http1 { .. } => "http/1.1",
         };
@@ -164,19 +166,20 @@ impl Body {
         Body::stream(s, Some(len))
     }
 
-    /// A SPDY stream's body, fed by the session's owner through `rx`; credit goes back
-    /// through `credit` as it is read. `cancel_on_drop`: dropping it unfinished resets
-    /// the stream (a client abandoning a response; a server's handler may drop a request
-    /// body it does not want and still answer).
-    pub(crate) fn spdy(
+    /// Stream `id`'s body (SPDY, or a request to the HTTP/2 server), fed by the
+    /// connection's owner through `rx`; credit goes back through `credit` as it is read.
+    /// `cancel_on_drop`: dropping it unfinished resets the stream (a client abandoning a
+    /// response; a server's handler may drop a request body it does not want and still
+    /// answer).
+    pub(crate) fn fed(
         rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
-        id: spdy::StreamId,
+        id: u32,
         credit: CreditTx,
         cancel_on_drop: bool,
         len: Option<u64>,
     ) -> Body {
         Body {
-            inner: Inner::Spdy {
+            inner: Inner::Fed {
                 rx,
                 id,
                 credit,
@@ -283,7 +286,7 @@ impl Body {
                     }
                 }
                 Inner::Stream(s) => s.as_mut().poll_next(cx),
-                Inner::Spdy {
+                Inner::Fed {
                     rx,
                     id,
                     credit,
@@ -370,7 +373,7 @@ impl Body {
 
 impl Drop for Body {
     fn drop(&mut self) {
-        if let Inner::Spdy {
+        if let Inner::Fed {
             rx,
             id,
             credit,

@@ -115,6 +115,24 @@ impl Response {
     }
 }
 
+/// A response head's regular fields for HTTP/2 and HTTP/3: hop-by-hop ones and any
+/// handler-set `content-length` or `host` dropped, `len` (the body's known length, as
+/// text) sent as `content-length`.
+pub(crate) fn response_fields<'a>(
+    headers: &'a [(String, String)],
+    len: Option<&'a str>,
+) -> Vec<(&'a str, &'a str)> {
+    let mut out: Vec<(&str, &str)> = headers
+        .iter()
+        .filter(|(n, _)| {
+            !(spdy::http::HOP_BY_HOP.contains(&n.as_str()) || n == "content-length" || n == "host")
+        })
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    out.extend(len.map(|n| ("content-length", n)));
+    out
+}
+
 /// A boxed response future.
 pub type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
 

@@ -24,6 +24,7 @@
 //!   [`fetch_record`] lines) and `speedy bench`'s ([`bench`], on [`loadgen`]'s lean
 //!   connections).
 
+mod answering;
 pub mod bench;
 mod body;
 pub mod client;

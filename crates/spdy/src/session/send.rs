@@ -58,6 +58,12 @@ impl OutBuf {
         }
     }
 
+    /// Appends bytes made elsewhere (another protocol's frames, for the same loop) after
+    /// what waits: small ones copied, large ones kept as they are.
+    pub fn put(&mut self, b: Bytes) {
+        self.put_bytes(b);
+    }
+
     /// Fills `dst` with slices of the waiting bytes, in order; returns how many.
     pub fn io_slices<'a>(&'a mut self, dst: &mut [IoSlice<'a>]) -> usize {
         self.seal();

@@ -115,6 +115,7 @@ struct LoaderOwner {
 }
 
 impl Owner for LoaderOwner {
+    type Wire = Session;
     type Input = Option<ConnCmd>;
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {

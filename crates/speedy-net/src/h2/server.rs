@@ -1,372 +1,408 @@
-//! HTTP/2 through the `h2` crate (TLS with ALPN `h2`, or h2c with prior knowledge on the
-//! plain port), answering with the same [`Handler`] as SPDY and HTTP/1.1. Pushes are
-//! sent as PUSH_PROMISEs ahead of the response.
+//! The HTTP/2 server (TLS with ALPN `h2`, or h2c with prior knowledge on the plain
+//! port): this project's sans-IO connection ([`h2wire::server::ServerConnection`]) run by
+//! the one connection loop (`crate::spdy::conn`) as SPDY's sessions are, answering the
+//! same [`Handler`]. Requests go to the handler as soon as their head is complete (a body
+//! streams in behind it, its window given back as the handler reads); answers come back
+//! as a head plus a body pulled chunk by chunk while the stream's queue is short; pushes
+//! are PUSH_PROMISEs ahead of the response; response DATA goes out by RFC 9218 urgency
+//! (the `priority` field, PRIORITY_UPDATE, or RFC 7540 weights), round-robin within a
+//! level, as `h2wire` schedules it.
+//!
+//! Limits: a declared `content-length` over `max_body` gets 413 before the handler sees
+//! the request; a body that grows past it is cut off with RST_STREAM CANCEL; request-body
+//! bytes held for handlers are bounded per connection (`max_buffered`): the connection is
+//! not read while half of it waits. A connection with no open stream for `idle_timeout`,
+//! or told to shut down, says GOAWAY and closes once its streams are done (one more
+//! `idle_timeout` at most after an idle GOAWAY).
 
+use crate::answering::{Answering, Delivery, Ready};
 use crate::body::Body;
-use crate::h2::priority::{parse_priority_field, FrameTap, Scheduler};
-use crate::handler::{ready_for, Handler, Ready, Request, Response, ServerConfig};
-use crate::transport::io::{BoxIo, LazyFlush};
-use bytes::Bytes;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::handler::{
+    ready_for, response_fields as fields, Handler, Request, Response, ServerConfig,
+};
+use crate::limits::Shutdown;
+use crate::spdy::conn::{self, Owner, Tuning, Wire};
+use bytes::{Bytes, BytesMut};
+use h2wire::frame::StreamId;
+use h2wire::server::{Config, Event, RequestHead, ServerConnection};
+use h2wire::ErrorCode;
+use spdy::session::OutBuf;
 use std::sync::Arc;
-use std::task::Poll;
+use std::time::Duration;
 use tokio::time::Instant;
 
-/// Serves one HTTP/2 connection. Header lists are bounded by the SPDY header-block
-/// limit (one number for both); a connection with no open stream for
-/// `idle_timeout`, or told to shut down, gets GOAWAY and drains its streams (a peer
-/// that does not let it finish is dropped one `idle_timeout` after an idle GOAWAY).
-/// The h2 crate writes each frame with its own system call (one per 16 KiB DATA frame
-/// at the default frame size); frames it produces in one turn are gathered up to this
-/// many bytes and written together, as the SPDY loop does
-/// (`crate::spdy::conn::OUT_HIGH`).
-const H2_WRITE_BATCH: usize = 128 * 1024;
-/// One frame at the default SETTINGS_MAX_FRAME_SIZE.
-const FRAME: usize = 16 * 1024;
-/// The most a stream sending alone may have handed the crate and not yet seen written
-/// (it may have what the socket took in the last 10 ms, between `CONTENDED` and this):
-/// large enough on a fast link for the crate to write large frames to a peer that
-/// allows them (`speedy bench` asks for 1 MiB) and to batch writes.
-const ALONE: usize = 4 * H2_WRITE_BATCH;
-/// Data a stream may have handed the crate and not yet seen written to the socket
-/// while others send too (counted by the `FrameTap` below the crate's write buffer):
-/// two frames, so a priority change shows within two frames of each stream.
-const CONTENDED: usize = 2 * FRAME;
+/// A handler's answer: the stream, its authority (for pushes), the response.
+type Answer = (StreamId, String, Response);
 
+/// Serves one HTTP/2 connection on `io` until the client goes away.
 pub(crate) async fn serve(
-    io: BoxIo,
+    io: crate::transport::io::BoxIo,
     scheme: &'static str,
     cfg: &ServerConfig,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<()> {
-    let limits = cfg.limits;
-    let max_body = cfg.max_body;
-    let body_read_timeout = cfg.limits.body_read_timeout;
-    let sched = Arc::new(Scheduler::new(CONTENDED, ALONE));
-    let io = LazyFlush::new(tokio::io::BufWriter::with_capacity(
-        H2_WRITE_BATCH,
-        FrameTap::new(io, sched.clone()),
-    ));
-    // Held while the loop answers requests the connection has already read.
-    let hold = io.holder();
-    let handshake = h2::server::Builder::new()
-        .max_concurrent_streams(100)
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(8 << 20)
-        .max_header_list_size(cfg.spdy.max_header_block as u32)
-        .max_send_buffer_size(2 * ALONE)
-        .handshake::<_, Bytes>(io);
-    // Over TLS the preface was not sniffed yet: it gets the sniffing time.
-    let mut conn = tokio::time::timeout(limits.sniff_timeout, handshake)
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "h2 preface"))?
-        .map_err(std::io::Error::other)?;
-    let active = Arc::new(AtomicUsize::new(0));
-    let shutdown = cfg.shutdown.clone();
-    let mut idle_at = Instant::now() + limits.idle_timeout;
-    // When a GOAWAY was sent because of idleness: the connection is dropped if it has
-    // not finished by then.
-    let mut close_by: Option<Instant> = None;
-    let mut draining = false;
-    // A request the connection had read already, taken without waiting.
-    let mut ready = None;
-    let mut in_a_row = 0;
-    loop {
-        let next = if let Some(n) = ready.take() {
-            n
-        } else {
-            hold.store(false, Ordering::Relaxed);
-            in_a_row = 0;
-            tokio::select! {
-            n = conn.accept() => n,
-            _ = shutdown.wait(), if !draining => {
-                draining = true;
-                conn.graceful_shutdown();
-                continue;
-            }
-            _ = tokio::time::sleep_until(idle_at), if close_by.is_none() => {
-                if active.load(Ordering::Acquire) > 0 || draining {
-                    idle_at = Instant::now() + limits.idle_timeout;
-                } else {
-                    tracing::debug!("h2: idle for {:?}: GOAWAY", limits.idle_timeout);
-                    draining = true;
-                    conn.graceful_shutdown();
-                    close_by = Some(Instant::now() + limits.idle_timeout);
-                }
-                continue;
-            }
-            _ = sleep_until_opt(close_by) => {
-                tracing::debug!("h2: did not close after GOAWAY: dropped");
-                break;
-            }
-            }
-        };
-        let Some(next) = next else { break };
-        let (req, respond) = match next {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::debug!("h2: {e}");
-                break;
-            }
-        };
-        idle_at = Instant::now() + limits.idle_timeout;
-        let guard = Active::new(&active);
-        dispatch(
-            answer(
-                req,
-                respond,
-                scheme,
-                max_body,
-                body_read_timeout,
-                handler.clone(),
-                sched.clone(),
-            ),
-            guard,
-        );
-        // The next request if the connection has read it already, answered before
-        // anything is flushed: a batch of requests gets its answers in one write. Polled
-        // with this task's own waker, which the connection keeps to be woken by the
-        // streams' tasks (a no-op waker there would leave their data unsent).
-        in_a_row += 1;
-        if in_a_row < MAX_HELD && !draining {
-            hold.store(true, Ordering::Relaxed);
-            ready = match std::future::poll_fn(|cx| Poll::Ready(conn.poll_accept(cx))).await {
-                Poll::Ready(n) => Some(n),
-                Poll::Pending => None,
-            };
-        }
-    }
-    Ok(())
-}
-
-/// Requests answered in a row before their answers are flushed whatever else the
-/// connection has read.
-const MAX_HELD: usize = 64;
-
-/// Answers one stream: at once, in the connection's own task, when the handler has the
-/// response at once (a cached file, an archived object): no task per stream, and it goes
-/// out with the connection's next write instead of after every other stream's task has
-/// run. Anything that waits (a body to read, a file to stream) gets its own task, whose
-/// first poll registers the wakers this one could not. `guard` counts the stream active
-/// until then.
-fn dispatch(
-    answering: impl std::future::Future<Output = Result<(), h2::Error>> + Send + 'static,
-    guard: Active,
-) {
-    let mut answering = Box::pin(answering);
-    match futures_util::FutureExt::now_or_never(answering.as_mut()) {
-        Some(r) => {
-            if let Err(e) = r {
-                tracing::debug!("h2 stream: {e}");
-            }
-            drop(guard);
-        }
-        None => {
-            tokio::spawn(async move {
-                if let Err(e) = answering.await {
-                    tracing::debug!("h2 stream: {e}");
-                }
-                drop(guard);
-            });
-        }
-    }
-}
-
-/// Sleeps until `at`, or forever when there is no deadline.
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Counts a stream being answered while it lives.
-struct Active(Arc<AtomicUsize>);
-
-impl Active {
-    fn new(n: &Arc<AtomicUsize>) -> Active {
-        n.fetch_add(1, Ordering::AcqRel);
-        Active(n.clone())
-    }
-}
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-async fn answer(
-    req: http::Request<h2::RecvStream>,
-    mut respond: h2::server::SendResponse<Bytes>,
-    scheme: &'static str,
-    max_body: usize,
-    body_read_timeout: std::time::Duration,
-    handler: Arc<dyn Handler>,
-    sched: Arc<Scheduler>,
-) -> Result<(), h2::Error> {
-    let (parts, body) = req.into_parts();
-    let id: u32 = respond.stream_id().into();
-    if let Some(u) = parts
-        .headers
-        .get("priority")
-        .and_then(|v| parse_priority_field(v.as_bytes()))
-    {
-        sched.set_default(id, u);
-    }
-    if let Some((head_only, r)) = ready(&parts, body.is_end_stream(), handler.as_ref()) {
-        return send_ready(respond, head_only, r);
-    }
-    let host = parts
-        .uri
-        .authority()
-        .map(|a| a.as_str().to_string())
-        .unwrap_or_default();
-    let r = Request::from_parts(&parts, host.clone(), scheme, "h2", |len| {
-        Body::h2(body, len, max_body).with_read_timeout(body_read_timeout)
-    });
-    if r.body.len().is_some_and(|n| n > max_body as u64) {
-        // Refused unread: h2 follows the 413 with RST_STREAM NO_ERROR once the request
-        // body is dropped (RFC 9113 §8.1).
-        drop(r);
-        let head = build(413, &[], Some(0)).expect("plain 413");
-        respond.send_response(head, true)?;
-        return Ok(());
-    }
-    let resp: Response = handler.handle(r).await;
-    if resp.reset.is_some() {
-        respond.send_reset(h2::Reason::CANCEL);
-        return Ok(());
-    }
-    for p in &resp.pushes {
-        let uri = format!(
-            "{}://{}{}",
-            parts.uri.scheme_str().unwrap_or(scheme),
-            host,
-            p.path
-        );
-        let Ok(preq) = http::Request::builder().method("GET").uri(uri).body(()) else {
-            continue;
-        };
-        let Ok(mut pushed) = respond.push_request(preq) else {
-            break;
-        };
-        let Ok(presp) = build(p.status, &p.headers, Some(p.body.len() as u64)) else {
-            continue;
-        };
-        if let Ok(mut s) = pushed.send_response(presp, p.body.is_empty()) {
-            if !p.body.is_empty() {
-                let _ = s.send_data(p.body.clone(), true);
-            }
-        }
-    }
-    let mut body = resp.body;
-    let head = match build(resp.status, &resp.headers, resp.head_len.or(body.len())) {
-        Ok(h) => h,
-        Err(_) => {
-            body = Body::empty();
-            build(500, &[], Some(0)).expect("plain 500")
-        }
+    let mut wire = H2 {
+        conn: ServerConnection::new(Config {
+            max_concurrent_streams: 100,
+            initial_window_size: 1 << 20,
+            connection_window_size: 8 << 20,
+            // One bound for both protocols' header lists.
+            max_header_list_size: cfg.spdy.max_header_block as u32,
+            ..Config::default()
+        }),
     };
-    let empty = body.is_empty();
-    let mut send = respond.send_response(head, empty)?;
-    if empty {
-        return Ok(());
-    }
-    let mut full = body.take_full();
-    if let Some(b) = full.take_if(|b| b.len() <= FRAME) {
-        // One frame: no turn to wait for.
-        return send.send_data(b, true);
-    }
-    // A frame's worth at a time, each when the scheduler says it is this stream's turn
-    // and the peer's window took the previous one: h2 would otherwise buffer whatever
-    // it is given, and send it round-robin whatever the priorities.
-    let _sending = sched.sending(id);
-    loop {
-        let mut c = match full.take() {
-            Some(b) => b,
-            None => match body.chunk().await {
-                Some(Ok(c)) => c,
-                Some(Err(e)) => {
-                    tracing::debug!("h2 response body: {e}");
-                    send.send_reset(h2::Reason::INTERNAL_ERROR);
-                    return Ok(());
-                }
-                None => break,
-            },
-        };
-        while !c.is_empty() {
-            sched.turn(id).await;
-            let want = c.len().min(sched.allowance(id).max(1));
-            send.reserve_capacity(want);
-            let cap = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
-                Some(cap) => cap?,
-                None => return Ok(()), // stream gone
-            };
-            if !sched.is_turn(id) {
-                // A more urgent stream came while this one waited for the window.
-                send.reserve_capacity(0);
-                continue;
-            }
-            let part = c.split_to(cap.min(want));
-            sched.handed(id, part.len());
-            send.send_data(part, false)?;
-        }
-    }
-    send.send_data(Bytes::new(), true)
-}
-
-/// A bodiless GET or HEAD (`true`) whose answer the handler knows already
-/// ([`Handler::ready`]) and that fits one frame: answered without a [`Request`], a
-/// handler future or the scheduler (nothing to schedule).
-fn ready(
-    parts: &http::request::Parts,
-    bodiless: bool,
-    handler: &dyn Handler,
-) -> Option<(bool, Ready)> {
-    if !bodiless {
-        return None;
-    }
-    let (head_only, r) = ready_for(
+    let limits = cfg.limits;
+    let mut owner = H2Owner {
+        scheme,
         handler,
-        parts.method.as_str(),
-        parts.uri.path_and_query()?.as_str(),
-    )?;
-    (head_only || r.body.len() <= FRAME).then_some((head_only, r))
-}
-
-/// Sends a ready answer with the head the handler path builds for it.
-fn send_ready(
-    mut respond: h2::server::SendResponse<Bytes>,
-    head_only: bool,
-    r: Ready,
-) -> Result<(), h2::Error> {
-    let ct = [("content-type".to_string(), r.content_type.to_string())];
-    let head = build(200, &ct, Some(r.body.len() as u64)).expect("plain head");
-    let empty = head_only || r.body.is_empty();
-    let mut send = respond.send_response(head, empty)?;
-    match empty {
-        true => Ok(()),
-        false => send.send_data(r.body, true),
+        work: Answering::new(cfg),
+        idle_timeout: limits.idle_timeout,
+        // Before the first request: the client preface and SETTINGS get the sniffing time.
+        idle_at: Instant::now() + limits.sniff_timeout.min(limits.idle_timeout),
+        close_by: None,
+        shutdown: cfg.shutdown.clone(),
+        draining: false,
+        peer_closed: false,
+    };
+    let tuning = Tuning {
+        park_after: Some(limits.park_after),
+        ..Tuning::SERVER
+    };
+    match conn::run(io, &mut wire, &mut owner, tuning).await {
+        (conn::End::WriteFailed(e), _) => Err(e),
+        _ => Ok(()),
     }
 }
 
-/// A response head for the `http` crate's h2 and h3 servers: hop-by-hop headers and any
-/// handler-set `content-length` dropped, `len` (when known) sent as `content-length`.
-pub(crate) fn build(
-    status: u16,
-    headers: &[(String, String)],
-    len: Option<u64>,
-) -> Result<http::Response<()>, http::Error> {
-    let mut b = http::Response::builder().status(status);
-    for (n, v) in headers {
-        if spdy::http::HOP_BY_HOP.contains(&n.as_str()) || n == "content-length" || n == "host" {
-            continue;
+/// The connection as the loop drives it.
+struct H2 {
+    conn: ServerConnection,
+}
+
+impl Wire for H2 {
+    type Event = Event;
+
+    fn recv(&mut self, buf: &mut BytesMut, _now: std::time::Instant) {
+        self.conn.recv(buf);
+        buf.clear();
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        self.conn.poll_event()
+    }
+
+    fn poll_transmit(&mut self, out: &mut OutBuf) -> bool {
+        let mut v = Vec::new();
+        if self.conn.poll_transmit(&mut v) == 0 {
+            return false;
         }
-        b = b.header(n.as_str(), v.as_str());
+        out.put(Bytes::from(v));
+        true
     }
-    match len {
-        Some(n) => b.header("content-length", n.to_string()).body(()),
-        None => b.body(()),
+
+    fn open_streams(&self) -> usize {
+        self.conn.open_streams() as usize
+    }
+}
+
+enum Input {
+    Work(Ready<Answer>),
+    /// The idle deadline passed (the connection decides whether it is idle).
+    Idle,
+    /// An idle GOAWAY was sent this long ago and the client has not finished.
+    CloseBy,
+    /// The server is shutting down.
+    Shutdown,
+}
+
+struct H2Owner {
+    scheme: &'static str,
+    handler: Arc<dyn Handler>,
+    /// Handlers, request and response bodies of the streams being answered.
+    work: Answering<Answer>,
+    idle_timeout: Duration,
+    /// When the connection is looked at for idleness next; pushed back by every event.
+    idle_at: Instant,
+    /// After an idle GOAWAY: when the connection is closed whatever is left.
+    close_by: Option<Instant>,
+    shutdown: Shutdown,
+    /// GOAWAY sent (idle or shutdown): streams finish, then the connection ends.
+    draining: bool,
+    peer_closed: bool,
+}
+
+/// Whether `stream` is still open on `conn` (not reset, not finished).
+fn open(conn: &ServerConnection, stream: StreamId) -> bool {
+    conn.urgency(stream).is_some()
+}
+
+impl H2Owner {
+    fn on_request(
+        &mut self,
+        conn: &mut ServerConnection,
+        id: StreamId,
+        head: RequestHead,
+        end: bool,
+    ) {
+        if self.work.too_long(head.content_length()) {
+            // Refused unread; the rest of the body is not wanted (RFC 9113 §8.1).
+            tracing::debug!("h2 stream {id}: declared body over --max-body: 413");
+            let _ = conn.send_response(id, 413, &[("content-length", "0")], true);
+            if !end {
+                conn.reset(id, ErrorCode::NO_ERROR);
+            }
+            return;
+        }
+        if end && self.answer_ready(conn, id, &head) {
+            return;
+        }
+        let body = match end {
+            true => Body::empty(),
+            false => self.work.upload(id.0, head.content_length()),
+        };
+        let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
+        let mut headers = spdy::Headers::new();
+        for (n, v) in head.fields().iter() {
+            headers.add(std::str::from_utf8(n).unwrap_or_default(), v);
+        }
+        let host = match head.authority() {
+            Some(a) => text(Some(a)),
+            None => text(head.fields().get(b"host")),
+        };
+        let req = Request {
+            method: text(Some(head.method())),
+            path: text(head.path()),
+            host: host.clone(),
+            scheme: head
+                .scheme()
+                .map_or(self.scheme.to_string(), |s| text(Some(s))),
+            headers,
+            body,
+            protocol: "h2",
+            priority: None,
+        };
+        let handler = self.handler.clone();
+        self.work
+            .answer(async move { (id, host, handler.handle(req).await) });
+    }
+
+    /// Answers a bodiless GET or HEAD whose answer the handler knows already
+    /// ([`Handler::ready`]) with the head and body the handler path would send, without a
+    /// [`Request`] or a handler future; `false`: not such a request.
+    fn answer_ready(
+        &mut self,
+        conn: &mut ServerConnection,
+        id: StreamId,
+        head: &RequestHead,
+    ) -> bool {
+        let (Ok(method), Some(Ok(path))) = (
+            std::str::from_utf8(head.method()),
+            head.path().map(std::str::from_utf8),
+        ) else {
+            return false;
+        };
+        let Some((head_only, r)) = ready_for(self.handler.as_ref(), method, path) else {
+            return false;
+        };
+        let len = r.body.len().to_string();
+        let fields = [
+            ("content-type", r.content_type),
+            ("content-length", len.as_str()),
+        ];
+        let empty = head_only || r.body.is_empty();
+        if conn.send_response(id, 200, &fields, empty).is_ok() && !empty {
+            let _ = conn.send_data(id, r.body, true);
+        }
+        true
+    }
+
+    fn on_data(&mut self, conn: &mut ServerConnection, id: StreamId, data: Bytes, end: bool) {
+        match self.work.on_data(id.0, data, end) {
+            Delivery::Taken => {}
+            Delivery::Release(n) => conn.release_capacity(id, n),
+            Delivery::Refuse(n) => {
+                conn.release_capacity(id, n);
+                conn.reset(id, ErrorCode::CANCEL);
+            }
+        }
+    }
+
+    /// Turns a handler's response into frames: pushes first (their PUSH_PROMISEs precede
+    /// the response's HEADERS), then the head and the body.
+    fn answer(&mut self, conn: &mut ServerConnection, id: StreamId, host: &str, resp: Response) {
+        if !open(conn, id) {
+            return; // reset meanwhile
+        }
+        if resp.reset.is_some() {
+            conn.reset(id, ErrorCode::CANCEL);
+            return;
+        }
+        for p in &resp.pushes {
+            let req = [
+                (":method", "GET"),
+                (":scheme", self.scheme),
+                (":authority", host),
+                (":path", p.path.as_str()),
+            ];
+            let Ok(pid) = conn.push(id, &req) else {
+                break;
+            };
+            let len = p.body.len().to_string();
+            let head = fields(&p.headers, Some(&len));
+            if conn
+                .send_response(pid, p.status, &head, p.body.is_empty())
+                .is_ok()
+                && !p.body.is_empty()
+            {
+                let _ = conn.send_data(pid, p.body.clone(), true);
+            }
+        }
+        let mut body = resp.body;
+        let len = resp.head_len.or(body.len()).map(|n| n.to_string());
+        let head = fields(&resp.headers, len.as_deref());
+        let empty = body.is_empty();
+        if conn.send_response(id, resp.status, &head, empty).is_err() {
+            // A status or field HTTP/2 cannot carry: the handler's mistake, a 500.
+            tracing::debug!("h2 stream {id}: response head refused: 500");
+            let _ = conn.send_response(id, 500, &[("content-length", "0")], true);
+            return;
+        }
+        if empty {
+            return;
+        }
+        match body.take_full() {
+            Some(b) => {
+                let _ = conn.send_data(id, b, true);
+            }
+            None => self.work.pull(id.0, body),
+        }
+    }
+
+    fn on_chunk(
+        &mut self,
+        conn: &mut ServerConnection,
+        id: StreamId,
+        body: Body,
+        c: Option<std::io::Result<Bytes>>,
+    ) {
+        if !open(conn, id) {
+            return; // reset by the client: the body is dropped
+        }
+        match c {
+            Some(Ok(c)) => {
+                if conn.send_data(id, c, false).is_ok() {
+                    self.work.sent(id.0, body, conn.queued_data(id));
+                }
+            }
+            None => {
+                let _ = conn.send_data(id, Bytes::new(), true);
+            }
+            Some(Err(e)) => {
+                tracing::debug!("h2 response body of stream {id}: {e}");
+                conn.reset(id, ErrorCode::INTERNAL_ERROR);
+            }
+        }
+    }
+
+    fn goaway(&mut self, conn: &mut ServerConnection) {
+        self.draining = true;
+        conn.shutdown();
+    }
+}
+
+impl Owner for H2Owner {
+    type Wire = H2;
+    type Input = Input;
+
+    fn on_park(&mut self) {
+        self.work.shrink();
+    }
+
+    fn on_event(&mut self, wire: &mut H2, ev: Event) {
+        let conn = &mut wire.conn;
+        self.idle_at = Instant::now() + self.idle_timeout;
+        match ev {
+            Event::Request {
+                stream,
+                head,
+                end_stream,
+            } => self.on_request(conn, stream, head, end_stream),
+            Event::Data {
+                stream,
+                data,
+                end_stream,
+            } => self.on_data(conn, stream, data, end_stream),
+            // Trailers end the request body.
+            Event::Trailers { stream, .. } => self.work.end_upload(stream.0),
+            Event::Reset { stream, .. } => self.work.forget(stream.0),
+            Event::ConnectionError(e) => tracing::debug!("h2 connection error: {e}"),
+            Event::Priority { .. } | Event::GoAway { .. } => {}
+        }
+    }
+
+    fn after_transmit(&mut self, wire: &mut H2) {
+        let conn = &wire.conn;
+        self.work.resume(|id| conn.queued_data(StreamId(id)));
+    }
+
+    fn wants_read(&self) -> bool {
+        self.work.wants_read()
+    }
+
+    fn wants_input(&self) -> bool {
+        true // the idle timer and the shutdown signal are always armed
+    }
+
+    async fn next_input(&mut self) -> Option<Input> {
+        let close_by = self.close_by;
+        let close_by = async {
+            match close_by {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            w = self.work.next() => Some(Input::Work(w)),
+            _ = self.shutdown.wait(), if !self.draining => Some(Input::Shutdown),
+            _ = tokio::time::sleep_until(self.idle_at), if !self.draining => Some(Input::Idle),
+            _ = close_by => Some(Input::CloseBy),
+        }
+    }
+
+    fn on_input(&mut self, wire: &mut H2, input: Input) {
+        let conn = &mut wire.conn;
+        match input {
+            Input::Work(Ready::Answer((id, host, resp))) => self.answer(conn, id, &host, resp),
+            Input::Work(Ready::Chunk(id, body, c)) => self.on_chunk(conn, StreamId(id), body, c),
+            Input::Work(Ready::Release(id, n)) => {
+                self.work.released(n);
+                conn.release_capacity(StreamId(id), n);
+            }
+            Input::Idle if conn.open_streams() > 0 => {
+                self.idle_at = Instant::now() + self.idle_timeout;
+            }
+            Input::Idle => {
+                tracing::debug!("h2: idle for {:?}: GOAWAY", self.idle_timeout);
+                self.goaway(conn);
+                self.close_by = Some(Instant::now() + self.idle_timeout);
+            }
+            Input::CloseBy => {
+                tracing::debug!("h2: did not close after GOAWAY: dropped");
+                self.close_by = None;
+                self.peer_closed = true;
+                self.work.abandon();
+            }
+            Input::Shutdown => self.goaway(conn),
+        }
+    }
+
+    fn on_peer_closed(&mut self, _wire: &mut H2) -> bool {
+        self.peer_closed = true;
+        true
+    }
+
+    fn finished(&self, wire: &H2) -> bool {
+        // Once the client is gone, bodies parked on its windows can never move.
+        wire.conn.is_done() || (self.peer_closed && self.work.is_idle())
     }
 }

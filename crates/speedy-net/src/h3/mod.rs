@@ -32,7 +32,7 @@ mod tap;
 
 use crate::body::Body;
 use crate::h2::priority::parse_priority_field;
-use crate::handler::{Handler, Request, Response, ServerConfig};
+use crate::handler::{response_fields, Handler, Request, Response, ServerConfig};
 use crate::limits::Limits;
 use crate::reply::ClientError;
 use crate::server::PerIp;
@@ -480,7 +480,7 @@ async fn answer(
     });
     if r.body.len().is_some_and(|n| n > max_body as u64) {
         drop(r);
-        let head = crate::h2::server::build(413, &[], Some(0)).expect("plain 413");
+        let head = build(413, &[], Some(0)).expect("plain 413");
         if send.send_response(head).await.is_ok() {
             let _ = send.finish().await;
         }
@@ -492,14 +492,13 @@ async fn answer(
         return;
     }
     let mut body = resp.body;
-    let head =
-        match crate::h2::server::build(resp.status, &resp.headers, resp.head_len.or(body.len())) {
-            Ok(h) => h,
-            Err(_) => {
-                body = Body::empty();
-                crate::h2::server::build(500, &[], Some(0)).expect("plain 500")
-            }
-        };
+    let head = match build(resp.status, &resp.headers, resp.head_len.or(body.len())) {
+        Ok(h) => h,
+        Err(_) => {
+            body = Body::empty();
+            build(500, &[], Some(0)).expect("plain 500")
+        }
+    };
     if let Err(e) = send.send_response(head).await {
         tracing::debug!("h3 response head: {e}");
         return;
@@ -534,6 +533,22 @@ async fn answer(
 
 /// A request (server) or response (client) body read from an HTTP/3 stream as the reader
 /// asks, cut off with an `InvalidData` error past `max` bytes.
+/// A response head for the `h3` crate's server: [`response_fields`] on the `http` crate's
+/// builder.
+fn build(
+    status: u16,
+    headers: &[(String, String)],
+    len: Option<u64>,
+) -> Result<http::Response<()>, http::Error> {
+    let len = len.map(|n| n.to_string());
+    response_fields(headers, len.as_deref())
+        .into_iter()
+        .fold(http::Response::builder().status(status), |b, (n, v)| {
+            b.header(n, v)
+        })
+        .body(())
+}
+
 fn recv_body<S>(rx: h3::server::RequestStream<S, Bytes>, len: Option<u64>, max: usize) -> Body
 where
     S: h3::quic::RecvStream + Send + 'static,

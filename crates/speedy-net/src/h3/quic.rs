@@ -30,7 +30,7 @@
 
 pub use super::tap::priority_update_frame;
 use super::tap::{put_varint, Tap, Tapped, HEADERS};
-use crate::h2::priority::{DEFAULT_URGENCY, MAX_REMEMBERED};
+use crate::h2::priority::DEFAULT_URGENCY;
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
@@ -41,6 +41,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio_util::sync::ReusableBoxFuture;
+
+/// Streams an urgency is remembered for that are not sending: a client may announce
+/// priorities for streams it opens later (RFC 9218 §7.1), but not without bound.
+const MAX_REMEMBERED: usize = 256;
 
 /// A reserved stream type (0x1f × N + 0x21, N = 0), used by [`Injector::ping`].
 const RESERVED_STREAM: u64 = 0x21;

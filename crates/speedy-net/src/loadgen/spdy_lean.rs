@@ -126,6 +126,7 @@ impl<P: Pace> Gen<'_, P> {
 }
 
 impl<P: Pace> Owner for Gen<'_, P> {
+    type Wire = Session;
     type Input = ();
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {

@@ -161,7 +161,7 @@ impl ClientOwner {
             headers,
             protocol: self.version.alpn(),
             stream_id: Some(id.0),
-            body: Body::spdy(brx, id, self.credit_tx.clone(), true, None),
+            body: Body::fed(brx, id.0, self.credit_tx.clone(), true, None),
         }
     }
 }
@@ -175,6 +175,7 @@ enum Input {
 }
 
 impl Owner for ClientOwner {
+    type Wire = Session;
     type Input = Input;
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {
@@ -308,9 +309,10 @@ impl Owner for ClientOwner {
             Input::Cmd(c) => c,
             Input::Credit(Credit::Release(id, n)) => {
                 self.buffered = self.buffered.saturating_sub(n);
-                return session.release(id, n);
+                return session.release(StreamId(id), n);
             }
             Input::Credit(Credit::Cancel(id)) => {
+                let id = StreamId(id);
                 if self.streams.remove(&id).is_some() {
                     session.reset(id, RstStatus::CANCEL);
                 }

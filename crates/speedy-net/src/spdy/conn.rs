@@ -1,8 +1,9 @@
-//! The one SPDY connection loop: read → [`Session::recv`] → the owner handles events →
-//! [`Session::poll_transmit`] → vectored write, then flush. The client, the server and
-//! the page loader's SPDY driver all run their sessions through [`run`]; what differs
-//! between them (what an event means, where commands come from, when the work is done)
-//! lives behind the [`Owner`] trait.
+//! The one connection loop: read → [`Wire::recv`] → the owner handles events →
+//! [`Wire::poll_transmit`] → vectored write, then flush. SPDY's client, server, load
+//! generator and multiplexer run their sessions through [`run`], and so does the HTTP/2
+//! server (`crate::h2::server`); what differs between them (what an event means, where
+//! commands come from, when the work is done) lives behind the [`Owner`] trait, and what
+//! the protocol is behind [`Wire`].
 //!
 //! One task owns the session (DESIGN rule 2). TLS keeps records it could not write yet
 //! until the next write or flush, so the loop flushes whenever its output runs dry
@@ -78,22 +79,71 @@ impl Tuning {
     };
 }
 
+/// A sans-IO connection the loop drives: bytes in, events out, frames out.
+pub trait Wire: Send {
+    /// What the connection reports to its owner.
+    type Event;
+    /// Takes what was read (leaving in `buf` only bytes it waits to complete).
+    fn recv(&mut self, buf: &mut BytesMut, now: Instant);
+    /// The next event, if any.
+    fn poll_event(&mut self) -> Option<Self::Event>;
+    /// Appends output to `out`; `false` when there was nothing to send.
+    fn poll_transmit(&mut self, out: &mut OutBuf) -> bool;
+    /// Streams open now (none: the connection may be parked).
+    fn open_streams(&self) -> usize;
+    /// Whether sending waits on a peer that may have no flow control (SPDY only).
+    fn flow_stall_pending(&self) -> bool {
+        false
+    }
+    /// The wait of [`Wire::flow_stall_pending`] is over.
+    fn flow_stall_expired(&mut self) {}
+    /// Gives back memory a quiet connection can rebuild.
+    fn park(&mut self) {}
+}
+
+impl Wire for Session {
+    type Event = Event;
+    fn recv(&mut self, buf: &mut BytesMut, now: Instant) {
+        Session::recv(self, buf, now)
+    }
+    fn poll_event(&mut self) -> Option<Event> {
+        Session::poll_event(self)
+    }
+    fn poll_transmit(&mut self, out: &mut OutBuf) -> bool {
+        Session::poll_transmit(self, out)
+    }
+    fn open_streams(&self) -> usize {
+        Session::open_streams(self)
+    }
+    fn flow_stall_pending(&self) -> bool {
+        Session::flow_stall_pending(self)
+    }
+    fn flow_stall_expired(&mut self) {
+        Session::flow_stall_expired(self)
+    }
+    fn park(&mut self) {
+        Session::park(self)
+    }
+}
+
 /// What a session's owner does around the shared loop.
 pub trait Owner: Send {
+    /// The connection it owns.
+    type Wire: Wire;
     /// Something from outside the session the owner waits for: a command from a handle,
     /// a handler's answer, the next chunk of a body.
     type Input: Send;
 
     /// Handles one event of the session.
-    fn on_event(&mut self, session: &mut Session, ev: Event);
+    fn on_event(&mut self, session: &mut Self::Wire, ev: <Self::Wire as Wire>::Event);
 
     /// Called after the events of a read (or an input) were handled: a place for work
     /// that looks at all streams at once.
-    fn after_events(&mut self, _session: &mut Session) {}
+    fn after_events(&mut self, _session: &mut Self::Wire) {}
 
     /// Called each time the session produced output: streams whose queues drained may
     /// ask for more body.
-    fn after_transmit(&mut self, _session: &mut Session) {}
+    fn after_transmit(&mut self, _session: &mut Self::Wire) {}
 
     /// Called when the loop parks a quiet session ([`Tuning::park_after`]): a place to
     /// give back what the owner kept for streams that are gone (a map's buckets).
@@ -115,18 +165,18 @@ pub trait Owner: Send {
     fn next_input(&mut self) -> impl Future<Output = Option<Self::Input>> + Send;
 
     /// Handles an input.
-    fn on_input(&mut self, session: &mut Session, input: Self::Input);
+    fn on_input(&mut self, session: &mut Self::Wire, input: Self::Input);
 
     /// The peer closed its side (or reading failed). `true`: keep going to write what
     /// is still to come (a server finishing answers); `false`: stop now.
-    fn on_peer_closed(&mut self, session: &mut Session) -> bool;
+    fn on_peer_closed(&mut self, session: &mut Self::Wire) -> bool;
 
     /// Called once when [`Owner::finished`] said yes, before the last output is written
     /// (e.g. a client says GOAWAY).
-    fn on_finish(&mut self, _session: &mut Session) {}
+    fn on_finish(&mut self, _session: &mut Self::Wire) {}
 
     /// Whether the owner's work is done; checked when all output is written and flushed.
-    fn finished(&self, session: &Session) -> bool;
+    fn finished(&self, session: &Self::Wire) -> bool;
 }
 
 /// Why the loop ended.
@@ -155,7 +205,7 @@ pub struct Traffic {
 /// writing fails. The transport is shut down on the way out.
 pub async fn run<O: Owner>(
     io: BoxIo,
-    session: &mut Session,
+    session: &mut O::Wire,
     owner: &mut O,
     tuning: Tuning,
 ) -> (End, Traffic) {
@@ -243,7 +293,7 @@ impl LoopState {
 
     /// Lets the owner handle the session's events, then takes output from the session
     /// until about what the socket takes in [`OUT_TIME`] waits to be written.
-    fn produce<O: Owner>(&mut self, session: &mut Session, owner: &mut O) {
+    fn produce<O: Owner>(&mut self, session: &mut O::Wire, owner: &mut O) {
         while let Some(ev) = session.poll_event() {
             owner.on_event(session, ev);
         }
@@ -263,7 +313,7 @@ impl LoopState {
     async fn write_last<O: Owner, W: tokio::io::AsyncWrite + Unpin>(
         &mut self,
         wr: &mut W,
-        session: &mut Session,
+        session: &mut O::Wire,
         owner: &mut O,
     ) {
         owner.on_finish(session);
@@ -280,7 +330,7 @@ impl LoopState {
     /// When to give up waiting for a peer's WINDOW_UPDATE (it may have no flow control:
     /// `FlowControl::Lenient`) and when to park a quiet session, updating since when
     /// each has been the case.
-    fn deadlines(&mut self, session: &Session) -> (Option<Instant>, Option<Instant>) {
+    fn deadlines(&mut self, session: &impl Wire) -> (Option<Instant>, Option<Instant>) {
         if session.flow_stall_pending() {
             self.stall_since.get_or_insert_with(Instant::now);
         } else {
@@ -302,7 +352,7 @@ impl LoopState {
     }
 
     /// Parks the quiet session ([`Session::park`]) and frees an empty read buffer.
-    fn park<O: Owner>(&mut self, session: &mut Session, owner: &mut O) {
+    fn park<O: Owner>(&mut self, session: &mut O::Wire, owner: &mut O) {
         session.park();
         owner.on_park();
         if self.out.is_empty() {
@@ -323,7 +373,7 @@ impl LoopState {
     fn on_read<O: Owner>(
         &mut self,
         r: std::io::Result<usize>,
-        session: &mut Session,
+        session: &mut O::Wire,
         owner: &mut O,
     ) -> Option<End> {
         match r {
@@ -351,7 +401,7 @@ impl LoopState {
 /// waiting, so that what they produce leaves in one write: otherwise the socket, always
 /// writable, wins every other turn of the select and a batch of requests (or answers)
 /// goes out one frame per system call.
-fn take_inputs<O: Owner>(session: &mut Session, owner: &mut O, first: O::Input) {
+fn take_inputs<O: Owner>(session: &mut O::Wire, owner: &mut O, first: O::Input) {
     owner.on_input(session, first);
     for _ in 1..INPUT_BATCH {
         if !owner.wants_input() {

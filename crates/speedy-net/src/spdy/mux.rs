@@ -357,6 +357,7 @@ impl MuxOwner {
 }
 
 impl Owner for MuxOwner {
+    type Wire = Session;
     type Input = Cmd;
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {

@@ -13,31 +13,21 @@
 //! CANCEL. A session with no open stream for `idle_timeout`, or
 //! told to shut down, says GOAWAY and closes once its streams are done.
 
-use crate::body::{Body, Credit, CreditTx};
+use crate::answering::{Answering, Delivery, Ready};
+use crate::body::Body;
 use crate::handler::{ready_for, Handler, Request, Response, ServerConfig};
 use crate::limits::Shutdown;
 use crate::spdy::conn::{self, Owner, Tuning};
 use bytes::Bytes;
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use spdy::session::Event;
 use spdy::{GoAwayStatus, Headers, Role, RstStatus, Session, StreamId, Version};
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-/// A stream's body is pulled while less than this is queued on it …
-const BODY_HIGH: usize = 128 * 1024;
-/// … and a stream parked above it resumes once its queue drained below this.
-const BODY_LOW: usize = 32 * 1024;
-
-type Answer = Pin<Box<dyn Future<Output = (StreamId, u8, String, Response)> + Send>>;
-type Pull = Pin<Box<dyn Future<Output = (StreamId, Body, Option<std::io::Result<Bytes>>)> + Send>>;
-type Chunk = std::io::Result<Bytes>;
-type CreditChannel = (CreditTx, mpsc::UnboundedReceiver<Credit>);
+/// A handler's answer: the stream, its priority and authority (for pushes), the response.
+type Answer = (StreamId, u8, String, Response);
 
 /// Runs a SPDY server session on `io` until the peer goes away.
 pub(crate) async fn run(
@@ -56,20 +46,12 @@ pub(crate) async fn run(
     let mut owner = ServerOwner {
         scheme,
         handler,
-        max_body: cfg.max_body,
-        max_buffered: cfg.limits.max_buffered,
-        buffered: 0,
+        work: Answering::new(cfg),
         idle_timeout: cfg.limits.idle_timeout,
-        body_read_timeout: cfg.limits.body_read_timeout,
         idle_at: Instant::now() + cfg.limits.idle_timeout,
         shutdown: cfg.shutdown.clone(),
         draining: false,
         waiting: HashMap::new(),
-        uploads: HashMap::new(),
-        answers: FuturesUnordered::new(),
-        pulls: FuturesUnordered::new(),
-        parked: HashMap::new(),
-        credit: None,
         peer_closed: false,
     };
     let tuning = Tuning {
@@ -88,16 +70,8 @@ struct Waiting {
     priority: u8,
 }
 
-/// A request body on its way to the handler.
-struct Upload {
-    tx: mpsc::UnboundedSender<Chunk>,
-    received: usize,
-}
-
 enum Input {
-    Answer(StreamId, u8, String, Response),
-    Chunk(StreamId, Body, Option<Chunk>),
-    Credit(Credit),
+    Work(Ready<Answer>),
     /// The idle deadline passed (the session decides whether it is idle).
     Idle,
     /// The server is shutting down.
@@ -107,34 +81,16 @@ enum Input {
 struct ServerOwner {
     scheme: &'static str,
     handler: Arc<dyn Handler>,
-    max_body: usize,
-    /// Most request-body bytes held for handlers on this connection.
-    max_buffered: usize,
-    /// Request-body bytes handed to handlers' channels and not yet read.
-    buffered: usize,
+    /// Handlers, request and response bodies of the streams being answered.
+    work: Answering<Answer>,
     idle_timeout: Duration,
-    body_read_timeout: Duration,
     /// When the session is looked at for idleness next; pushed back by every event.
     idle_at: Instant,
     shutdown: Shutdown,
     /// GOAWAY sent (idle or shutdown): streams finish, then the session ends.
     draining: bool,
     waiting: HashMap<StreamId, Waiting>,
-    uploads: HashMap<StreamId, Upload>,
-    answers: FuturesUnordered<Answer>,
-    pulls: FuturesUnordered<Pull>,
-    /// Response bodies waiting for their stream's queue to drain.
-    parked: HashMap<StreamId, Body>,
-    /// Credit given back as handlers consume request bodies (made on first use).
-    credit: Option<CreditChannel>,
     peer_closed: bool,
-}
-
-fn pull(id: StreamId, mut body: Body) -> Pull {
-    Box::pin(async move {
-        let c = body.chunk().await;
-        (id, body, c)
-    })
 }
 
 impl ServerOwner {
@@ -147,7 +103,7 @@ impl ServerOwner {
         let scheme = self.scheme;
         let priority = w.priority;
         let headers = w.headers;
-        self.answers.push(Box::pin(async move {
+        self.work.answer(async move {
             match head {
                 Err(missing) => {
                     let resp = Response::new(400, "text/plain", format!("missing {missing}\n"));
@@ -172,7 +128,7 @@ impl ServerOwner {
                     (id, priority, host, handler.handle(req).await)
                 }
             }
-        }));
+        });
     }
 
     /// A request whose body is complete (none): answered at once when it is a GET or
@@ -209,12 +165,7 @@ impl ServerOwner {
 
     /// Starts a streaming request body: the handler gets it now, DATA follows.
     fn start_upload(&mut self, session: &Session, id: StreamId, w: Waiting) {
-        let len = content_length(&w.headers);
-        let (ctx, _) = self.credit.get_or_insert_with(mpsc::unbounded_channel);
-        let credit = ctx.clone();
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.uploads.insert(id, Upload { tx, received: 0 });
-        let body = Body::spdy(rx, id, credit, false, len).with_read_timeout(self.body_read_timeout);
+        let body = self.work.upload(id.0, content_length(&w.headers));
         self.dispatch(session, id, w, body);
     }
 
@@ -222,42 +173,13 @@ impl ServerOwner {
         if let Some(w) = self.waiting.remove(&id) {
             self.start_upload(session, id, w);
         }
-        let n = data.len();
-        let Some(up) = self.uploads.get_mut(&id) else {
-            session.release(id, n);
-            return;
-        };
-        up.received += n;
-        let over = if up.received > self.max_body {
-            Some(format!("request body over {} bytes", self.max_body))
-        } else if self.buffered + n > self.max_buffered {
-            Some(format!(
-                "over {} request-body bytes unread on this connection",
-                self.max_buffered
-            ))
-        } else {
-            None
-        };
-        if let Some(why) = over {
-            let up = self.uploads.remove(&id).expect("present");
-            tracing::debug!("stream {}: {why}: RST_STREAM CANCEL", id.0);
-            let e = std::io::Error::new(std::io::ErrorKind::InvalidData, why);
-            let _ = up.tx.send(Err(e));
-            session.release(id, n);
-            session.reset(id, RstStatus::CANCEL);
-            return;
-        }
-        // Credit goes back when the handler consumes the chunk; a handler that dropped
-        // the body gives it back now.
-        if n > 0 {
-            if up.tx.send(Ok(data)).is_err() {
+        match self.work.on_data(id.0, data, fin) {
+            Delivery::Taken => {}
+            Delivery::Release(n) => session.release(id, n),
+            Delivery::Refuse(n) => {
                 session.release(id, n);
-            } else {
-                self.buffered += n;
+                session.reset(id, RstStatus::CANCEL);
             }
-        }
-        if fin {
-            self.uploads.remove(&id);
         }
     }
 
@@ -302,23 +224,24 @@ impl ServerOwner {
             Some(b) => {
                 let _ = session.send_data(id, b, true);
             }
-            None => self.pulls.push(pull(id, body)),
+            None => self.work.pull(id.0, body),
         }
     }
 
-    fn on_chunk(&mut self, session: &mut Session, id: StreamId, body: Body, c: Option<Chunk>) {
+    fn on_chunk(
+        &mut self,
+        session: &mut Session,
+        id: StreamId,
+        body: Body,
+        c: Option<std::io::Result<Bytes>>,
+    ) {
         if !session.has_stream(id) {
             return; // reset by the peer: the body is dropped
         }
         match c {
             Some(Ok(c)) => {
-                if session.send_data(id, c, false).is_err() {
-                    return;
-                }
-                if session.queued(id) < BODY_HIGH {
-                    self.pulls.push(pull(id, body));
-                } else {
-                    self.parked.insert(id, body);
+                if session.send_data(id, c, false).is_ok() {
+                    self.work.sent(id.0, body, session.queued(id));
                 }
             }
             None => {
@@ -333,15 +256,12 @@ impl ServerOwner {
 
     fn forget(&mut self, id: StreamId) {
         self.waiting.remove(&id);
-        self.parked.remove(&id);
-        if let Some(up) = self.uploads.remove(&id) {
-            let e = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "stream reset");
-            let _ = up.tx.send(Err(e));
-        }
+        self.work.forget(id.0);
     }
 }
 
 impl Owner for ServerOwner {
+    type Wire = Session;
     type Input = Input;
 
     fn on_park(&mut self) {
@@ -349,12 +269,7 @@ impl Owner for ServerOwner {
         if self.waiting.is_empty() {
             self.waiting = HashMap::new();
         }
-        if self.uploads.is_empty() {
-            self.uploads = HashMap::new();
-        }
-        if self.parked.is_empty() {
-            self.parked = HashMap::new();
-        }
+        self.work.shrink();
     }
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {
@@ -367,7 +282,7 @@ impl Owner for ServerOwner {
                 fin,
                 ..
             } => {
-                if content_length(&headers).is_some_and(|n| n > self.max_body as u64) {
+                if self.work.too_long(content_length(&headers)) {
                     tracing::debug!("stream {}: declared body over --max-body: refused", id.0);
                     session.reset(id, RstStatus::REFUSED_STREAM);
                     return;
@@ -389,7 +304,7 @@ impl Owner for ServerOwner {
                     if let Some(w) = self.waiting.remove(&id) {
                         self.complete(session, id, w);
                     }
-                    self.uploads.remove(&id);
+                    self.work.end_upload(id.0);
                 }
             }
             Event::Reset { id, .. } | Event::Closed { id } => self.forget(id),
@@ -401,25 +316,11 @@ impl Owner for ServerOwner {
     }
 
     fn after_transmit(&mut self, session: &mut Session) {
-        if self.parked.is_empty() {
-            return;
-        }
-        let ready: Vec<StreamId> = self
-            .parked
-            .keys()
-            .filter(|id| session.queued(**id) < BODY_LOW)
-            .copied()
-            .collect();
-        for id in ready {
-            if let Some(b) = self.parked.remove(&id) {
-                self.pulls.push(pull(id, b));
-            }
-        }
+        self.work.resume(|id| session.queued(StreamId(id)));
     }
 
     fn wants_read(&self) -> bool {
-        // Half the bound: one read (≤ 64 KiB) never takes a well-behaved peer over it.
-        self.buffered < self.max_buffered / 2
+        self.work.wants_read()
     }
 
     fn wants_input(&self) -> bool {
@@ -427,21 +328,8 @@ impl Owner for ServerOwner {
     }
 
     async fn next_input(&mut self) -> Option<Input> {
-        let credit = &mut self.credit;
-        let credit = async {
-            match credit {
-                Some((_, rx)) => rx.recv().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            Some((id, prio, host, resp)) = self.answers.next(), if !self.answers.is_empty() => {
-                Some(Input::Answer(id, prio, host, resp))
-            }
-            Some((id, body, c)) = self.pulls.next(), if !self.pulls.is_empty() => {
-                Some(Input::Chunk(id, body, c))
-            }
-            Some(c) = credit => Some(Input::Credit(c)),
+            w = self.work.next() => Some(Input::Work(w)),
             _ = self.shutdown.wait(), if !self.draining => Some(Input::Shutdown),
             _ = tokio::time::sleep_until(self.idle_at), if !self.draining => Some(Input::Idle),
         }
@@ -449,11 +337,13 @@ impl Owner for ServerOwner {
 
     fn on_input(&mut self, session: &mut Session, input: Input) {
         match input {
-            Input::Answer(id, prio, host, resp) => self.answer(session, id, prio, &host, resp),
-            Input::Chunk(id, body, c) => self.on_chunk(session, id, body, c),
-            Input::Credit(Credit::Release(id, n)) => {
-                self.buffered = self.buffered.saturating_sub(n);
-                session.release(id, n);
+            Input::Work(Ready::Answer((id, prio, host, resp))) => {
+                self.answer(session, id, prio, &host, resp)
+            }
+            Input::Work(Ready::Chunk(id, body, c)) => self.on_chunk(session, StreamId(id), body, c),
+            Input::Work(Ready::Release(id, n)) => {
+                self.work.released(n);
+                session.release(StreamId(id), n);
             }
             Input::Idle if session.open_streams() > 0 => {
                 self.idle_at = Instant::now() + self.idle_timeout;
@@ -467,7 +357,6 @@ impl Owner for ServerOwner {
                 self.draining = true;
                 session.goaway(GoAwayStatus::OK);
             }
-            Input::Credit(Credit::Cancel(_)) => {} // request bodies never cancel
         }
     }
 
@@ -478,7 +367,7 @@ impl Owner for ServerOwner {
 
     fn finished(&self, session: &Session) -> bool {
         // Once the peer is gone, bodies parked on its flow-control window can never move.
-        session.is_done() || (self.peer_closed && self.answers.is_empty() && self.pulls.is_empty())
+        session.is_done() || (self.peer_closed && self.work.is_idle())
     }
 }
 
