@@ -33,6 +33,9 @@
 #   sctp_packet       speedy-net: SCTP packets (chunks, address stripping, checksums,
 #                     the SACK-immediately bit, COOKIE ECHO bundling, the Bundler)
 #   sctp_route        speedy-net: the SPDY frame <-> SCTP stream router, both ways
+#   h2_server         h2wire: the HTTP/2 server connection against a client of raw
+#                     bytes (optionally after a valid preface), answering every request
+#                     (bodies, pushes, resets, trailers); its output must decode
 #   sctp_association  sctp-proto: an association set up as speedy's (bundling client,
 #                     address stripping, the router) whose packets are delivered, lost,
 #                     reordered, corrupted and forged with the right tags
@@ -47,7 +50,7 @@
 # Cost, on 2 cores: a cold build of the fuzz crate 4 min 24 s (1 min 10 s without
 # speedy-net, whose tokio, rustls, aws-lc, quinn and hyper are the rest); a rebuild after
 # a change to the harnesses 12 s, to speedy-net about 40 s. scripts/test runs every
-# target for FUZZ_SECONDS (25 s: 13 targets, 5 min 46 s with the build done).
+# target for FUZZ_SECONDS (25 s: 14 targets, about 6 min 15 s with the build done).
 set -u
 cd "$(dirname "$0")"
 
@@ -63,7 +66,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(frame_decode header_block server_session client_session
         har_import warc_import mahimahi_import wpr_import
-        http1_response spdy_mux sctp_packet sctp_route sctp_association)
+        http1_response spdy_mux sctp_packet sctp_route sctp_association h2_server)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -96,6 +99,10 @@ seed client_session script "0200090b01010101000d0001000203"
 for t in server_session client_session; do
     seed "$t" raw "01000000000000${chromium_v3_syn:0:2}"
 done
+# h2_server: knob byte (0x10: a valid preface and SETTINGS first), chunk byte, then the
+# client's frames: a GET on stream 1 (HPACK: :method GET, :scheme https, :path /,
+# :authority "a"), END_STREAM and END_HEADERS.
+seed h2_server get "3007000006010500000001828784410161"
 python3 seeds.py || { echo "run.sh: seeds.py failed" >&2; exit 2; }
 for d in regressions/*/; do
     [ -d "$d" ] || continue
@@ -109,7 +116,7 @@ max_len() {
     case "$1" in
         har_import | warc_import) echo 16384 ;;
         mahimahi_import | wpr_import) echo 8192 ;;
-        http1_response | spdy_mux) echo 4096 ;;
+        http1_response | spdy_mux | h2_server) echo 4096 ;;
         sctp_packet | sctp_route | sctp_association) echo 2048 ;;
         *) echo 0 ;;
     esac

@@ -21,6 +21,7 @@
 //!
 //! - [`archive`]: the page-archive importers of `speedy-archive` (HAR, WARC, Mahimahi,
 //!   Web Page Replay), with their readers and what the exporters make of an import.
+//! - [`h2`]: `h2wire`'s HTTP/2 server connection, whose output must stay well-formed.
 //! - [`http1`]: `speedy-net`'s HTTP/1.1 response decoder (heads, body framing).
 //! - [`mux`]: `speedy-net`'s SPDY stream multiplexer on its connection loop.
 //! - [`sctp`]: `speedy-net`'s SCTP packet code and frame router, and an `sctp-proto`
@@ -28,6 +29,7 @@
 //!   and forged.
 
 pub mod archive;
+pub mod h2;
 pub mod http1;
 pub mod mux;
 pub mod sctp;

@@ -171,7 +171,10 @@ impl H2Owner {
         };
         let req = Request {
             method: text(Some(head.method())),
-            path: text(head.path()),
+            // CONNECT has no `:path`: "/", as the `http` crate's URI gave it.
+            path: head
+                .path()
+                .map_or_else(|| "/".to_string(), |p| text(Some(p))),
             host: host.clone(),
             scheme: head
                 .scheme()
