@@ -254,8 +254,7 @@ fn receive_flow_control_violations() {
         ..Config::default()
     };
     let (mut server, mut c) = open(cfg, &[]);
-    let mut post = get("/");
-    post[0].1 = "POST".into();
+    let post = post("/");
     server.recv(&c.headers(1, &post, false));
     server.recv(&data(1, &[0; 100], false));
     assert!(c.read(&mut server).is_empty());
@@ -463,8 +462,7 @@ fn a_ping_flood_that_is_never_read_ends_the_connection() {
 #[test]
 fn request_body_and_content_length() {
     let (mut server, mut c) = open(Config::default(), &[]);
-    let mut post = get("/up");
-    post[0].1 = "POST".into();
+    let mut post = post("/up");
     post.push(("content-length", "5".into()));
     server.recv(&c.headers(1, &post, false));
     server.recv(&data(1, b"hel", false));
@@ -497,8 +495,7 @@ fn request_body_and_content_length() {
 #[test]
 fn request_trailers() {
     let (mut server, mut c) = open(Config::default(), &[]);
-    let mut post = get("/");
-    post[0].1 = "POST".into();
+    let mut post = post("/");
     post.push(("content-length", "2".into()));
     server.recv(&c.headers(1, &post, false));
     server.recv(&data(1, b"ok", false));

@@ -95,8 +95,7 @@ fn released_capacity_is_announced_at_half_a_window() {
         ..Config::default()
     };
     let (mut server, mut c) = open(cfg, &[]);
-    let mut post = get("/");
-    post[0].1 = "POST".into();
+    let post = post("/");
     server.recv(&c.headers(1, &post, false));
     server.recv(&data(1, &[0; 1000], false));
     server.release_capacity(StreamId(1), 499);
@@ -418,8 +417,7 @@ fn releasing_more_than_was_delivered_is_clamped() {
         ..Config::default()
     };
     let (mut server, mut c) = open(cfg, &[]);
-    let mut post = get("/");
-    post[0].1 = "POST".into();
+    let post = post("/");
     server.recv(&c.headers(1, &post, false));
     server.recv(&data(1, &[0; 600], false));
     server.release_capacity(StreamId(1), 1_000_000);
@@ -504,5 +502,33 @@ fn weights_map_to_urgencies_as_chromium_maps_them_to_spdy_priorities() {
     assert_eq!(
         (p(b"u=0"), p(b"i, u=5"), p(b"u=9"), p(b"i")),
         (Some(0), Some(5), None, None)
+    );
+}
+
+#[test]
+fn recv_buf_takes_whole_frames_and_leaves_the_rest_in_the_callers_buffer() {
+    let mut server = h2wire::server::ServerConnection::new(Config::default());
+    let mut c = Client::new();
+    let mut wire = PREFACE.to_vec();
+    wire.extend(settings(&[]));
+    wire.extend(c.headers(1, &get("/a"), true));
+    // All but the request's last byte: the preface and SETTINGS are taken, the
+    // unfinished HEADERS stays in the buffer, unread.
+    let mut buf = bytes::BytesMut::from(&wire[..wire.len() - 1]);
+    server.recv_buf(&mut buf);
+    assert!(events(&mut server).is_empty());
+    let head_len = wire.len() - PREFACE.len() - settings(&[]).len();
+    assert_eq!(
+        buf.len(),
+        head_len - 1,
+        "the partial frame is left where it was"
+    );
+    buf.extend_from_slice(&wire[wire.len() - 1..]);
+    server.recv_buf(&mut buf);
+    assert!(buf.is_empty());
+    let ev = events(&mut server);
+    assert!(
+        matches!(&ev[..], [Event::Request { stream, end_stream: true, .. }] if stream.0 == 1),
+        "{ev:?}"
     );
 }

@@ -45,12 +45,11 @@ impl Packet {
     }
     /// Bytes on the wire: the size, plus the headers each segment after the first repeats.
     pub fn wire_len(&self) -> u64 {
-        match self.offload.segmented_payload(&self.data) {
-            Some((head, payload, mss)) => {
-                (self.data.len() + (payload.div_ceil(mss).max(1) - 1) * head) as u64
-            }
-            None => self.data.len() as u64,
-        }
+        let head = self
+            .offload
+            .segmented_payload(&self.data)
+            .map_or(0, |(h, _, _)| h);
+        self.data.len() as u64 + (self.segments() - 1) * head as u64
     }
 }
 

@@ -230,10 +230,18 @@ impl<A: Send + 'static> Answering<A> {
     /// The next thing ready; pending while nothing is. Cancel-safe.
     pub(crate) async fn next(&mut self) -> Ready<A> {
         let credit = &mut self.credit;
-        let credit = async {
-            match credit {
-                Some((_, rx)) => rx.recv().await,
-                None => std::future::pending().await,
+        // Request bodies never send `Cancel` (only clients' response bodies do).
+        let released = async {
+            loop {
+                match credit {
+                    Some((_, rx)) => match rx.recv().await {
+                        Some(Credit::Release(id, n)) => return (id, n),
+                        Some(Credit::Cancel(_)) => {}
+                        // Never: this side holds a sender.
+                        None => std::future::pending::<()>().await,
+                    },
+                    None => std::future::pending::<()>().await,
+                }
             }
         };
         tokio::select! {
@@ -241,12 +249,7 @@ impl<A: Send + 'static> Answering<A> {
             Some((id, body, c)) = self.pulls.next(), if !self.pulls.is_empty() => {
                 Ready::Chunk(id, body, c)
             }
-            Some(c) = credit => match c {
-                Credit::Release(id, n) => Ready::Release(id, n),
-                // Request bodies never cancel (only clients' response bodies do).
-                Credit::Cancel(id) => Ready::Release(id, 0),
-            },
-            else => std::future::pending().await,
+            (id, n) = released => Ready::Release(id, n),
         }
     }
 }

@@ -552,21 +552,7 @@ impl ServerConnection {
         data: Bytes,
         end_stream: bool,
     ) -> Result<(), CommandError> {
-        if self.phase == Phase::Failed {
-            return Err(CommandError::Closing);
-        }
-        let s = self
-            .streams
-            .get_mut(&stream.0)
-            .ok_or(CommandError::StreamNotOpen(stream))?;
-        match s.send {
-            SendState::Idle => return Err(CommandError::NoHead(stream)),
-            SendState::Done => return Err(CommandError::StreamNotOpen(stream)),
-            SendState::Body => {}
-        }
-        if s.out_end {
-            return Err(CommandError::StreamNotOpen(stream));
-        }
+        let s = self.body_open(stream)?;
         if !data.is_empty() {
             s.out_len += data.len();
             s.out.push_back(data);
@@ -587,25 +573,13 @@ impl ServerConnection {
         N: AsRef<[u8]>,
         V: AsRef<[u8]>,
     {
-        if self.phase == Phase::Failed {
-            return Err(CommandError::Closing);
-        }
         if !fields
             .iter()
             .all(|(n, _)| request::valid_response_name(n.as_ref()))
         {
             return Err(CommandError::InvalidField);
         }
-        let s = self
-            .streams
-            .get_mut(&stream.0)
-            .ok_or(CommandError::StreamNotOpen(stream))?;
-        match s.send {
-            SendState::Idle => return Err(CommandError::NoHead(stream)),
-            SendState::Done => return Err(CommandError::StreamNotOpen(stream)),
-            SendState::Body if s.out_end => return Err(CommandError::StreamNotOpen(stream)),
-            SendState::Body => {}
-        }
+        let s = self.body_open(stream)?;
         s.trailers = Some(
             fields
                 .iter()
@@ -615,6 +589,22 @@ impl ServerConnection {
         s.out_end = true;
         self.schedule(stream.0);
         Ok(())
+    }
+
+    /// `stream`, when its response body may still grow: a head sent, no end queued.
+    fn body_open(&mut self, stream: StreamId) -> Result<&mut Stream, CommandError> {
+        if self.phase == Phase::Failed {
+            return Err(CommandError::Closing);
+        }
+        let s = self
+            .streams
+            .get_mut(&stream.0)
+            .ok_or(CommandError::StreamNotOpen(stream))?;
+        match s.send {
+            SendState::Idle => Err(CommandError::NoHead(stream)),
+            SendState::Body if !s.out_end => Ok(s),
+            SendState::Body | SendState::Done => Err(CommandError::StreamNotOpen(stream)),
+        }
     }
 
     /// Response bytes queued on `stream` and not yet framed (for back-pressure: stop

@@ -11,7 +11,7 @@ use crate::frame::{
     MAX_WINDOW_SIZE, PREFACE,
 };
 use crate::{ErrorCode, FrameError};
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 
 fn conn_err(code: ErrorCode, reason: &'static str) -> FrameError {
     FrameError::Connection { code, reason }
@@ -29,17 +29,29 @@ impl ServerConnection {
     /// [`poll_event`](Self::poll_event); frames to send (ACKs, RST_STREAMs, GOAWAY) are
     /// queued for [`poll_transmit`](Self::poll_transmit). After a connection error,
     /// input is ignored.
-    pub fn recv(&mut self, mut bytes: &[u8]) {
+    pub fn recv(&mut self, bytes: &[u8]) {
+        let mut buf = std::mem::take(&mut self.rbuf);
+        buf.extend_from_slice(bytes);
+        self.recv_buf(&mut buf);
+        self.rbuf = buf;
+    }
+
+    /// As [`recv`](Self::recv), from the caller's own read buffer, without copying it:
+    /// takes every whole frame off the front of `buf` and leaves an unfinished one
+    /// there for the caller to complete with its next read (payloads handed out in
+    /// events share `buf`'s memory). Use this or `recv` on a connection, not both.
+    pub fn recv_buf(&mut self, buf: &mut BytesMut) {
         if let Phase::Preface(done) = self.phase {
-            let take = (PREFACE.len() - done).min(bytes.len());
-            if bytes[..take] != PREFACE[done..done + take] {
+            let take = (PREFACE.len() - done).min(buf.len());
+            if buf[..take] != PREFACE[done..done + take] {
                 self.fail(conn_err(
                     ErrorCode::PROTOCOL_ERROR,
                     "invalid connection preface",
                 ));
+                buf.clear();
                 return;
             }
-            bytes = &bytes[take..];
+            buf.advance(take);
             if done + take < PREFACE.len() {
                 self.phase = Phase::Preface(done + take);
                 return;
@@ -47,11 +59,11 @@ impl ServerConnection {
             self.phase = Phase::FirstSettings;
         }
         if self.phase == Phase::Failed {
+            buf.clear();
             return;
         }
-        self.rbuf.extend_from_slice(bytes);
         while self.phase != Phase::Failed {
-            match self.decoder.decode_bytes_mut(&mut self.rbuf) {
+            match self.decoder.decode_bytes_mut(buf) {
                 Ok(None) => break,
                 Ok(Some(frame)) => self.on_frame(frame),
                 Err(e @ FrameError::Connection { .. }) => self.fail(e),
@@ -72,7 +84,7 @@ impl ServerConnection {
             }
         }
         if self.phase == Phase::Failed {
-            self.rbuf.clear();
+            buf.clear();
         }
     }
 

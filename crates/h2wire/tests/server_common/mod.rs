@@ -28,6 +28,13 @@ pub fn get(path: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The pseudo-header fields of a POST to `path`.
+pub fn post(path: &str) -> Vec<(&'static str, String)> {
+    let mut f = get(path);
+    f[0].1 = "POST".into();
+    f
+}
+
 impl Client {
     pub fn new() -> Client {
         let mut frames = FrameDecoder::new();

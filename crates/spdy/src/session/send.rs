@@ -58,10 +58,12 @@ impl OutBuf {
         }
     }
 
-    /// Appends bytes made elsewhere (another protocol's frames, for the same loop) after
-    /// what waits: small ones copied, large ones kept as they are.
-    pub fn put(&mut self, b: Bytes) {
-        self.put_bytes(b);
+    /// Lets `write` append bytes made elsewhere (another protocol's frames, for the same
+    /// loop) after what waits, in place: no buffer of their own, no copy.
+    pub fn append_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        let before = self.tail.len();
+        write(&mut self.tail);
+        self.len += self.tail.len() - before;
     }
 
     /// Fills `dst` with slices of the waiting bytes, in order; returns how many.

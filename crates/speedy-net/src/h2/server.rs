@@ -83,8 +83,7 @@ impl Wire for H2 {
     type Event = Event;
 
     fn recv(&mut self, buf: &mut BytesMut, _now: std::time::Instant) {
-        self.conn.recv(buf);
-        buf.clear();
+        self.conn.recv_buf(buf);
     }
 
     fn poll_event(&mut self) -> Option<Event> {
@@ -92,12 +91,9 @@ impl Wire for H2 {
     }
 
     fn poll_transmit(&mut self, out: &mut OutBuf) -> bool {
-        let mut v = Vec::new();
-        if self.conn.poll_transmit(&mut v) == 0 {
-            return false;
-        }
-        out.put(Bytes::from(v));
-        true
+        let mut wrote = 0;
+        out.append_with(|tail| wrote = self.conn.poll_transmit(tail));
+        wrote > 0
     }
 
     fn open_streams(&self) -> usize {
