@@ -23,6 +23,9 @@ pub struct DirCounters {
     pub drops: [u64; DropCause::ALL.len()],
     /// Bytes dropped, indexed by [`DropCause::index`].
     pub drop_bytes: [u64; DropCause::ALL.len()],
+    /// Packets that were waiting at the device when the link started (sent while no
+    /// link ran: a previous link's traffic), discarded unread so that a link starts empty.
+    pub stale: u64,
 }
 
 impl DirCounters {

@@ -261,6 +261,13 @@ impl Link {
         &self.counters
     }
 
+    /// Counts packets found waiting at the devices when the link started and discarded
+    /// ([`crate::DirCounters::stale`]).
+    pub fn count_stale(&mut self, up: u64, down: u64) {
+        self.counters.up.stale += up;
+        self.counters.down.stale += down;
+    }
+
     /// Flushes the per-packet logs.
     pub fn flush_logs(&mut self) -> std::io::Result<()> {
         for l in self.logs.iter_mut().flatten() {

@@ -216,6 +216,11 @@ pub struct Row {
     /// The link emulator's largest lateness during the load, µs.
     #[serde(default)]
     pub link_late_max_us: u64,
+    /// Packets found waiting at the link's devices as this load's link started (sent
+    /// while no link ran, by the previous load's connections), discarded so the load
+    /// starts on an empty link; absent from rows written before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_stale: Option<u64>,
     /// The loader's largest event-loop lag during the load, µs; absent from Chromium's
     /// rows and from rows written before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]

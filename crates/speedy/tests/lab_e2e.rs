@@ -144,6 +144,21 @@ notsent_lowat = 16384
             .count(),
         8
     );
+    // The same --out with another seed (other pages, other loss) is refused, rows kept.
+    let o = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .args(["--seed", "424242", "--no-report"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("seed") && err.contains("424242"),
+        "{err}"
+    );
+    assert_eq!(keys(&out.join("results.jsonl")).len(), 8);
     // A run stopped in the middle of writing its last row: the report still reads the
     // rest and says so, and a resumed run loads that one again on a line of its own.
     let results = out.join("results.jsonl");

@@ -19,6 +19,10 @@ use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+/// At most this many packets are discarded from each device as a link starts (a TUN
+/// device queues at most its `txqueuelen`, 1,000 here, so this bound is never reached).
+const MAX_STALE: u64 = 100_000;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -268,8 +272,11 @@ impl Topology {
         self.start(Link::new(cfg))
     }
 
-    /// Starts forwarding through `link` (e.g. one with packet logs attached).
-    pub fn start(&mut self, link: Link) -> io::Result<()> {
+    /// Starts forwarding through `link` (e.g. one with packet logs attached). The link
+    /// starts empty: packets the namespaces sent while no link ran (a previous load's
+    /// last retransmissions, resets and data) are discarded, counted as stale, rather
+    /// than queued ahead of the new link's first packets.
+    pub fn start(&mut self, mut link: Link) -> io::Result<()> {
         let (ctun, stun) = self
             .tuns
             .take()
@@ -283,6 +290,16 @@ impl Topology {
         {
             self.tuns = Some((ctun, stun));
             return Err(io::Error::other(format!("TUN offloads: {e}")));
+        }
+        let stale = ctun
+            .discard_queued(MAX_STALE)
+            .and_then(|up| Ok((up, stun.discard_queued(MAX_STALE)?)));
+        match stale {
+            Ok((up, down)) => link.count_stale(up, down),
+            Err(e) => {
+                self.tuns = Some((ctun, stun));
+                return Err(io::Error::other(format!("emptying the TUN devices: {e}")));
+            }
         }
         let shared = Arc::new(Shared::default());
         let sh = shared.clone();

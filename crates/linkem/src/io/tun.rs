@@ -115,6 +115,21 @@ impl Tun {
         Ok((len, Offload::from_bytes(head)))
     }
 
+    /// Reads and drops the packets waiting at the device, at most `max`, and returns how
+    /// many there were: what the kernel queued while no link was reading it.
+    pub fn discard_queued(&self, max: u64) -> io::Result<u64> {
+        let mut buf = Vec::with_capacity(1 << 16);
+        let mut n = 0;
+        while n < max {
+            match self.read_into(&mut buf) {
+                Ok(_) => n += 1,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
     /// Writes one packet with its offload header.
     pub fn write(&self, packet: &[u8], offload: Offload) -> io::Result<usize> {
         let head = offload.to_bytes();

@@ -109,6 +109,7 @@ fn measures() -> Vec<C> {
         C::opt_int("client_tcp_opens", "", |r| r.client_tcp_opens),
         C::int("link_late_mean_us", "µs", |r| r.link_late_mean_us),
         C::int("link_late_max_us", "µs", |r| r.link_late_max_us),
+        C::opt_int("link_stale", "packets", |r| r.link_stale),
         C::opt_int("loader_lag_max_us", "µs", |r| r.loader_lag_max_us),
     ]
 }

@@ -495,6 +495,7 @@ fn every_row_field_has_a_column() {
         loader_sctp: Some(Counters::default()),
         link_late_mean_us: 0,
         link_late_max_us: 0,
+        link_stale: Some(3),
         loader_lag_max_us: Some(0),
         notsent_lowat: Some(1),
         replay: Some(crate::results::ReplayMatches {

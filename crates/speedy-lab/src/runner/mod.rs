@@ -198,8 +198,16 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     });
     let done: HashSet<String> = if results.exists() {
         crate::results::drop_unfinished_tail(&results)?;
-        read_rows(&results)?
-            .iter()
+        let rows = read_rows(&results)?;
+        if let Some(other) = rows.iter().filter_map(|r| r.seed).find(|&s| s != exp.seed) {
+            return Err(format!(
+                "{} holds loads of seed {other} (other pages and loss sequences) and this run's \
+                 seed is {}: resume with the same seed, or give another --out",
+                results.display(),
+                exp.seed
+            ));
+        }
+        rows.iter()
             .map(|r| key(&r.page, &r.network, &r.variant, r.run))
             .collect()
     } else {

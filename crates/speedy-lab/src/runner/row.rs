@@ -200,6 +200,8 @@ pub(super) fn row(m: &Measured) -> Result<Row, String> {
         packets_down: after_link.down.packets_out - before_link.down.packets_out,
         packets_up: after_link.up.packets_out - before_link.up.packets_out,
         link_drops: drops(after_link) - drops(before_link),
+        // The link started with this load, so its whole count is this load's.
+        link_stale: Some(after_link.up.stale + after_link.down.stale),
         header_bytes_sent_raw: r.headers.map(|h| h.0),
         header_bytes_sent_compressed: r.headers.and_then(|h| h.1),
         header_bytes_received_raw: r.headers.map(|h| h.2),

@@ -40,12 +40,8 @@ pub struct LabArgs {
     /// Do not write report.html at the end.
     #[arg(long)]
     no_report: bool,
-    /// Override the experiment's number of runs (e.g. a reduced run of a built-in).
-    #[arg(long, value_name = "N")]
-    runs: Option<u32>,
-    /// Override the number of synthesized pages.
-    #[arg(long, value_name = "N")]
-    pages: Option<usize>,
+    #[command(flatten)]
+    size: SizeArgs,
     /// The Chromium program, for variants with client = "chromium".
     #[arg(long, default_value = "chromium", value_name = "PROGRAM")]
     chromium: PathBuf,
@@ -98,7 +94,8 @@ A worked example with DuckDB: docs/examples/export_duckdb.py.")]
         after_help = "EXPERIMENT's pages, networks, runs and seed are kept and its variants replaced by the pairs (an experiment that has Chromium variants already runs as it is). `all` is the built-in `validate` experiment: pages of 2010, 2013 and 2025 on the whitepaper's DSL and cable lines, 3G and the Verizon LTE trace with their radios. Needs root (network namespaces) and Chromium (Debian: apt-get install chromium). See docs/lab.md.\n\nExamples:\n  \
 sudo speedy lab validate\n  \
 sudo speedy lab validate all --out /tmp/validate-all\n  \
-sudo speedy lab validate docs/validate/holdout.toml --runs 2"
+sudo speedy lab validate docs/validate/holdout.toml --runs 2\n  \
+sudo speedy lab validate all --seed 2 --out /tmp/validate-seed2"
     )]
     Validate(ValidateArgs),
     /// SST's experiments through a 1.5 Mbit/s link. Fig 7: transaction time against
@@ -201,12 +198,8 @@ struct ValidateArgs {
     /// A built-in experiment name, an experiment file, or `all` (default: quick).
     #[arg(value_name = "EXPERIMENT")]
     experiment: Option<String>,
-    /// Loads per page, network, protocol and client (default: the experiment's runs).
-    #[arg(long, value_name = "N")]
-    runs: Option<u32>,
-    /// Override the number of synthesized pages.
-    #[arg(long, value_name = "N")]
-    pages: Option<usize>,
+    #[command(flatten)]
+    size: SizeArgs,
     /// Output directory (default: lab-out/NAME-validate).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -233,7 +226,7 @@ fn validate(v: ValidateArgs) -> Result<()> {
     } else {
         format!("{}-validate", exp.name)
     });
-    override_size(&mut exp, v.runs, v.pages)?;
+    override_size(&mut exp, &v.size)?;
     let out = v.out.unwrap_or(default_out);
     let rows = run_rows(&exp, &out, &v.lanes, (0, 1), &v.chromium)?;
     let agreement = speedy_lab::validate::agreement::agreement(&rows);
@@ -245,19 +238,33 @@ fn validate(v: ValidateArgs) -> Result<()> {
     write_report(&out)
 }
 
-/// `--runs` and `--pages` on an experiment.
-fn override_size(
-    exp: &mut speedy_lab::experiment::Experiment,
+/// What may be changed of an experiment from the command line: its size and its seed.
+#[derive(Args, Debug)]
+struct SizeArgs {
+    /// Override the experiment's number of runs (e.g. a reduced run of a built-in).
+    #[arg(long, value_name = "N")]
     runs: Option<u32>,
+    /// Override the number of synthesized pages.
+    #[arg(long, value_name = "N")]
     pages: Option<usize>,
-) -> Result<()> {
-    if let Some(r) = runs {
+    /// Override the experiment's seed: other synthesized pages and other link loss and
+    /// trace offsets (a held-out set for a check no change was tuned against).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+}
+
+/// `--runs`, `--pages` and `--seed` on an experiment.
+fn override_size(exp: &mut speedy_lab::experiment::Experiment, size: &SizeArgs) -> Result<()> {
+    if let Some(seed) = size.seed {
+        exp.seed = seed;
+    }
+    if let Some(r) = size.runs {
         if r == 0 {
             bail!("--runs must be at least 1");
         }
         exp.runs = r;
     }
-    if let Some(p) = pages {
+    if let Some(p) = size.pages {
         match &mut exp.pages {
             speedy_lab::experiment::Pages::Synth(n, _) if p > 0 => *n = p,
             speedy_lab::experiment::Pages::Synth(..) => bail!("--pages must be at least 1"),
@@ -298,7 +305,7 @@ fn run_experiment(a: &LabArgs) -> Result<()> {
     let name = a.experiment.clone().unwrap_or_else(|| "quick".into());
     let mut exp = speedy_lab::experiment::named(&name).map_err(anyhow::Error::msg)?;
     let default_out = PathBuf::from("lab-out").join(&exp.name);
-    override_size(&mut exp, a.runs, a.pages)?;
+    override_size(&mut exp, &a.size)?;
     let shard = match &a.shard {
         None => {
             match speedy_lab::shard::from_env(|k| std::env::var(k).ok())
