@@ -203,6 +203,11 @@ impl Headers {
             return Err(HeaderError::TooManyPairs);
         }
         let mut entries: Vec<(Bytes, Bytes)> = Vec::with_capacity(count);
+        // One copy of the block; every name and value is a slice of it (no allocation
+        // per pair).
+        let all = Bytes::copy_from_slice(block);
+        let block: &[u8] = &all;
+        let slice = |part: &[u8]| all.slice_ref(part);
         // Distinct names, checked in linear time: a scan for small blocks, a hash set
         // beyond (a hostile block of thousands of names must not cost n²).
         let mut seen: HashSet<&[u8]> = HashSet::new();
@@ -221,7 +226,7 @@ impl Headers {
             if dup {
                 return Err(HeaderError::DuplicateName);
             }
-            entries.push((Bytes::copy_from_slice(name), Bytes::copy_from_slice(value)));
+            entries.push((slice(name), slice(value)));
         }
         if pos != block.len() {
             return Err(HeaderError::TrailingBytes);
