@@ -196,23 +196,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     } else {
         "results.jsonl".into()
     });
-    let done: HashSet<String> = if results.exists() {
-        crate::results::drop_unfinished_tail(&results)?;
-        let rows = read_rows(&results)?;
-        if let Some(other) = rows.iter().filter_map(|r| r.seed).find(|&s| s != exp.seed) {
-            return Err(format!(
-                "{} holds loads of seed {other} (other pages and loss sequences) and this run's \
-                 seed is {}: resume with the same seed, or give another --out",
-                results.display(),
-                exp.seed
-            ));
-        }
-        rows.iter()
-            .map(|r| key(&r.page, &r.network, &r.variant, r.run))
-            .collect()
-    } else {
-        HashSet::new()
-    };
+    let done = done_keys(&results, exp)?;
     let all = jobs(exp, pages.len());
     let todo: Vec<Job> = all
         .into_iter()
@@ -387,6 +371,28 @@ pub fn build_id(path: &Path) -> &'static str {
             .map(|b| hex::encode(&sha2::Sha256::digest(&b)[..8]))
             .unwrap_or_else(|_| "unreadable".into());
         format!("speedy {} sha256:{hash}", env!("CARGO_PKG_VERSION"))
+    })
+}
+
+/// The keys of the loads already in `results` (none if it does not exist yet), after
+/// cutting off a row left unfinished; refused when they were run with another seed.
+fn done_keys(results: &Path, exp: &Experiment) -> Result<HashSet<String>, String> {
+    Ok(if results.exists() {
+        crate::results::drop_unfinished_tail(results)?;
+        let rows = read_rows(results)?;
+        if let Some(other) = rows.iter().filter_map(|r| r.seed).find(|&s| s != exp.seed) {
+            return Err(format!(
+                "{} holds loads of seed {other} (other pages and loss sequences) and this run's \
+                 seed is {}: resume with the same seed, or give another --out",
+                results.display(),
+                exp.seed
+            ));
+        }
+        rows.iter()
+            .map(|r| key(&r.page, &r.network, &r.variant, r.run))
+            .collect()
+    } else {
+        HashSet::new()
     })
 }
 
