@@ -66,6 +66,10 @@ fn the_docs_experiments_parse() {
             "connections.toml",
             include_str!("../../../../docs/validate/connections.toml"),
         ),
+        (
+            "handshakes.toml",
+            include_str!("../../../../docs/validate/handshakes.toml"),
+        ),
     ] {
         let e = parse(toml, name, Path::new(".")).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!e.variants.is_empty(), "{name}");
