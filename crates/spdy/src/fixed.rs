@@ -25,8 +25,8 @@ const MAX_MATCH: usize = 258;
 
 /// Length codes 257..=285: base length and extra bits (RFC 1951 §3.2.5).
 const LEN_BASE: [u16; 29] = [
-    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115,
-    131, 163, 195, 227, 258,
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
+    163, 195, 227, 258,
 ];
 const LEN_EXTRA: [u8; 29] = [
     0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
@@ -286,7 +286,11 @@ impl FixedDeflater {
             return false;
         }
         if self.started {
-            let keep = self.hist.len().saturating_sub(self.window()).max(self.floor);
+            let keep = self
+                .hist
+                .len()
+                .saturating_sub(self.window())
+                .max(self.floor);
             self.hist.drain(..keep.min(self.hist.len()));
             self.floor = self.floor.saturating_sub(keep);
             self.hist.shrink_to_fit();
@@ -347,7 +351,9 @@ mod tests {
     fn stock_zlib_inflates_every_block_as_it_was() {
         for wb in [9u8, 11, 15] {
             let mut d = FixedDeflater::new(1, wb, SPDY3_DICTIONARY);
-            let inputs: Vec<Vec<u8>> = (0..200).map(|i| block(i, (i as usize * 37) % 3000)).collect();
+            let inputs: Vec<Vec<u8>> = (0..200)
+                .map(|i| block(i, (i as usize * 37) % 3000))
+                .collect();
             let blocks: Vec<Vec<u8>> = inputs
                 .iter()
                 .map(|i| {

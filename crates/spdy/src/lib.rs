@@ -56,6 +56,7 @@
 
 pub mod codes;
 pub mod compress;
+mod fixed;
 pub mod frame;
 pub mod headers;
 pub mod http;
@@ -63,8 +64,6 @@ pub mod session;
 pub mod url;
 mod version;
 mod zlib;
-#[allow(dead_code)] // wired into HeaderCompressor next (wip)
-mod fixed;
 
 pub use codes::{GoAwayStatus, RstStatus, SettingId};
 pub use compress::{CompressionConfig, HeaderCompression};

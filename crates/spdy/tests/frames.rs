@@ -21,6 +21,7 @@ fn chromium() -> CompressionConfig {
         window_bits: 11,
         mem_level: 1,
         crime_safe: false,
+        fixed_codes: false,
     }
 }
 
@@ -31,6 +32,7 @@ fn node() -> CompressionConfig {
         window_bits: 11,
         mem_level: 8,
         crime_safe: false,
+        fixed_codes: false,
     }
 }
 

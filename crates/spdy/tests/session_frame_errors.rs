@@ -117,6 +117,7 @@ fn refuses_a_header_frame_larger_than_max_control_frame_and_keeps_working() {
                 window_bits: 11,
                 mem_level: 1,
                 crime_safe: false,
+                fixed_codes: false,
             },
         );
         let mut big = request(v, "/");
