@@ -195,6 +195,21 @@ fn header_blocks(c: &mut Criterion) {
         for (name, cfg) in [
             ("default", CompressionConfig::default()),
             ("plain", plain()),
+            (
+                "level1",
+                CompressionConfig {
+                    level: 1,
+                    ..CompressionConfig::default()
+                },
+            ),
+            (
+                "fixed",
+                CompressionConfig {
+                    level: 1,
+                    fixed_codes: true,
+                    ..CompressionConfig::default()
+                },
+            ),
         ] {
             let mut comp = HeaderCompressor::new(V, cfg);
             let mut out = Vec::with_capacity(1024);
