@@ -104,11 +104,13 @@ fn compression(inp: &mut Input) -> CompressionConfig {
     // show in the stream (the window and level do), so it is held to at most 8 updates
     // a byte; values out of zlib's range still reach the clamps.
     let mem_level = (inp.byte() % 11).min(window_bits.clamp(9, 15) - 4);
+    let modes = inp.byte();
     CompressionConfig {
         level,
         window_bits,
         mem_level,
-        crime_safe: inp.byte() & 1 == 1,
+        crime_safe: modes & 1 == 1,
+        fixed_codes: modes & 2 == 2,
     }
 }
 

@@ -100,6 +100,12 @@ pub struct ServeSpec {
     #[arg(long, default_value = "crime-safe", value_name = "MODE")]
     #[serde(with = "speedy_net::text::by_name")]
     pub header_compression: spdy::HeaderCompression,
+    /// Code SPDY response header blocks with deflate's fixed Huffman codes and speedy's
+    /// own match finder instead of zlib: the same stream format (any SPDY client reads
+    /// it), a few percent larger, without the Huffman trees zlib builds for every block
+    /// (docs/serve.md).
+    #[arg(long)]
+    pub fixed_header_codes: bool,
     /// SPDY window overruns: lenient accepts them from a peer that never sent a
     /// WINDOW_UPDATE (moby/spdystream, Kubernetes) and stops waiting for its credit;
     /// strict resets the stream (docs/flow-control.md).
@@ -470,6 +476,7 @@ impl ServeSpec {
     pub fn apply_spdy(&self, cfg: &mut ServerConfig) {
         cfg.spdy.max_concurrent_streams = self.max_concurrent_streams;
         cfg.spdy.compression.level = self.header_level;
+        cfg.spdy.compression.fixed_codes = self.fixed_header_codes;
         cfg.spdy.flow_control = self.flow_control;
         cfg.stream_protocols = self.stream_protocol.clone();
         self.header_compression.apply(&mut cfg.spdy.compression);

@@ -118,6 +118,17 @@ fn harness_node_client_to_node_server() {
 // client compresses its headers only when asked: `--header-compression`).
 #[test]
 fn node_client_across_a_parked_session() {
+    across_a_parked_session(&[]);
+}
+
+// The same with response header blocks from speedy's own deflate encoder (fixed Huffman
+// codes, docs/serve.md): node's zlib must read them, across the parked pause too.
+#[test]
+fn node_client_reads_fixed_header_codes_across_a_parked_session() {
+    across_a_parked_session(&["--fixed-header-codes", "--header-level", "1"]);
+}
+
+fn across_a_parked_session(serve_args: &[&str]) {
     support::interop::require_node_setup();
     let dir = support::TempDir::new("park");
     let files: Vec<(String, Vec<u8>)> = (0..4)
@@ -130,7 +141,9 @@ fn node_client_across_a_parked_session() {
         std::fs::write(dir.0.join(name), body).unwrap();
     }
     let root = dir.0.to_str().unwrap();
-    let server = support::Server::start(&["--root", root, "--park-after", "0.2"]);
+    let mut args = vec!["--root", root, "--park-after", "0.2"];
+    args.extend_from_slice(serve_args);
+    let server = support::Server::start(&args);
     for version in ["spdy/3.1", "spdy/3", "spdy/2"] {
         let urls: Vec<String> = files
             .iter()

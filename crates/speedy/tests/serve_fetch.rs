@@ -186,6 +186,41 @@ fn serves_every_protocol_over_tcp_and_tls_with_push() {
 }
 
 #[test]
+fn fixed_header_codes_are_read_by_every_spdy_version() {
+    // Response header blocks from speedy's own deflate encoder (fixed Huffman codes),
+    // plain and CRIME-safe, inflated by the client's stock zlib: many responses on one
+    // session, so later blocks refer back into earlier ones.
+    let root = site();
+    for mode in ["zlib", "crime-safe"] {
+        let srv = serve(
+            &root,
+            &[
+                "--fixed-header-codes",
+                "--header-level",
+                "1",
+                "--header-compression",
+                mode,
+            ],
+        );
+        for proto in ["spdy/3.1", "spdy/3", "spdy/2"] {
+            let mut args = vec!["--protocol".to_string(), proto.into()];
+            for i in 0..40 {
+                let p = ["/index.html", "/a.css", "/sub/b.js", "/big.bin"][i % 4];
+                args.push(format!("http://{}{p}?{i}", srv.addr));
+            }
+            let (code, lines, err) = fetch(&args);
+            assert_eq!(code, 0, "{mode} {proto}: {err} {lines:?}");
+            assert_eq!(lines.len(), 40, "{mode} {proto}");
+            for l in &lines {
+                assert_eq!(l["status"], 200, "{mode} {proto}: {l}");
+            }
+            let l = find(&lines, "/big.bin?39", false);
+            assert_eq!(l["sha256"], sha(&root.join("big.bin")), "{mode} {proto}");
+        }
+    }
+}
+
+#[test]
 fn echoes_uploads_and_reports_resets_and_missing_files() {
     let root = site();
     let srv = serve(&root, &["--echo-upload", "--reset-path", "/boom"]);
