@@ -83,17 +83,7 @@ fn a_delay_only_link_carries_super_packets_intact_both_ways() {
         return;
     }
     let _g = serial();
-    let cfg = LinkConfig {
-        up: DirectionConfig {
-            delay: Duration::from_millis(2),
-            ..Default::default()
-        },
-        down: DirectionConfig {
-            delay: Duration::from_millis(2),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let cfg = delay_only(Duration::from_millis(2));
     assert!(cfg.is_transparent());
     let mut t = start(&cfg);
     verified_transfer(&t, false, 5301, 64 << 20);

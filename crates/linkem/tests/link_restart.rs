@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use linkem::{DirectionConfig, LinkConfig, Side};
+use linkem::Side;
 use std::net::UdpSocket;
 use std::time::Duration;
 
@@ -15,17 +15,7 @@ fn packets_sent_while_the_link_was_stopped_are_discarded_and_counted_as_stale() 
         return;
     }
     let _g = serial();
-    let cfg = LinkConfig {
-        up: DirectionConfig {
-            delay: Duration::from_millis(5),
-            ..Default::default()
-        },
-        down: DirectionConfig {
-            delay: Duration::from_millis(5),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let cfg = delay_only(Duration::from_millis(5));
     let mut t = start(&cfg);
     let addr = server_addr(&t, 5311);
     let server = t

@@ -34,6 +34,19 @@ pub fn start(cfg: &LinkConfig) -> Topology {
     t
 }
 
+/// A link that only delays, `delay` each way.
+pub fn delay_only(delay: Duration) -> LinkConfig {
+    let dir = linkem::DirectionConfig {
+        delay,
+        ..Default::default()
+    };
+    LinkConfig {
+        up: dir.clone(),
+        down: dir,
+        ..Default::default()
+    }
+}
+
 pub fn server_addr(t: &Topology, port: u16) -> SocketAddr {
     (t.server_addrs()[0], port).into()
 }
