@@ -23,8 +23,10 @@ pub struct DirCounters {
     pub drops: [u64; DropCause::ALL.len()],
     /// Bytes dropped, indexed by [`DropCause::index`].
     pub drop_bytes: [u64; DropCause::ALL.len()],
-    /// Packets that were waiting at the device when the link started (sent while no
-    /// link ran: a previous link's traffic), discarded unread so that a link starts empty.
+    /// Packets of a previous link's traffic, discarded: those waiting at the device when
+    /// the link started (sent while no link ran), and, on a link that carries only the
+    /// client's new flows ([`crate::LinkConfig::client_flows_only`]), those of
+    /// connections from before its start.
     pub stale: u64,
 }
 

@@ -33,6 +33,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod counters;
+pub mod flows;
 pub mod io;
 pub mod link;
 pub mod log;

@@ -2,6 +2,7 @@
 //! optional per-packet log. Pure: time is a parameter.
 
 use crate::counters::Counters;
+use crate::flows::FlowFilter;
 use crate::log::PacketLog;
 use crate::packet::Packet;
 use crate::stage::delay::Delay;
@@ -57,6 +58,15 @@ pub struct LinkConfig {
     pub radio: Option<RadioSpec>,
     /// Seed of every random choice (loss, jitter).
     pub seed: u64,
+    /// Carry only the flows the client side opens after the link starts (a TCP
+    /// connection from its SYN going up, a UDP flow from its first datagram going up;
+    /// see [`crate::flows`]); every other packet is discarded and counted as stale
+    /// ([`crate::DirCounters::stale`]). The lab sets it: each load is a fresh client,
+    /// and the previous load's connections (the client kernel's retransmitted FINs, the
+    /// servers' data, FINs and QUIC probes to a client that is gone) must not reach the
+    /// new load's link, where they would take capacity or, on a cellular link, promote
+    /// the radio ahead of the load's first packet.
+    pub client_flows_only: bool,
 }
 
 impl LinkConfig {
@@ -108,6 +118,7 @@ pub struct Link {
     counters: Counters,
     logs: [Option<PacketLog>; 2],
     transparent: bool,
+    flows: Option<FlowFilter>,
 }
 
 fn build_pipeline(c: &DirectionConfig, seed: u64) -> Pipeline {
@@ -150,6 +161,7 @@ impl Link {
             counters: Counters::default(),
             logs: [None, None],
             transparent: cfg.is_transparent(),
+            flows: cfg.client_flows_only.then(FlowFilter::new),
         }
     }
 
@@ -181,6 +193,13 @@ impl Link {
     /// A packet arrives at the link going `dir` at `now`.
     pub fn enqueue(&mut self, dir: Direction, now: Time, packet: Packet) {
         let c = self.counters.dir_mut(dir);
+        if let Some(f) = &mut self.flows {
+            if !f.admit(dir, &packet.data) {
+                c.stale += packet.segments();
+                self.dropped.push(packet);
+                return;
+            }
+        }
         c.reads += 1;
         c.packets_in += packet.segments();
         c.bytes_in += packet.wire_len();

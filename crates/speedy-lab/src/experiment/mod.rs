@@ -442,7 +442,11 @@ fn network(
     sweep: Option<(String, String, f64)>,
     base_dir: &Path,
 ) -> Result<Network, String> {
-    let mut link = LinkConfig::default();
+    // Each load is a fresh client: nothing of an earlier load's connections may cross.
+    let mut link = LinkConfig {
+        client_flows_only: true,
+        ..LinkConfig::default()
+    };
     let mut rtt = None;
     let mut loss = (0.0, 0.0);
     let mut radio = None;
