@@ -1,6 +1,6 @@
 //! The CPU the lanes share: a load takes its share before it starts and gives it back
 //! when it ends. A loader load takes one lane's share; a Chromium load takes
-//! [`super::chromium_share`] (a core's worth, measured: docs/lab.md, "Lanes"), so that
+//! [`super::chromium_share`] (two cores' worth, measured: docs/lab.md, "Chromium as a client"), so that
 //! Chromium loads beside each other or beside loader loads do not run short of CPU and
 //! time the CPU rather than the network. Shares are handed out first come, first served:
 //! a Chromium load waiting for its share holds back the loads behind it, so it is never
