@@ -159,6 +159,34 @@ notsent_lowat = 16384
         "{err}"
     );
     assert_eq!(keys(&out.join("results.jsonl")).len(), 8);
+    // --network: a name the experiment lacks is refused with the names it has; its own
+    // network alone resumes with nothing to do.
+    let o = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .args(["--network", "lte-trace", "--no-report"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--network lte-trace") && err.contains("lan-ish"),
+        "{err}"
+    );
+    let o = Command::new(BIN)
+        .arg("lab")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .args(["--network", "lan-ish", "--no-report"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && err.contains("0 loads to run"),
+        "{err}"
+    );
     // A run stopped in the middle of writing its last row: the report still reads the
     // rest and says so, and a resumed run loads that one again on a line of its own.
     let results = out.join("results.jsonl");

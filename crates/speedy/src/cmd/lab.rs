@@ -95,7 +95,8 @@ A worked example with DuckDB: docs/examples/export_duckdb.py.")]
 sudo speedy lab validate\n  \
 sudo speedy lab validate all --out /tmp/validate-all\n  \
 sudo speedy lab validate docs/validate/holdout.toml --runs 2\n  \
-sudo speedy lab validate all --seed 2 --out /tmp/validate-seed2"
+sudo speedy lab validate all --seed 2 --out /tmp/validate-seed2\n  \
+sudo speedy lab validate all --network lte-trace --out /tmp/validate-lte"
     )]
     Validate(ValidateArgs),
     /// SST's experiments through a 1.5 Mbit/s link. Fig 7: transaction time against
@@ -251,12 +252,27 @@ struct SizeArgs {
     /// trace offsets (a held-out set for a check no change was tuned against).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Run only this network of the experiment (by its name in the summary; repeat for
+    /// several), e.g. one network of a built-in.
+    #[arg(long = "network", value_name = "NAME")]
+    networks: Vec<String>,
 }
 
-/// `--runs`, `--pages` and `--seed` on an experiment.
+/// `--runs`, `--pages`, `--seed` and `--network` on an experiment.
 fn override_size(exp: &mut speedy_lab::experiment::Experiment, size: &SizeArgs) -> Result<()> {
     if let Some(seed) = size.seed {
         exp.seed = seed;
+    }
+    if !size.networks.is_empty() {
+        let names: Vec<&str> = exp.networks.iter().map(|n| n.name.as_str()).collect();
+        if let Some(bad) = size.networks.iter().find(|n| !names.contains(&n.as_str())) {
+            bail!(
+                "--network {bad}: {} has no such network (it has: {})",
+                exp.name,
+                names.join(", ")
+            );
+        }
+        exp.networks.retain(|n| size.networks.contains(&n.name));
     }
     if let Some(r) = size.runs {
         if r == 0 {
