@@ -102,7 +102,7 @@ pub const LANES_PER_CORE: usize = 4;
 /// Lanes' shares of the CPU one Chromium load takes on `lanes` lanes and `cores` cores
 /// (a loader load takes one): two cores' worth, `2 × lanes / cores`, so that at most one
 /// Chromium load runs per two cores (on 2 cores, one at a time, alone). Chromium's
-/// browser, renderer and network service work in parallel: a load takes ~1.6 s of CPU
+/// browser, renderer and network service work in parallel: a load takes ~1.5 s of CPU
 /// in about 12 processes, ten times a loader load with its replay server and emulator,
 /// and two at once on 2 cores made Chromium's onLoad 5-22% later per cell on the LTE
 /// trace than one at a time (measured: docs/lab.md, "Chromium as a client").
