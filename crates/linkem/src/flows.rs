@@ -28,6 +28,19 @@ struct Flow {
     server: ([u8; 16], u16),
 }
 
+impl Flow {
+    /// The flow of a packet of `proto` from `src` to `dst`, sent by the client side when
+    /// `by_client`.
+    fn of(proto: u8, src: ([u8; 16], u16), dst: ([u8; 16], u16), by_client: bool) -> Flow {
+        let (client, server) = if by_client { (src, dst) } else { (dst, src) };
+        Flow {
+            proto,
+            client,
+            server,
+        }
+    }
+}
+
 /// What the filter reads of one IP packet.
 #[derive(Debug, PartialEq)]
 enum Parsed {
@@ -117,18 +130,7 @@ impl FlowFilter {
                 dst,
                 tcp_flags,
             } => {
-                let flow = match dir {
-                    Direction::Up => Flow {
-                        proto,
-                        client: src,
-                        server: dst,
-                    },
-                    Direction::Down => Flow {
-                        proto,
-                        client: dst,
-                        server: src,
-                    },
-                };
+                let flow = Flow::of(proto, src, dst, dir == Direction::Up);
                 let opens = dir == Direction::Up
                     && (proto == UDP || tcp_flags & (TCP_SYN | TCP_ACK) == TCP_SYN);
                 if opens {
@@ -143,21 +145,9 @@ impl FlowFilter {
             Parsed::IcmpError(at) => match parse(packet.get(at..).unwrap_or(&[])) {
                 Parsed::Ports {
                     proto, src, dst, ..
-                } => {
-                    let flow = match dir {
-                        Direction::Up => Flow {
-                            proto,
-                            client: dst,
-                            server: src,
-                        },
-                        Direction::Down => Flow {
-                            proto,
-                            client: src,
-                            server: dst,
-                        },
-                    };
-                    self.open.contains(&flow)
-                }
+                } => self
+                    .open
+                    .contains(&Flow::of(proto, src, dst, dir == Direction::Down)),
                 _ => true,
             },
         }
