@@ -120,16 +120,19 @@ notsent_lowat = 16384
     );
     assert!(stdout.contains(&url), "{url} in {stdout}");
     // Running again resumes: nothing left to do, rows unchanged.
-    let resume = || {
+    // The same experiment and --out again, with `extra` arguments.
+    let again = |extra: &[&str]| {
         Command::new(BIN)
             .arg("lab")
             .arg(&exp)
             .arg("--out")
             .arg(&out)
             .arg("--no-report")
+            .args(extra)
             .output()
             .unwrap()
     };
+    let resume = || again(&[]);
     let o = resume();
     assert!(o.status.success());
     assert!(
@@ -145,14 +148,7 @@ notsent_lowat = 16384
         8
     );
     // The same --out with another seed (other pages, other loss) is refused, rows kept.
-    let o = Command::new(BIN)
-        .arg("lab")
-        .arg(&exp)
-        .arg("--out")
-        .arg(&out)
-        .args(["--seed", "424242", "--no-report"])
-        .output()
-        .unwrap();
+    let o = again(&["--seed", "424242"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success() && err.contains("seed") && err.contains("424242"),
@@ -161,27 +157,13 @@ notsent_lowat = 16384
     assert_eq!(keys(&out.join("results.jsonl")).len(), 8);
     // --network: a name the experiment lacks is refused with the names it has; its own
     // network alone resumes with nothing to do.
-    let o = Command::new(BIN)
-        .arg("lab")
-        .arg(&exp)
-        .arg("--out")
-        .arg(&out)
-        .args(["--network", "lte-trace", "--no-report"])
-        .output()
-        .unwrap();
+    let o = again(&["--network", "lte-trace"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success() && err.contains("--network lte-trace") && err.contains("lan-ish"),
         "{err}"
     );
-    let o = Command::new(BIN)
-        .arg("lab")
-        .arg(&exp)
-        .arg("--out")
-        .arg(&out)
-        .args(["--network", "lan-ish", "--no-report"])
-        .output()
-        .unwrap();
+    let o = again(&["--network", "lan-ish"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success() && err.contains("0 loads to run"),
