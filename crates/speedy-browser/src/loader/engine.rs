@@ -13,7 +13,7 @@
 //!   pushes, redirects;
 //! - the request lifecycle (`discover`, `fail`, in `engine/requests.rs`);
 //! - the browser's schedulers (`release`, in `engine/pools.rs`): Blink's tight mode for
-//!   the main frame and, over HTTP/1.1, the network service's delayable limits
+//!   the main frame and, over HTTP/1.1 and h3, the network service's delayable limits
 //!   ([`super::chromium`]);
 //! - connection pools (`schedule`, in `engine/pools.rs`): six connections per host and a
 //!   total cap for HTTP/1.1, one session per origin (or one in all) for SPDY and HTTP/2;

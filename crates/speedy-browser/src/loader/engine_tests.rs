@@ -443,6 +443,34 @@ fn http1_delayable_requests_are_limited_to_ten_in_flight() {
 }
 
 #[test]
+fn h3_by_prior_knowledge_is_held_by_the_delayable_limits_and_h2_is_not() {
+    // Fourteen images on one host: the per-host limit of six binds over HTTP/3 reached by
+    // prior knowledge (no server property says it has request priorities), not over h2.
+    let mut html = String::from("<html><head></head><body>");
+    let mut objs = Vec::new();
+    for i in 0..14 {
+        html.push_str(&format!(r#"<img src="/i{i}.gif">"#));
+        objs.push(format!("/i{i}.gif"));
+    }
+    html.push_str("</body></html>");
+    let images: Vec<(String, ObjectType)> = objs
+        .iter()
+        .map(|p| (p.clone(), ObjectType::Image))
+        .collect();
+    let site = flat_site(&html, &images, "GIF");
+    for (proto, at_once) in [(Proto::H3, 6), (Proto::H2, 14)] {
+        let c = cfg(proto);
+        let mut r = Run::new(&c, &site.archive, h2());
+        r.run();
+        let released_at_once = objs
+            .iter()
+            .filter(|p| r.ms(r.req(p).released.unwrap()) == 200)
+            .count();
+        assert_eq!(released_at_once, at_once, "{proto:?}");
+    }
+}
+
+#[test]
 fn fetch_does_not_delay_onload_but_is_still_fetched() {
     let html = r#"<html><head><script src="/s.js"></script></head><body></body></html>"#;
     let site = Site::new(&[

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  Engine (engine.rs, sans IO)                         shell (load(), here)
-//!  discover(url) ─► held ─► release(): Blink's tight mode, HTTP/1.1 delayable limits
+//!  discover(url) ─► held ─► release(): Blink's tight mode, delayable limits (h1, h3)
 //!      ▲              (chromium.rs)   ─► pool queue (priority, then discovery order)
 //!      │                                 │ schedule(): HTTP/1.1 idle conn / new conn (≤ 6 per
 //!      │                                 │ host, ≤ cap in all) / pipelining; SPDY, h2: at once

@@ -60,7 +60,7 @@ impl Engine<'_> {
 
     /// Lets held requests through the browser's schedulers, highest priority first (then
     /// discovery order): Blink's for the main frame's subresources, and the network
-    /// service's for HTTP/1.1.
+    /// service's for servers it knows no request priorities of ([`NetGate::holds`]).
     pub(super) fn release(&mut self) {
         if self.held.is_empty() {
             return;
@@ -74,7 +74,7 @@ impl Engine<'_> {
                 (r.chromium_priority, r.main_frame, r.url.host.clone())
             };
             let gated = self.chromium && id != self.root;
-            let h1 = self.cfg.proto == Proto::Http1;
+            let h1 = NetGate::holds(self.cfg.proto);
             if gated && ((main && !self.blink.allows(p)) || (h1 && !self.net.allows(&host, p))) {
                 kept.push(id);
                 continue;
