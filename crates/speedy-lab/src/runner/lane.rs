@@ -556,7 +556,8 @@ impl<'a> Lane<'a> {
         crate::results::append_failure(&path, &f)
     }
 
-    /// Before a load: the variant's TCP knobs, and a fresh link seeded by (experiment seed,
+    /// Before a load: the variant's TCP knobs, the previous load's connections aborted,
+    /// and a fresh link seeded by (experiment seed,
     /// page or "session", run): every variant of a run meets the same random loss
     /// sequence, and which lane runs a load changes nothing.
     fn reset(&mut self, job: &Job, stem: &str) -> Result<(), String> {
@@ -565,6 +566,7 @@ impl<'a> Lane<'a> {
         let want = knobs::Knobs::of(variant, cc, &self.default_cc);
         knobs::apply_tcp_knobs(&self.topo, want, &mut self.knobs)?;
         self.topo.stop_link();
+        probes::abort_earlier_connections(&self.topo)?;
         self.link.seed = load_seed(self.sh.exp.seed, stem, job.run);
         self.topo
             .start_link(&self.link)

@@ -196,3 +196,33 @@ fn server_conns(topo: &Topology) -> Result<Vec<ConnSample>, String> {
         .map_err(|e| format!("listing the server namespace's sockets: {e}"))?;
     Ok(listed.iter().filter_map(ConnSample::from_diag).collect())
 }
+
+/// Aborts the server namespace's connections to the client (`sock_diag` `SOCK_DESTROY`),
+/// before a load's link starts: after a load its client is gone, but the server's ends of
+/// its connections live on and keep retransmitting into the stopped link, which the next
+/// load's counters (`server_retransmissions`) would count. A proxy's connections to the
+/// origins are left alone. On a kernel without `CONFIG_INET_DIAG_DESTROY` it says so once
+/// and leaves them, as before.
+pub(super) fn abort_earlier_connections(topo: &Topology) -> Result<(), String> {
+    static UNSUPPORTED: std::sync::Once = std::sync::Once::new();
+    let client = std::net::IpAddr::V4(topo.client_addr());
+    let aborted = topo
+        .spawn_in(Side::Server, move || {
+            speedy_net::transport::sock_diag::abort_tcp(|_, peer| peer.ip() == client)
+        })
+        .join()
+        .map_err(|_| "the sock_diag thread panicked".to_string())?;
+    match aborted {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            UNSUPPORTED.call_once(|| {
+                eprintln!(
+                    "speedy lab: this kernel cannot abort sockets (CONFIG_INET_DIAG_DESTROY): \
+                     a load's server_retransmissions may count the previous load's connections"
+                )
+            });
+            Ok(())
+        }
+        Err(e) => Err(format!("aborting the previous load's connections: {e}")),
+    }
+}
