@@ -206,8 +206,12 @@ pub(super) fn run_lane(
         let Some(job) = queue.lock().expect("lock").pop_front() else {
             break;
         };
-        // The job's place in the CPU, for as long as it runs.
-        let taken = sh.budget.take(sh.exp.variants[job.variant].client);
+        // The job's share of the CPU, for as long as it runs.
+        let shares = match sh.exp.variants[job.variant].client {
+            Client::Loader => 1,
+            Client::Chromium => sh.budget.chromium,
+        };
+        let taken = sh.budget.take(shares);
         let result = l.attend(lane).and_then(|()| l.run_job(&job));
         drop(taken);
         match result {

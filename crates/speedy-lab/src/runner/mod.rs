@@ -12,8 +12,8 @@
 //!
 //! A variant with `client = "chromium"` loads its pages with headless Chromium instead
 //! of the loader (`browser`), through the same link, replay server and CA, sampled the
-//! same way; Chromium loads and loader loads wait for places of their own in the CPU the
-//! lanes share (`budget`, [`chromium_split`]).
+//! same way; a Chromium load takes more of the CPU the lanes share (`budget`,
+//! [`chromium_share`]).
 //!
 //! Rooms: [`plan`] (corpora, pages, the job list: pure), `lane` (a lane's namespaces,
 //! servers and proxies, and its loop), `load` (the loader's spec and process), `browser`
@@ -99,31 +99,15 @@ impl Headroom {
 /// Lanes per CPU core that `--lanes auto` runs (measured: docs/lab.md, "Lanes").
 pub const LANES_PER_CORE: usize = 4;
 
-/// How the lanes' CPU is split in a run with Chromium variants ([`chromium_split`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChromiumSplit {
-    /// Chromium loads at once.
-    pub at_once: usize,
-    /// Loader loads at once, beside them.
-    pub loaders: usize,
-}
-
-/// The split of `lanes` lanes on `cores` cores when an experiment has Chromium variants:
-/// one Chromium load at once per two cores, and a core's worth of lanes kept for each
-/// (`lanes ÷ cores`), the rest for loader loads (at least one). On 2 cores with `auto`'s
-/// 8 lanes: one Chromium load beside at most 4 loader loads. Chromium's browser,
-/// renderer and network service work in parallel: a load takes ~1.5 s of CPU in about
-/// 12 processes, ten times a loader load with its replay server and emulator, and two
-/// at once on 2 cores made Chromium's onLoad 5-22% later per cell on the LTE trace than
-/// one at a time (measured: docs/lab.md, "CPU and lanes").
-pub fn chromium_split(lanes: usize, cores: usize) -> ChromiumSplit {
-    let (lanes, cores) = (lanes.max(1), cores.max(1));
-    let at_once = (cores / 2).clamp(1, lanes);
-    let kept = at_once * lanes.div_ceil(cores);
-    ChromiumSplit {
-        at_once,
-        loaders: lanes.saturating_sub(kept).max(1),
-    }
+/// Lanes' shares of the CPU one Chromium load takes on `lanes` lanes and `cores` cores
+/// (a loader load takes one): two cores' worth, `2 × lanes / cores`, so that at most one
+/// Chromium load runs per two cores (on 2 cores, one at a time, alone). Chromium's
+/// browser, renderer and network service work in parallel: a load takes ~1.5 s of CPU
+/// in about 12 processes, ten times a loader load with its replay server and emulator,
+/// and two at once on 2 cores made Chromium's onLoad 5-22% later per cell on the LTE
+/// trace than one at a time (measured: docs/lab.md, "Chromium as a client").
+pub fn chromium_share(lanes: usize, cores: usize) -> usize {
+    (2 * lanes.max(1) / cores.max(1)).clamp(1, lanes.max(1))
 }
 
 /// The lanes `--lanes auto` picks on a machine with `cores` cores.
@@ -178,16 +162,21 @@ pub struct RunOptions {
 /// variants: how many Chromium loads run at once on `lanes` lanes and `cores` cores, and
 /// beside how many loader loads.
 pub fn chromium_lanes_note(lanes: usize, cores: usize) -> String {
-    let s = chromium_split(lanes, cores);
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let lanes = lanes.max(1);
+    let share = chromium_share(lanes, cores);
+    let at_once = lanes / share;
+    let beside = match lanes - share {
+        0 => "alone".to_string(),
+        n => format!(
+            "each beside at most {n} loader load{}",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
     format!(
-        "speedy lab: a core's worth of the {} lanes kept for each Chromium load ({cores} \
-         cores): at most {} Chromium load{} at once, beside at most {} loader load{}",
-        lanes.max(1),
-        s.at_once,
-        plural(s.at_once),
-        s.loaders,
-        plural(s.loaders),
+        "speedy lab: a Chromium load takes {share} of the {lanes} lanes' CPU shares (two \
+         cores' worth of {cores}; a loader load takes one): at most {at_once} Chromium \
+         load{} at once, {beside}",
+        if at_once == 1 { "" } else { "s" },
     )
 }
 
@@ -257,12 +246,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         }
     );
     let chromium = chromium_of(exp, opts)?;
-    let budget = budget::Budget::new(
-        opts.lanes,
-        chromium
-            .is_some()
-            .then(|| chromium_split(opts.lanes, cores())),
-    );
+    let budget = budget::Budget::new(opts.lanes, chromium_share(opts.lanes, cores()));
     let progress = Mutex::new((0usize, Instant::now()));
     let ca_dir = opts.out.join("lab-ca");
     let shared = Shared {
@@ -454,26 +438,25 @@ mod tests {
     }
 
     #[test]
-    fn a_chromium_load_keeps_a_core_and_loader_loads_run_in_the_rest() {
-        let split = |at_once, loaders| ChromiumSplit { at_once, loaders };
-        // auto on 2 cores: one Chromium load at once, beside 4 loader loads.
-        assert_eq!(chromium_split(8, 2), split(1, 4));
-        assert_eq!(chromium_split(16, 4), split(2, 8), "4 cores: two at once");
+    fn a_chromium_load_takes_two_cores_worth_of_the_lanes() {
+        // auto on 2 cores: 8 lanes, a Chromium load takes them all: one at a time.
+        assert_eq!(chromium_share(8, 2), 8);
+        assert_eq!(chromium_share(16, 4), 8, "4 cores: two at once");
+        assert_eq!(chromium_share(1, 2), 1);
         assert_eq!(
-            chromium_split(1, 2),
-            split(1, 1),
-            "one lane: one load at once anyway"
+            chromium_share(2, 8),
+            1,
+            "fewer lanes than cores: one lane each"
         );
-        assert_eq!(chromium_split(2, 8), split(2, 1), "fewer lanes than cores");
-        assert_eq!(chromium_split(4, 1), split(1, 1), "one core");
         let note = chromium_lanes_note(8, 2);
         assert!(
-            note.contains("at most 1 Chromium load at once, beside at most 4 loader loads"),
+            note.contains("takes 8 of the 8")
+                && note.contains("at most 1 Chromium load at once, alone"),
             "{note}"
         );
         let note = chromium_lanes_note(16, 4);
         assert!(
-            note.contains("at most 2 Chromium loads at once, beside at most 8 loader loads"),
+            note.contains("at most 2 Chromium loads at once, each beside at most 8 loader loads"),
             "{note}"
         );
     }
