@@ -229,8 +229,8 @@ impl BlinkGate {
 }
 
 /// The network service's `ResourceScheduler` for servers without request priorities
-/// (HTTP/1.1, and HTTP/3 by prior knowledge: [`NetGate::holds`]): delayable requests wait while 10 delayable ones are in flight, or while
-/// 6 requests to their host are.
+/// (HTTP/1.1, and HTTP/3 by prior knowledge: [`NetGate::holds`]): delayable requests
+/// wait while 10 delayable ones are in flight, or while 6 requests to their host are.
 #[derive(Debug, Default)]
 pub struct NetGate {
     in_flight: Vec<(ReqId, String, bool)>,

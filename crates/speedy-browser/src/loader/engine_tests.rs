@@ -415,12 +415,11 @@ fn http1_opens_at_most_six_connections_per_host() {
     assert!(sent[6] >= 300 && sent[9] >= 400);
 }
 
-#[test]
-fn http1_delayable_requests_are_limited_to_ten_in_flight() {
+/// A page of fourteen `<img>` on its own host, and their paths.
+fn fourteen_images() -> (Site, Vec<String>) {
     let mut html = String::from("<html><head></head><body>");
     let mut objs = Vec::new();
     for i in 0..14 {
-        // Fourteen hosts would each have room; the client-wide limit of 10 binds.
         html.push_str(&format!(r#"<img src="/i{i}.gif">"#));
         objs.push(format!("/i{i}.gif"));
     }
@@ -429,44 +428,37 @@ fn http1_delayable_requests_are_limited_to_ten_in_flight() {
         .iter()
         .map(|p| (p.clone(), ObjectType::Image))
         .collect();
-    let site = flat_site(&html, &images, "GIF");
+    (flat_site(&html, &images, "GIF"), objs)
+}
+
+/// How many of `objs` the browser's schedulers let through with the page (at 200 ms).
+fn released_with_the_page(r: &Run, objs: &[String]) -> usize {
+    objs.iter()
+        .filter(|p| r.ms(r.req(p).released.unwrap()) == 200)
+        .count()
+}
+
+#[test]
+fn http1_delayable_requests_are_limited_to_ten_in_flight() {
+    let (site, objs) = fourteen_images();
     let mut c = cfg(Proto::Http1);
     c.per_host = 100; // only the scheduler's limits bind
     let mut r = Run::new(&c, &site.archive, http1());
     r.run();
-    let released_at_once = objs
-        .iter()
-        .filter(|p| r.ms(r.req(p).released.unwrap()) == 200)
-        .count();
     // Six per host (kMaxNumDelayableRequestsPerHostPerClient): all on a.test.
-    assert_eq!(released_at_once, 6);
+    assert_eq!(released_with_the_page(&r, &objs), 6);
 }
 
 #[test]
 fn h3_by_prior_knowledge_is_held_by_the_delayable_limits_and_h2_is_not() {
-    // Fourteen images on one host: the per-host limit of six binds over HTTP/3 reached by
-    // prior knowledge (no server property says it has request priorities), not over h2.
-    let mut html = String::from("<html><head></head><body>");
-    let mut objs = Vec::new();
-    for i in 0..14 {
-        html.push_str(&format!(r#"<img src="/i{i}.gif">"#));
-        objs.push(format!("/i{i}.gif"));
-    }
-    html.push_str("</body></html>");
-    let images: Vec<(String, ObjectType)> = objs
-        .iter()
-        .map(|p| (p.clone(), ObjectType::Image))
-        .collect();
-    let site = flat_site(&html, &images, "GIF");
+    // The per-host limit of six binds over HTTP/3 reached by prior knowledge (no server
+    // property says it has request priorities), not over h2.
+    let (site, objs) = fourteen_images();
     for (proto, at_once) in [(Proto::H3, 6), (Proto::H2, 14)] {
         let c = cfg(proto);
         let mut r = Run::new(&c, &site.archive, h2());
         r.run();
-        let released_at_once = objs
-            .iter()
-            .filter(|p| r.ms(r.req(p).released.unwrap()) == 200)
-            .count();
-        assert_eq!(released_at_once, at_once, "{proto:?}");
+        assert_eq!(released_with_the_page(&r, &objs), at_once, "{proto:?}");
     }
 }
 

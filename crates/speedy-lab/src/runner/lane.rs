@@ -561,9 +561,9 @@ impl<'a> Lane<'a> {
     }
 
     /// Before a load: the variant's TCP knobs, the previous load's connections aborted,
-    /// and a fresh link seeded by (experiment seed,
-    /// page or "session", run): every variant of a run meets the same random loss
-    /// sequence, and which lane runs a load changes nothing.
+    /// and a fresh link seeded by (experiment seed, page or "session", run): every
+    /// variant of a run meets the same random loss sequence, and which lane runs a load
+    /// changes nothing.
     fn reset(&mut self, job: &Job, stem: &str) -> Result<(), String> {
         let variant = &self.sh.exp.variants[job.variant];
         let cc = self.sh.ccs[job.variant].as_ref();

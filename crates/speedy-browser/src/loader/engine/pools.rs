@@ -74,8 +74,10 @@ impl Engine<'_> {
                 (r.chromium_priority, r.main_frame, r.url.host.clone())
             };
             let gated = self.chromium && id != self.root;
-            let h1 = NetGate::holds(self.cfg.proto);
-            if gated && ((main && !self.blink.allows(p)) || (h1 && !self.net.allows(&host, p))) {
+            let net_held = NetGate::holds(self.cfg.proto);
+            if gated
+                && ((main && !self.blink.allows(p)) || (net_held && !self.net.allows(&host, p)))
+            {
                 kept.push(id);
                 continue;
             }
@@ -83,7 +85,7 @@ impl Engine<'_> {
                 if main {
                     self.blink.start(id, p);
                 }
-                if h1 {
+                if net_held {
                     self.net.start(id, &host, p);
                 }
             }
