@@ -203,6 +203,13 @@ fn header_blocks(c: &mut Criterion) {
                 },
             ),
             (
+                "level0",
+                CompressionConfig {
+                    level: 0,
+                    ..CompressionConfig::default()
+                },
+            ),
+            (
                 "fixed",
                 CompressionConfig {
                     level: 1,

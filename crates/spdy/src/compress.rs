@@ -40,7 +40,8 @@ pub struct CompressionConfig {
     /// Code blocks with deflate's fixed Huffman codes and this crate's own match finder
     /// ([`crate::fixed`]) instead of zlib's: the same stream format, a few bits a symbol
     /// longer, without the Huffman trees zlib builds for every block. `level` then only
-    /// names the header's FLEVEL; `mem_level` is unused.
+    /// names the header's FLEVEL; `mem_level` is unused. Level 0 (stored blocks) always
+    /// uses that encoder, which writes them without zlib.
     pub fixed_codes: bool,
 }
 
@@ -160,7 +161,8 @@ impl HeaderCompressor {
     pub fn new(version: Version, config: CompressionConfig) -> HeaderCompressor {
         HeaderCompressor {
             version,
-            deflater: if config.fixed_codes {
+            // Level 0 is stored blocks whichever encoder: ours writes them without zlib.
+            deflater: if config.fixed_codes || config.level == 0 {
                 Encoder::Fixed(FixedDeflater::new(
                     config.level,
                     config.window_bits,

@@ -19,9 +19,12 @@ use crate::zlib::{adler32, Flush, Strategy};
 
 /// log2 of the hash table's size.
 const HASH_BITS: u32 = 10;
+const HASH_SIZE: usize = 1 << HASH_BITS;
 /// The shortest and longest match deflate can code.
 const MIN_MATCH: usize = 3;
 const MAX_MATCH: usize = 258;
+/// The most bytes one stored block holds (its LEN field is 16 bits).
+const MAX_STORED: usize = 0xffff;
 
 /// Length codes 257..=285: base length and extra bits (RFC 1951 §3.2.5).
 const LEN_BASE: [u16; 29] = [
@@ -41,23 +44,46 @@ const DIST_EXTRA: [u8; 30] = [
     13,
 ];
 
-/// The fixed literal/length code of `sym` (0..=287): its bits, reversed for the
-/// LSB-first bit stream, and its length.
-fn lit_code(sym: u16) -> (u32, u32) {
-    let (code, len) = match sym {
-        0..=143 => (0x30 + sym as u32, 8),
-        144..=255 => (0x190 + (sym as u32 - 144), 9),
-        256..=279 => (sym as u32 - 256, 7),
-        _ => (0xc0 + (sym as u32 - 280), 8),
-    };
-    (reverse(code, len), len)
+/// The fixed literal/length code of every symbol 0..=287 (RFC 1951 §3.2.6): its bits,
+/// reversed for the LSB-first bit stream, and its length.
+const LIT_CODES: [(u16, u8); 288] = {
+    let mut t = [(0u16, 0u8); 288];
+    let mut sym = 0;
+    while sym < 288 {
+        let (code, len) = match sym {
+            0..=143 => (0x30 + sym as u32, 8),
+            144..=255 => (0x190 + (sym as u32 - 144), 9),
+            256..=279 => (sym as u32 - 256, 7),
+            _ => (0xc0 + (sym as u32 - 280), 8),
+        };
+        t[sym] = ((code.reverse_bits() >> (32 - len)) as u16, len as u8);
+        sym += 1;
+    }
+    t
+};
+
+/// Per match length 3..=258, its length code's index into [`LEN_BASE`].
+const LEN_INDEX: [u8; MAX_MATCH + 1] = {
+    let mut t = [0u8; MAX_MATCH + 1];
+    let mut len = MIN_MATCH;
+    let mut k = 0;
+    while len <= MAX_MATCH {
+        while k + 1 < LEN_BASE.len() && LEN_BASE[k + 1] as usize <= len {
+            k += 1;
+        }
+        t[len] = k as u8;
+        len += 1;
+    }
+    t
+};
+
+fn lit_code(sym: usize) -> (u32, u32) {
+    let (code, len) = LIT_CODES[sym];
+    (code as u32, len as u32)
 }
 
-fn reverse(code: u32, len: u32) -> u32 {
-    code.reverse_bits() >> (32 - len)
-}
-
-/// Bits to bytes, least significant first (RFC 1951 §3.1.1).
+/// Bits to bytes, least significant first (RFC 1951 §3.1.1). At most 31 bits a put;
+/// whole 32-bit words go out as soon as they are full.
 #[derive(Default)]
 struct Bits {
     acc: u64,
@@ -65,30 +91,74 @@ struct Bits {
 }
 
 impl Bits {
+    #[inline]
     fn put(&mut self, out: &mut Vec<u8>, bits: u32, count: u32) {
         self.acc |= (bits as u64) << self.n;
         self.n += count;
-        while self.n >= 8 {
-            out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.n -= 8;
+        if self.n >= 32 {
+            out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.n -= 32;
         }
     }
 
-    /// Pads to a byte boundary with zero bits.
+    /// Writes out every whole byte and pads the last one with zero bits (RFC 1951
+    /// §3.1.1): the stream is at a byte boundary after.
     fn align(&mut self, out: &mut Vec<u8>) {
-        if self.n > 0 {
+        while self.n > 0 {
             out.push(self.acc as u8);
-            self.acc = 0;
-            self.n = 0;
+            self.acc >>= 8;
+            self.n = self.n.saturating_sub(8);
         }
+        self.acc = 0;
     }
 }
 
-/// A zlib stream compressed with fixed Huffman codes; see the module's documentation.
+/// How many leading bytes of `h[a..]` and `h[b..]` agree, at most `max` (`a < b`,
+/// `b + max <= h.len()`); eight bytes a step.
+#[inline]
+fn match_len(h: &[u8], a: usize, b: usize, max: usize) -> usize {
+    let (x, y) = (&h[a..a + max], &h[b..b + max]);
+    let mut n = 0;
+    while n + 8 <= max {
+        let d = u64::from_le_bytes(x[n..n + 8].try_into().expect("8 bytes"))
+            ^ u64::from_le_bytes(y[n..n + 8].try_into().expect("8 bytes"));
+        if d != 0 {
+            return n + (d.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    while n < max && x[n] == y[n] {
+        n += 1;
+    }
+    n
+}
+
+#[inline]
+fn hash(h: &[u8], i: usize) -> usize {
+    let v = u32::from_le_bytes([h[i], h[i + 1], h[i + 2], 0]);
+    (v.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize
+}
+
+/// Puts the positions of `hist` from `*hashed` up to `end` (those with three bytes)
+/// into `head`.
+#[inline]
+fn hash_upto(hist: &[u8], head: &mut [u32], hashed: &mut usize, end: usize) {
+    let end = end.min(hist.len().saturating_sub(MIN_MATCH - 1));
+    let head = &mut head[..HASH_SIZE];
+    for i in *hashed..end {
+        head[hash(hist, i) & (HASH_SIZE - 1)] = i as u32 + 1;
+    }
+    *hashed = (*hashed).max(end);
+}
+
+/// A zlib stream compressed with fixed Huffman codes (or, at level 0, stored blocks);
+/// see the module's documentation.
 pub struct FixedDeflater {
     level_flags: u8,
     window_bits: u8,
+    /// Level 0: every block stored as it is (zlib's level 0, nginx's SPDY default).
+    stored: bool,
     dictionary: &'static [u8],
     started: bool,
     /// Uncompressed history (the dictionary first); matches reach back at most the window.
@@ -108,7 +178,8 @@ pub struct FixedDeflater {
 
 impl FixedDeflater {
     /// A stream with a window of `2^window_bits` bytes (9..=15) and a preset dictionary;
-    /// `level` only sets the header's FLEVEL field, as zlib would for that level.
+    /// `level` sets the header's FLEVEL field, as zlib would for that level, and level 0
+    /// writes stored blocks (no compression, as zlib's level 0).
     pub fn new(level: u32, window_bits: u8, dictionary: &'static [u8]) -> FixedDeflater {
         let level_flags = match level {
             0 | 1 => 0,
@@ -119,6 +190,7 @@ impl FixedDeflater {
         FixedDeflater {
             level_flags,
             window_bits: window_bits.clamp(9, 15),
+            stored: level == 0,
             dictionary,
             started: false,
             hist: Vec::new(),
@@ -135,21 +207,6 @@ impl FixedDeflater {
         1 << self.window_bits
     }
 
-    fn hash(b: &[u8]) -> usize {
-        let v = u32::from_le_bytes([b[0], b[1], b[2], 0]);
-        (v.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize
-    }
-
-    /// Puts the positions of `hist` from `hashed` on (those with three bytes) into `head`.
-    fn hash_upto(&mut self, end: usize) {
-        let end = end.min(self.hist.len().saturating_sub(MIN_MATCH - 1));
-        while self.hashed < end {
-            let h = Self::hash(&self.hist[self.hashed..]);
-            self.head[h] = self.hashed as u32 + 1;
-            self.hashed += 1;
-        }
-    }
-
     /// Starts the stream (zlib header, history from the dictionary) or resumes it after
     /// [`FixedDeflater::park`]; drops history beyond two windows.
     fn prepare(&mut self, out: &mut Vec<u8>) {
@@ -161,20 +218,33 @@ impl FixedDeflater {
             flg += (31 - ((cmf as u16 * 256 + flg as u16) % 31) as u8) % 31;
             out.extend_from_slice(&[cmf, flg]);
             out.extend_from_slice(&adler32(self.dictionary).to_be_bytes());
+            if self.stored {
+                return;
+            }
             let d = self.dictionary;
             self.hist = d[d.len().saturating_sub(w)..].to_vec();
         }
+        if self.stored {
+            return;
+        }
         if self.hist.len() > 2 * w {
+            // Keep one window; the positions in `head` move down with it.
             let cut = self.hist.len() - w;
             self.hist.drain(..cut);
             self.floor = self.floor.saturating_sub(cut);
-            self.hashed = self.floor;
-            self.head.clear();
+            self.hashed = self.hashed.saturating_sub(cut).max(self.floor);
+            let c = cut as u32;
+            self.head.iter_mut().for_each(|h| *h = h.saturating_sub(c));
         }
         if self.head.is_empty() {
-            self.head = vec![0; 1 << HASH_BITS];
+            self.head = vec![0; HASH_SIZE];
             self.hashed = self.floor;
-            self.hash_upto(self.hist.len());
+            hash_upto(
+                &self.hist,
+                &mut self.head,
+                &mut self.hashed,
+                self.hist.len(),
+            );
         }
     }
 
@@ -182,6 +252,12 @@ impl FixedDeflater {
     /// (`00 00 ff ff`), `Full` also forgets the history.
     pub fn deflate(&mut self, input: &[u8], out: &mut Vec<u8>, flush: Flush) {
         self.prepare(out);
+        if self.stored {
+            self.store(input, out, flush);
+            return;
+        }
+        // Fixed codes take at most 9 bits a byte; the block's ends a few bytes more.
+        out.reserve(input.len() + input.len() / 8 + 16);
         if !input.is_empty() && !self.in_block {
             // BFINAL 0, BTYPE 01 (fixed Huffman codes).
             self.bits.put(out, 0b010, 3);
@@ -189,23 +265,20 @@ impl FixedDeflater {
         }
         let start = self.hist.len();
         self.hist.extend_from_slice(input);
+        let (w, floor, literals_only) = (self.window(), self.floor, self.literals_only);
+        let (hist, head, bits) = (&self.hist[..], &mut self.head[..], &mut self.bits);
         // Positions before the new input that now have their three bytes.
-        self.hash_upto(start);
-        let w = self.window();
+        hash_upto(hist, head, &mut self.hashed, start);
         let mut i = start;
-        while i < self.hist.len() {
-            let rest = self.hist.len() - i;
+        while i < hist.len() {
+            let rest = hist.len() - i;
             let mut best = 0;
             let mut dist = 0;
-            if !self.literals_only && rest >= MIN_MATCH {
-                let h = Self::hash(&self.hist[i..]);
-                let cand = self.head[h] as usize;
-                if cand > self.floor && i - (cand - 1) <= w {
+            if !literals_only && rest >= MIN_MATCH {
+                let cand = head[hash(hist, i) & (HASH_SIZE - 1)] as usize;
+                if cand > floor && i - (cand - 1) <= w {
                     let c = cand - 1;
-                    let max = rest.min(MAX_MATCH);
-                    let len = (0..max)
-                        .position(|k| self.hist[c + k] != self.hist[i + k])
-                        .unwrap_or(max);
+                    let len = match_len(hist, c, i, rest.min(MAX_MATCH));
                     if len >= MIN_MATCH {
                         best = len;
                         dist = i - c;
@@ -213,21 +286,21 @@ impl FixedDeflater {
                 }
             }
             if best >= MIN_MATCH {
-                self.put_match(out, best, dist);
-                if !self.literals_only {
-                    self.hash_upto(i + best);
+                put_match(bits, out, best, dist);
+                if !literals_only {
+                    hash_upto(hist, head, &mut self.hashed, i + best);
                 }
                 i += best;
             } else {
-                let (code, len) = lit_code(self.hist[i] as u16);
-                self.bits.put(out, code, len);
-                if !self.literals_only {
-                    self.hash_upto(i + 1);
+                let (code, len) = lit_code(hist[i] as usize);
+                bits.put(out, code, len);
+                if !literals_only {
+                    hash_upto(hist, head, &mut self.hashed, i + 1);
                 }
                 i += 1;
             }
         }
-        if self.literals_only {
+        if literals_only {
             // Nothing later may refer to these bytes: not hashed, and with the full flush
             // that follows them, behind the floor.
             self.hashed = self.hist.len();
@@ -253,22 +326,21 @@ impl FixedDeflater {
         }
     }
 
-    fn put_match(&mut self, out: &mut Vec<u8>, len: usize, dist: usize) {
-        let lc = LEN_BASE.partition_point(|&b| b as usize <= len) - 1;
-        let (code, bits) = lit_code(257 + lc as u16);
-        self.bits.put(out, code, bits);
-        self.bits.put(
-            out,
-            (len - LEN_BASE[lc] as usize) as u32,
-            LEN_EXTRA[lc] as u32,
-        );
-        let dc = DIST_BASE.partition_point(|&b| b as usize <= dist) - 1;
-        self.bits.put(out, reverse(dc as u32, 5), 5);
-        self.bits.put(
-            out,
-            (dist - DIST_BASE[dc] as usize) as u32,
-            DIST_EXTRA[dc] as u32,
-        );
+    /// Level 0: `input` as stored blocks (BFINAL 0, BTYPE 00, LEN, NLEN, the bytes), then
+    /// on a sync or full flush the empty stored block zlib writes there. The stream is
+    /// at a byte boundary throughout; there is no history to keep or forget.
+    fn store(&mut self, input: &[u8], out: &mut Vec<u8>, flush: Flush) {
+        out.reserve(input.len() + 5 * (input.len() / MAX_STORED + 2));
+        for part in input.chunks(MAX_STORED) {
+            let len = part.len() as u16;
+            out.push(0);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&(!len).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+        if matches!(flush, Flush::Sync | Flush::Full) {
+            out.extend_from_slice(&[0, 0, 0, 0xff, 0xff]);
+        }
     }
 
     /// Codes what follows as literals only (`HuffmanOnly`, for values kept out of every
@@ -299,6 +371,27 @@ impl FixedDeflater {
         }
         true
     }
+}
+
+/// Codes a match of `len` bytes `dist` back: its length code and extra bits, then its
+/// distance code (five bits, fixed) and extra bits.
+#[inline]
+fn put_match(bits: &mut Bits, out: &mut Vec<u8>, len: usize, dist: usize) {
+    let lc = LEN_INDEX[len] as usize;
+    let (code, n) = lit_code(257 + lc);
+    bits.put(out, code, n);
+    bits.put(
+        out,
+        (len - LEN_BASE[lc] as usize) as u32,
+        LEN_EXTRA[lc] as u32,
+    );
+    let dc = DIST_BASE.partition_point(|&b| b as usize <= dist) - 1;
+    bits.put(out, (dc as u32).reverse_bits() >> 27, 5);
+    bits.put(
+        out,
+        (dist - DIST_BASE[dc] as usize) as u32,
+        DIST_EXTRA[dc] as u32,
+    );
 }
 
 #[cfg(test)]
@@ -416,6 +509,41 @@ mod tests {
         let got = inflate_all(&blocks);
         assert_eq!(got[0], [&b"cookie"[..], secret].concat());
         assert_eq!(got[1], b"cookie: more");
+    }
+
+    #[test]
+    fn level_0_writes_the_stored_blocks_zlib_writes_at_level_0() {
+        let mut ours = FixedDeflater::new(0, 11, SPDY3_DICTIONARY);
+        let mut zlib = crate::zlib::Deflater::new(0, 11, 1, SPDY3_DICTIONARY);
+        let inputs: Vec<Vec<u8>> = (0..30)
+            .map(|i| block(i + 7, 40 + (i as usize * 97) % 700))
+            .collect();
+        let mut blocks = Vec::new();
+        for (k, i) in inputs.iter().enumerate() {
+            let flush = if k % 5 == 4 { Flush::Full } else { Flush::Sync };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            ours.deflate(i, &mut a, flush);
+            zlib.deflate(i, &mut b, flush);
+            // zlib cuts stored blocks at its buffer's size (about 500 bytes with memLevel
+            // 1); below that the bytes are the same, above it both inflate alike.
+            if i.len() <= 400 {
+                assert_eq!(a, b, "block {k} ({} bytes, {flush:?})", i.len());
+            }
+            assert!(ours.park(), "a stored stream can always park");
+            blocks.push(a);
+        }
+        assert_eq!(inflate_all(&blocks), inputs);
+    }
+
+    #[test]
+    fn level_0_splits_a_block_longer_than_a_stored_block_holds() {
+        let mut d = FixedDeflater::new(0, 15, SPDY3_DICTIONARY);
+        let big = block(3, MAX_STORED + 1000);
+        let mut out = Vec::new();
+        d.deflate(&big, &mut out, Flush::Sync);
+        // zlib header and id, two stored blocks' framing, the empty block.
+        assert_eq!(out.len(), 6 + big.len() + 2 * 5 + 5);
+        assert_eq!(inflate_all(&[out]), vec![big]);
     }
 
     #[test]

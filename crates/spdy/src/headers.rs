@@ -63,6 +63,32 @@ impl Headers {
         Headers::default()
     }
 
+    /// An empty block with room for `n` pairs.
+    pub fn with_capacity(n: usize) -> Headers {
+        Headers {
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    /// Adds a value under a constant name without copying either (a response's
+    /// `:status`, a file's `content-type`); otherwise as [`Headers::add`], which it falls
+    /// back to for a name with upper-case letters.
+    pub fn add_static(&mut self, name: &'static str, value: Bytes) {
+        if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            return self.add(name, value);
+        }
+        match self
+            .entries
+            .iter_mut()
+            .find(|(n, _)| n[..] == *name.as_bytes())
+        {
+            Some(e) => join(&mut e.1, &value),
+            None => self
+                .entries
+                .push((Bytes::from_static(name.as_bytes()), value)),
+        }
+    }
+
     /// Builds a block from `(name, value)` pairs; names are lower-cased.
     pub fn from_pairs<N: AsRef<str>, V: AsRef<[u8]>>(
         pairs: impl IntoIterator<Item = (N, V)>,

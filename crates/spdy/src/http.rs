@@ -2,6 +2,7 @@
 //! pseudo-headers per version, and the hop-by-hop headers SPDY must not carry.
 
 use crate::{Headers, Version};
+use bytes::Bytes;
 
 /// Headers that must not travel in SPDY (hop-by-hop); `host` becomes `:host` in SPDY/3.
 pub const HOP_BY_HOP: [&str; 5] = [
@@ -54,16 +55,35 @@ pub fn request_headers(
 
 /// Builds response headers for `version`: status, version and `extra`.
 pub fn response_headers(version: Version, status: u16, extra: &Headers) -> Headers {
-    let mut h = Headers::new();
+    // Room for the two pairs most answers add (content type and length).
+    let mut h = Headers::with_capacity(4 + extra.len());
     let (s, v) = if version == Version::V2 {
         ("status", "version")
     } else {
         (":status", ":version")
     };
-    h.add(s, status_line(status));
-    h.add(v, "HTTP/1.1");
+    h.add_static(s, status_bytes(status));
+    h.add_static(v, Bytes::from_static(b"HTTP/1.1"));
     copy_extra(version, &mut h, extra);
     h
+}
+
+/// [`status_line`] as bytes, without allocating for the common codes.
+fn status_bytes(status: u16) -> Bytes {
+    let line: &'static str = match status {
+        200 => "200 OK",
+        204 => "204 No Content",
+        206 => "206 Partial Content",
+        301 => "301 Moved Permanently",
+        302 => "302 Found",
+        304 => "304 Not Modified",
+        400 => "400 Bad Request",
+        404 => "404 Not Found",
+        500 => "500 Internal Server Error",
+        _ => return Bytes::from(status_line(status)),
+    };
+    debug_assert_eq!(line, status_line(status));
+    Bytes::from_static(line.as_bytes())
 }
 
 /// Headers of a pushed resource: the URL (`:scheme :host :path`, SPDY/2 absolute `url`),
@@ -197,6 +217,32 @@ pub fn push_url(version: Version, h: &Headers) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_bytes_are_the_status_line_for_every_code() {
+        for status in 100..600 {
+            assert_eq!(
+                status_bytes(status),
+                status_line(status).as_bytes(),
+                "{status}"
+            );
+        }
+        let h = response_headers(Version::V3_1, 404, &Headers::from_pairs([("Server", "x")]));
+        assert_eq!(h.get_str(":status"), Some("404 Not Found"));
+        assert_eq!(h.get_str(":version"), Some("HTTP/1.1"));
+        assert_eq!(h.get_str("server"), Some("x"));
+    }
+
+    #[test]
+    fn add_static_joins_a_repeated_name_and_lower_cases_as_add_does() {
+        let mut h = Headers::new();
+        h.add_static("vary", Bytes::from_static(b"a"));
+        h.add_static("vary", Bytes::from_static(b"b"));
+        h.add_static("X-Up", Bytes::from_static(b"c"));
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.get("vary"), Some(&b"a\0b"[..]));
+        assert_eq!(h.get_str("x-up"), Some("c"));
+    }
 
     #[test]
     fn reads_the_path_of_a_spdy2_absolute_url() {

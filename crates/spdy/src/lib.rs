@@ -60,6 +60,7 @@ mod fixed;
 pub mod frame;
 pub mod headers;
 pub mod http;
+pub mod ids;
 pub mod session;
 pub mod url;
 mod version;

@@ -25,6 +25,7 @@ use crate::codes::{GoAwayStatus, RstStatus, SettingId};
 use crate::compress::{CompressionConfig, HeaderCompressor, HeaderDecompressor};
 use crate::frame::{Frame, Setting, StreamId, SynStream};
 use crate::headers::Headers;
+use crate::ids::IdMap;
 use crate::Version;
 use bytes::Bytes;
 use flow::{PeerFlow, RecvWindow, Window};
@@ -257,7 +258,7 @@ pub struct Session {
     version: Version,
     comp: HeaderCompressor,
     decomp: HeaderDecompressor,
-    streams: HashMap<u32, Stream>,
+    streams: IdMap<u32, Stream>,
     /// Next id for streams we open.
     next_local_id: u32,
     /// Highest id the peer opened (GOAWAY's last-good).
@@ -309,7 +310,7 @@ impl Session {
             comp: HeaderCompressor::new(version, cfg.compression),
             decomp: HeaderDecompressor::new(version, cfg.max_header_block),
             version,
-            streams: HashMap::new(),
+            streams: IdMap::default(),
             next_local_id: if cfg.role == Role::Client { 1 } else { 2 },
             last_peer_id: 0,
             peer_streams: 0,
@@ -789,7 +790,7 @@ impl Session {
         self.decomp.park();
         self.scratch = Vec::new();
         if self.streams.is_empty() {
-            self.streams = HashMap::new();
+            self.streams = IdMap::default();
         }
         if self.pings.is_empty() {
             self.pings = HashMap::new();

@@ -24,16 +24,17 @@ pub(super) struct Lean {
 
 impl Lean {
     /// A client session of `version` on `io` with the [`Client`](crate::client::Client)'s
-    /// configuration (Chromium's receive windows) but zlib level 1, repeating a GET of
+    /// configuration (Chromium's receive windows) but fixed-code header blocks, repeating a GET of
     /// `url`.
     pub(super) fn new(io: BoxIo, version: Version, url: &Url) -> Lean {
         let mut cfg = ClientConfig::default().spdy;
         cfg.role = spdy::Role::Client;
         cfg.version = version;
-        // zlib level 1 for its requests (Chromium's 9 spent a third of the generator's CPU
-        // in deflate_slow at -c 100 -m 10), as `bench/compare.sh` runs the server at
-        // `--header-level 1`: a generator should cost less than what it measures.
+        // Fixed Huffman codes for its requests (zlib's level 9, Chromium's, spent a third
+        // of the generator's CPU in deflate_slow at -c 100 -m 10, and level 1 a quarter in
+        // building Huffman trees): a generator should cost less than what it measures.
         cfg.compression.level = 1;
+        cfg.compression.fixed_codes = true;
         let mut extra = Headers::new();
         extra.add("user-agent", "speedy-bench");
         extra.add("accept", "*/*");

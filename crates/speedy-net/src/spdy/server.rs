@@ -19,9 +19,9 @@ use crate::handler::{ready_for, Handler, Request, Response, ServerConfig};
 use crate::limits::Shutdown;
 use crate::spdy::conn::{self, Owner, Tuning};
 use bytes::Bytes;
+use spdy::ids::IdMap;
 use spdy::session::Event;
 use spdy::{GoAwayStatus, Headers, Role, RstStatus, Session, StreamId, Version};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -51,7 +51,7 @@ pub(crate) async fn run(
         idle_at: Instant::now() + cfg.limits.idle_timeout,
         shutdown: cfg.shutdown.clone(),
         draining: false,
-        waiting: HashMap::new(),
+        waiting: IdMap::default(),
         peer_closed: false,
     };
     let tuning = Tuning {
@@ -89,7 +89,7 @@ struct ServerOwner {
     shutdown: Shutdown,
     /// GOAWAY sent (idle or shutdown): streams finish, then the session ends.
     draining: bool,
-    waiting: HashMap<StreamId, Waiting>,
+    waiting: IdMap<StreamId, Waiting>,
     peer_closed: bool,
 }
 
@@ -152,10 +152,12 @@ impl ServerOwner {
         let Some((head_only, r)) = ready_for(self.handler.as_ref(), &h.method, &h.path) else {
             return false;
         };
-        let mut extra = Headers::new();
-        extra.add("content-type", r.content_type);
-        extra.add("content-length", r.body.len().to_string());
-        let reply = spdy::http::response_headers(v, 200, &extra);
+        let mut reply = spdy::http::response_headers(v, 200, &Headers::new());
+        reply.add_static(
+            "content-type",
+            Bytes::from_static(r.content_type.as_bytes()),
+        );
+        reply.add_static("content-length", Bytes::from(r.body.len().to_string()));
         let empty = head_only || r.body.is_empty();
         if session.reply(id, reply, empty).is_ok() && !empty {
             let _ = session.send_data(id, r.body, true);
@@ -267,7 +269,7 @@ impl Owner for ServerOwner {
     fn on_park(&mut self) {
         // Empty maps and queues keep the buckets of the streams they once held.
         if self.waiting.is_empty() {
-            self.waiting = HashMap::new();
+            self.waiting = IdMap::default();
         }
         self.work.shrink();
     }
