@@ -146,7 +146,18 @@ fn hash(h: &[u8], i: usize) -> usize {
 fn hash_upto(hist: &[u8], head: &mut [u32], hashed: &mut usize, end: usize) {
     let end = end.min(hist.len().saturating_sub(MIN_MATCH - 1));
     let head = &mut head[..HASH_SIZE];
-    for i in *hashed..end {
+    let mut i = *hashed;
+    // Six positions from one eight-byte load while eight bytes remain.
+    while i + 6 <= end && i + 8 <= hist.len() {
+        let v = u64::from_le_bytes(hist[i..i + 8].try_into().expect("8 bytes"));
+        for k in 0..6 {
+            let three = ((v >> (8 * k)) & 0xff_ffff) as u32;
+            let h = (three.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize;
+            head[h & (HASH_SIZE - 1)] = (i + k) as u32 + 1;
+        }
+        i += 6;
+    }
+    for i in i..end {
         head[hash(hist, i) & (HASH_SIZE - 1)] = i as u32 + 1;
     }
     *hashed = (*hashed).max(end);

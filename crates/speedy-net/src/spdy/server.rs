@@ -49,6 +49,7 @@ pub(crate) async fn run(
         work: Answering::new(cfg),
         idle_timeout: cfg.limits.idle_timeout,
         idle_at: Instant::now() + cfg.limits.idle_timeout,
+        active: false,
         shutdown: cfg.shutdown.clone(),
         draining: false,
         waiting: IdMap::default(),
@@ -84,8 +85,11 @@ struct ServerOwner {
     /// Handlers, request and response bodies of the streams being answered.
     work: Answering<Answer>,
     idle_timeout: Duration,
-    /// When the session is looked at for idleness next; pushed back by every event.
+    /// When the session is looked at for idleness next; pushed back after every batch
+    /// of events (one clock read a read's events, not one an event).
     idle_at: Instant,
+    /// An event came since `idle_at` was last pushed back.
+    active: bool,
     shutdown: Shutdown,
     /// GOAWAY sent (idle or shutdown): streams finish, then the session ends.
     draining: bool,
@@ -275,7 +279,7 @@ impl Owner for ServerOwner {
     }
 
     fn on_event(&mut self, session: &mut Session, ev: Event) {
-        self.idle_at = Instant::now() + self.idle_timeout;
+        self.active = true;
         match ev {
             Event::Stream {
                 id,
@@ -314,6 +318,12 @@ impl Owner for ServerOwner {
                 tracing::debug!("session error {status}: {violation}")
             }
             _ => {}
+        }
+    }
+
+    fn after_events(&mut self, _session: &mut Session) {
+        if std::mem::take(&mut self.active) {
+            self.idle_at = Instant::now() + self.idle_timeout;
         }
     }
 
