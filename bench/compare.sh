@@ -18,8 +18,13 @@
 #   IDLE=10000                           idle SPDY sessions for the memory line
 #   DL_ROUNDS=7                          100 MiB downloads per protocol (one takes
 #                                        ~0.1 s on loopback; single runs vary ±30%)
-#   SERVE_ARGS="--header-level 1"        arguments for speedy serve (zlib level 1 for
-#                                        response headers, as nginx's SPDY module's 0-1)
+#   SERVE_ARGS="--header-level 1 --fixed-header-codes"
+#                                        arguments for speedy serve: response headers
+#                                        compressed with speedy's fixed-code deflater
+#                                        (docs/serve.md), level-1 matches in the same
+#                                        zlib stream any SPDY client reads; nginx's
+#                                        SPDY module compressed them at 1-9 or, by
+#                                        default (spdy_headers_comp 0), not at all
 #
 # Needs root (installs nginx, h2o and nghttp2-client with apt-get, raises the fd limit).
 # Prints every run as it goes, then the table; exits 0 (the table says what was met).
@@ -93,7 +98,7 @@ taskset -c 0 h2o -c "$W/h2o.conf" > "$W/h2o.out" 2>&1 & pids+=($!)
 hpid=$!
 taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" \
     --max-connections $((IDLE + 1024)) --max-connections-per-ip 0 \
-    ${SERVE_ARGS---header-level 1} > "$W/speedy.out" & pids+=($!)
+    ${SERVE_ARGS---header-level 1 --fixed-header-codes} > "$W/speedy.out" & pids+=($!)
 spid=$!
 sleep 2
 # nginx's worker (the master only forks it): the process that serves.

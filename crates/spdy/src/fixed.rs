@@ -232,8 +232,12 @@ impl FixedDeflater {
             if self.stored {
                 return;
             }
+            // Room for the two windows kept while live, so the history is allocated
+            // once rather than grown (every grown-and-freed size is a hole in the heap
+            // of a server holding thousands of sessions).
             let d = self.dictionary;
-            self.hist = d[d.len().saturating_sub(w)..].to_vec();
+            self.hist = Vec::with_capacity(2 * w + 512);
+            self.hist.extend_from_slice(&d[d.len().saturating_sub(w)..]);
         }
         if self.stored {
             return;
@@ -374,9 +378,9 @@ impl FixedDeflater {
                 .len()
                 .saturating_sub(self.window())
                 .max(self.floor);
-            self.hist.drain(..keep.min(self.hist.len()));
+            // A fresh allocation of the window alone; the live buffers go whole.
+            self.hist = self.hist[keep.min(self.hist.len())..].to_vec();
             self.floor = self.floor.saturating_sub(keep);
-            self.hist.shrink_to_fit();
             self.head = Vec::new();
             self.hashed = self.floor;
         }
