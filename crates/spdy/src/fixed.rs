@@ -23,6 +23,9 @@ const HASH_SIZE: usize = 1 << HASH_BITS;
 /// The shortest and longest match deflate can code.
 const MIN_MATCH: usize = 3;
 const MAX_MATCH: usize = 258;
+/// A match at least this long, of bytes at most half a window back, leaves its inner
+/// positions out of the hash table (see [`FixedDeflater::deflate`]).
+const LONG_MATCH: usize = 32;
 /// The most bytes one stored block holds (its LEN field is 16 bits).
 const MAX_STORED: usize = 0xffff;
 
@@ -303,6 +306,14 @@ impl FixedDeflater {
             if best >= MIN_MATCH {
                 put_match(bits, out, best, dist);
                 if !literals_only {
+                    if dist <= w / 2 && best >= LONG_MATCH {
+                        // A long repeat of bytes at most half a window back (a header
+                        // block repeating the last one): their positions are in `head`
+                        // (or were when they were coded) and stay findable for another
+                        // half window, so only the last two, whose three bytes reach
+                        // past the match, go in: a lookup, not a hash a byte.
+                        self.hashed = self.hashed.max(i + best - (MIN_MATCH - 1));
+                    }
                     hash_upto(hist, head, &mut self.hashed, i + best);
                 }
                 i += best;
