@@ -9,10 +9,10 @@ use super::{InFlight, Pace};
 use crate::client::ClientConfig;
 use crate::spdy::conn::{self, Owner, Tuning};
 use crate::transport::io::BoxIo;
+use spdy::ids::IdMap;
 use spdy::session::{Event, Stats};
 use spdy::url::Url;
 use spdy::{Headers, RstStatus, Session, StreamId, Version};
-use std::collections::HashMap;
 
 /// A SPDY connection not yet driven: its socket, its session and the request it
 /// repeats.
@@ -59,7 +59,7 @@ impl Lean {
         let mut gen = Gen {
             pace,
             request,
-            open: HashMap::with_capacity(in_flight),
+            open: IdMap::with_capacity_and_hasher(in_flight, Default::default()),
             stopped: false,
         };
         for _ in 0..in_flight.max(1) {
@@ -77,7 +77,7 @@ impl Lean {
 struct Gen<'p, P: Pace> {
     pace: &'p mut P,
     request: Headers,
-    open: HashMap<StreamId, InFlight>,
+    open: IdMap<StreamId, InFlight>,
     /// The pace said stop (or the session cannot open more): no more requests.
     stopped: bool,
 }
