@@ -300,6 +300,10 @@ struct Tally {
     failed: u64,
     /// Errors after which the connection stops: its target is down.
     max_errors: u64,
+    /// The clock as the last request ended well, taken by the next start: a closed loop
+    /// starts the next request as it times the last one's end (in the same turn of its
+    /// loop), one clock read for both.
+    ended_at: Option<Instant>,
 }
 
 impl Tally {
@@ -310,6 +314,7 @@ impl Tally {
             mine: Totals::default(),
             failed: 0,
             max_errors: MAX_STREAM_ERRORS * in_flight.max(1) as u64,
+            ended_at: None,
         }
     }
 }
@@ -319,7 +324,7 @@ impl Pace for Tally {
         if self.shared.stop.load(Ordering::Relaxed) || self.failed > self.max_errors {
             return None;
         }
-        let t0 = Instant::now();
+        let t0 = self.ended_at.take().unwrap_or_else(Instant::now);
         if t0 >= self.shared.measure_from && self.shared.budget.fetch_sub(1, Ordering::Relaxed) <= 0
         {
             return None;
@@ -328,12 +333,15 @@ impl Pace for Tally {
     }
 
     fn done(&mut self, started: Instant, result: Result<(u16, u64), String>) {
+        let now = Instant::now();
+        // After a failure the next start may wait for a new connection: no reuse then.
+        self.ended_at = result.is_ok().then_some(now);
         if started < self.shared.measure_from {
             return;
         }
         match result {
             Ok((status, n)) => {
-                let us = (started.elapsed().as_micros() as u64).max(1);
+                let us = (now.duration_since(started).as_micros() as u64).max(1);
                 let _ = self.hist.record(us);
                 self.mine.done += 1;
                 self.mine.bytes += n;
