@@ -26,6 +26,10 @@
 #                                        SPDY module compressed them at 1-9 or, by
 #                                        default (spdy_headers_comp 0), not at all
 #
+# TLS rows: h2 over TLS (h2load, ALPN) against nginx and h2o, and SPDY/3.1 over TLS against
+# their h2 over TLS (`speedy bench -k`), each server with one self-signed P-256 certificate;
+# connections last the whole run, so each makes one full handshake (no resumption).
+#
 # Needs root (installs nginx, h2o and nghttp2-client with apt-get, raises the fd limit).
 # Prints every run as it goes, then the table; exits 0 (the table says what was met).
 set -euo pipefail
@@ -38,7 +42,7 @@ command -v nginx >/dev/null || need+=(nginx)
 command -v h2load >/dev/null || need+=(nghttp2-client)
 command -v h2o >/dev/null || need+=(h2o)
 if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; fi
-for port in 18080 18081 18082 18090; do
+for port in 18080 18081 18082 18083 18084 18090 18091; do
     if ss -Hltn "sport = :$port" | grep -q .; then
         echo "compare.sh: port $port is in use (by $(ss -Hltnp "sport = :$port" | grep -o 'users:.*')); stop it first" >&2
         exit 2
@@ -54,6 +58,9 @@ trap cleanup EXIT
 mkdir -p "$W/www"
 head -c 1024 /dev/urandom > "$W/www/1k.bin"
 head -c $((100 * 1024 * 1024)) /dev/urandom > "$W/www/100m.bin"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$W/key.pem" -out "$W/cert.pem" 2>/dev/null
 chmod -R a+rX "$W"   # nginx's workers run as www-data
 
 # nginx: one worker; HTTP/1.1 on 18080, h2c (prior knowledge) on 18081.
@@ -75,6 +82,9 @@ http {
   http2_max_concurrent_streams 128;
   server { listen 127.0.0.1:18080; root $W/www; }
   server { listen 127.0.0.1:18081 http2; root $W/www; }
+  ssl_session_cache shared:SSL:10m;
+  server { listen 127.0.0.1:18083 ssl http2; root $W/www;
+           ssl_certificate $W/cert.pem; ssl_certificate_key $W/key.pem; }
 }
 CONF
 taskset -c 0 nginx -c "$W/nginx.conf" & pids+=($!)
@@ -96,10 +106,33 @@ hosts:
 CONF
 taskset -c 0 h2o -c "$W/h2o.conf" > "$W/h2o.out" 2>&1 & pids+=($!)
 hpid=$!
+# h2o over TLS: a second one-thread process (its own CPU count), h2 by ALPN.
+cat > "$W/h2o-tls.conf" <<CONF
+num-threads: 1
+http2-max-concurrent-requests-per-connection: 128
+http2-idle-timeout: 300
+listen:
+  host: 127.0.0.1
+  port: 18084
+  ssl:
+    certificate-file: $W/cert.pem
+    key-file: $W/key.pem
+hosts:
+  default:
+    paths:
+      /:
+        file.dir: $W/www
+CONF
+taskset -c 0 h2o -c "$W/h2o-tls.conf" > "$W/h2o-tls.out" 2>&1 & pids+=($!)
+htpid=$!
 taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" \
     --max-connections $((IDLE + 1024)) --max-connections-per-ip 0 \
     ${SERVE_ARGS---header-level 1 --fixed-header-codes} > "$W/speedy.out" & pids+=($!)
 spid=$!
+taskset -c 0 "$S" serve --listen 127.0.0.1:18091 --root "$W/www" \
+    --tls-cert "$W/cert.pem" --tls-key "$W/key.pem" --max-connections-per-ip 0 \
+    ${SERVE_ARGS---header-level 1 --fixed-header-codes} > "$W/speedy-tls.out" & pids+=($!)
+stpid=$!
 sleep 2
 # nginx's worker (the master only forks it): the process that serves.
 npid=$(pgrep -P "$(cat "$W/nginx.pid")" | head -1)
@@ -177,6 +210,12 @@ for r in $(seq 1 "$ROUNDS"); do
     run h2c.h2o     "$hpid" h2load -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18082/1k.bin
     run h2.h2o      "$hpid" bench --protocol h2 -c "$CONNS" -m "$STREAMS" http://127.0.0.1:18082/1k.bin
     run h1b.h2o     "$hpid" bench --protocol http1 -c "$CONNS" http://127.0.0.1:18082/1k.bin
+    run h2s.speedy  "$stpid" h2load -c "$CONNS" -m "$STREAMS" https://127.0.0.1:18091/1k.bin
+    run h2s.nginx   "$npid" h2load -c "$CONNS" -m "$STREAMS" https://127.0.0.1:18083/1k.bin
+    run h2s.h2o     "$htpid" h2load -c "$CONNS" -m "$STREAMS" https://127.0.0.1:18084/1k.bin
+    run spdys.speedy "$stpid" bench -k --protocol spdy/3.1 -c "$CONNS" -m "$STREAMS" https://127.0.0.1:18091/1k.bin
+    run h2sb.nginx  "$npid" bench -k --protocol h2 -c "$CONNS" -m "$STREAMS" https://127.0.0.1:18083/1k.bin
+    run h2sb.h2o    "$htpid" bench -k --protocol h2 -c "$CONNS" -m "$STREAMS" https://127.0.0.1:18084/1k.bin
 done
 
 echo "== 100 MiB single-stream download from speedy serve ($DL_ROUNDS each, interleaved)"
@@ -245,6 +284,11 @@ cmp("SPDY/3.1 vs h2 req/s (speedy bench)", "spdy.speedy", ["h2.nginx", "h2.h2o"]
 cmp("SPDY/3.1 vs h2 CPU µs/req", "spdy.speedy", ["h2.nginx", "h2.h2o"], "us", n2, "≤ 0.6")
 cmp("SPDY/3.1 vs h2 p99 ms", "spdy.speedy", ["h2.nginx", "h2.h2o"], "p99", n2, "≤ 1")
 cmp("h2 vs h2 req/s (speedy bench)", "h2.speedy", ["h2.nginx", "h2.h2o"], "rps", n0, "(same protocol)")
+cmp("h2 over TLS req/s (h2load)", "h2s.speedy", ["h2s.nginx", "h2s.h2o"], "rps", n0, "≥ 1.3")
+cmp("h2 over TLS CPU µs/req (h2load)", "h2s.speedy", ["h2s.nginx", "h2s.h2o"], "us", n2, "≤ 0.6")
+cmp("SPDY/3.1 vs h2, TLS, req/s (speedy bench)", "spdys.speedy", ["h2sb.nginx", "h2sb.h2o"], "rps", n0, "≥ 1.3")
+cmp("SPDY/3.1 vs h2, TLS, CPU µs/req", "spdys.speedy", ["h2sb.nginx", "h2sb.h2o"], "us", n2, "≤ 0.6")
+cmp("SPDY/3.1 vs h2, TLS, p99 ms", "spdys.speedy", ["h2sb.nginx", "h2sb.h2o"], "p99", n2, "≤ 1")
 d = defaultdict(list)
 for line in open(dls):
     k, v = line.split()
@@ -255,7 +299,7 @@ for p in ("spdy3.1", "h2"):
     print(f"{'100 MiB download MB/s, ' + p + ' vs HTTP/1.1':<44} {f'{st.median(v):,.0f} [{min(v):,.0f}–{max(v):,.0f}]':>28} {f'{h1:,.0f} (HTTP/1.1)':>34} {st.median(v)/h1:>6.2f}  ≥ 1.0")
 print()
 print("generator busy (median of rounds; near 100%: the generator, not the server, bounds that req/s):")
-names = ["h1", "h2c", "spdy", "h2", "h1b"]
+names = ["h1", "h2c", "spdy", "h2", "h1b", "h2s", "spdys", "h2sb"]
 print("  " + "   ".join(f"{n}.{s} {med(f'{n}.{s}', 'busy') * 100:.0f}%" for n in names for s in ("speedy", "nginx", "h2o") if m[f"{n}.{s}"]["busy"]))
 per = (r1 - r0) / idle
 print(f"{f'RSS per idle SPDY session ({idle:,.0f} sessions)':<44} {f'{per/1024:.1f} KiB':>28} {'':>34} {'':>6}  ≤ 12 KiB")
