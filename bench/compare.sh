@@ -37,6 +37,7 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}; WARMUP=${WARMUP:-2s}; ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-100}; STREAMS=${STREAMS:-10}; IDLE=${IDLE:-10000}
 DL_ROUNDS=${DL_ROUNDS:-7}
+SERVE_ARGS=${SERVE_ARGS---header-level 1 --fixed-header-codes}
 need=()
 command -v nginx >/dev/null || need+=(nginx)
 command -v h2load >/dev/null || need+=(nghttp2-client)
@@ -82,56 +83,45 @@ http {
   http2_max_concurrent_streams 128;
   server { listen 127.0.0.1:18080; root $W/www; }
   server { listen 127.0.0.1:18081 http2; root $W/www; }
-  ssl_session_cache shared:SSL:10m;
   server { listen 127.0.0.1:18083 ssl http2; root $W/www;
            ssl_certificate $W/cert.pem; ssl_certificate_key $W/key.pem; }
 }
 CONF
 taskset -c 0 nginx -c "$W/nginx.conf" & pids+=($!)
-# h2o: one thread; HTTP/1.1 and h2c (prior knowledge) on one port. Started as root it
-# serves as nobody (hence no pid or log files of its own in $W).
-cat > "$W/h2o.conf" <<CONF
+# h2o: one thread a process. HTTP/1.1 and h2c (prior knowledge) on one port, h2 over TLS
+# (ALPN) in a second process, so each has its own CPU count. Started as root it serves as
+# nobody (hence no pid or log files of its own in $W).
+# h2o_start NAME PORT [EXTRA]: writes $W/NAME.conf (EXTRA: more lines under `listen:`)
+# and starts h2o with it on core 0.
+h2o_start() {
+    cat > "$W/$1.conf" <<CONF
 num-threads: 1
 http2-max-concurrent-requests-per-connection: 128
 http1-request-timeout: 300
 http2-idle-timeout: 300
 listen:
   host: 127.0.0.1
-  port: 18082
+  port: $2
+${3:-}
 hosts:
   default:
     paths:
       /:
         file.dir: $W/www
 CONF
-taskset -c 0 h2o -c "$W/h2o.conf" > "$W/h2o.out" 2>&1 & pids+=($!)
-hpid=$!
-# h2o over TLS: a second one-thread process (its own CPU count), h2 by ALPN.
-cat > "$W/h2o-tls.conf" <<CONF
-num-threads: 1
-http2-max-concurrent-requests-per-connection: 128
-http2-idle-timeout: 300
-listen:
-  host: 127.0.0.1
-  port: 18084
-  ssl:
+    taskset -c 0 h2o -c "$W/$1.conf" > "$W/$1.out" 2>&1 &
+}
+h2o_start h2o 18082; pids+=($!); hpid=$!
+h2o_start h2o-tls 18084 "  ssl:
     certificate-file: $W/cert.pem
-    key-file: $W/key.pem
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: $W/www
-CONF
-taskset -c 0 h2o -c "$W/h2o-tls.conf" > "$W/h2o-tls.out" 2>&1 & pids+=($!)
-htpid=$!
+    key-file: $W/key.pem"; pids+=($!); htpid=$!
 taskset -c 0 "$S" serve --listen 127.0.0.1:18090 --root "$W/www" \
     --max-connections $((IDLE + 1024)) --max-connections-per-ip 0 \
-    ${SERVE_ARGS---header-level 1 --fixed-header-codes} > "$W/speedy.out" & pids+=($!)
+    $SERVE_ARGS > "$W/speedy.out" & pids+=($!)
 spid=$!
 taskset -c 0 "$S" serve --listen 127.0.0.1:18091 --root "$W/www" \
     --tls-cert "$W/cert.pem" --tls-key "$W/key.pem" --max-connections-per-ip 0 \
-    ${SERVE_ARGS---header-level 1 --fixed-header-codes} > "$W/speedy-tls.out" & pids+=($!)
+    $SERVE_ARGS > "$W/speedy-tls.out" & pids+=($!)
 stpid=$!
 sleep 2
 # nginx's worker (the master only forks it): the process that serves.

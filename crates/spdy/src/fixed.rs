@@ -137,10 +137,17 @@ fn match_len(h: &[u8], a: usize, b: usize, max: usize) -> usize {
     n
 }
 
+/// The hash-table slot of three bytes, given as the low 24 bits of `three` (the first
+/// byte lowest).
+#[inline]
+fn slot(three: u32) -> usize {
+    (three.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
+}
+
+/// The slot of the three bytes of `h` at `i`.
 #[inline]
 fn hash(h: &[u8], i: usize) -> usize {
-    let v = u32::from_le_bytes([h[i], h[i + 1], h[i + 2], 0]);
-    (v.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize
+    slot(u32::from_le_bytes([h[i], h[i + 1], h[i + 2], 0]))
 }
 
 /// Puts the positions of `hist` from `*hashed` up to `end` (those with three bytes)
@@ -154,14 +161,12 @@ fn hash_upto(hist: &[u8], head: &mut [u32], hashed: &mut usize, end: usize) {
     while i + 6 <= end && i + 8 <= hist.len() {
         let v = u64::from_le_bytes(hist[i..i + 8].try_into().expect("8 bytes"));
         for k in 0..6 {
-            let three = ((v >> (8 * k)) & 0xff_ffff) as u32;
-            let h = (three.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize;
-            head[h & (HASH_SIZE - 1)] = (i + k) as u32 + 1;
+            head[slot(((v >> (8 * k)) & 0xff_ffff) as u32)] = (i + k) as u32 + 1;
         }
         i += 6;
     }
     for i in i..end {
-        head[hash(hist, i) & (HASH_SIZE - 1)] = i as u32 + 1;
+        head[hash(hist, i)] = i as u32 + 1;
     }
     *hashed = (*hashed).max(end);
 }
@@ -293,7 +298,7 @@ impl FixedDeflater {
             let mut best = 0;
             let mut dist = 0;
             if !literals_only && rest >= MIN_MATCH {
-                let cand = head[hash(hist, i) & (HASH_SIZE - 1)] as usize;
+                let cand = head[hash(hist, i)] as usize;
                 if cand > floor && i - (cand - 1) <= w {
                     let c = cand - 1;
                     let len = match_len(hist, c, i, rest.min(MAX_MATCH));
