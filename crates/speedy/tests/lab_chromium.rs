@@ -79,6 +79,10 @@ fn chromium_loads_pages_beside_the_loader() {
                 || stderr.contains("Chromium loads at once")),
         "what the lanes do about Chromium's CPU, said at the start: {stderr}"
     );
+    assert!(
+        stderr.contains("fixed: a variant loads with Chromium"),
+        "--lanes auto keeps the lanes fixed with Chromium: {stderr}"
+    );
     let rows = read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 2 * 4, "pages × variants");
     for r in &rows {

@@ -50,6 +50,10 @@ notsent_lowat = 16384
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "speedy lab failed: {stderr}");
     assert!(stderr.contains("[8/8]"), "progress lines: {stderr}");
+    assert!(
+        stderr.contains("lanes at first, then as many as the machine keeps up with"),
+        "--lanes auto (the default) says it follows the machine: {stderr}"
+    );
     let rows = read_rows(&out.join("results.jsonl")).unwrap();
     assert_eq!(rows.len(), 2 * 2 * 2, "pages × variants × runs");
     for r in &rows {

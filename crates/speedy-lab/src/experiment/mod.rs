@@ -683,11 +683,14 @@ pub fn named(name: &str) -> Result<Experiment, String> {
 }
 
 /// The table `speedy lab list` prints: each built-in experiment's loads, expected
-/// duration and description.
-pub fn built_ins_table() -> Result<String, String> {
+/// duration over `lanes` lanes (the caller gives those `--lanes auto` starts with; it opens
+/// more when the machine keeps up), and description.
+pub fn built_ins_table(lanes: usize) -> Result<String, String> {
     let mut out = format!(
         "{:<12} {:>7} {:>12}  description\n",
-        "name", "loads", "expected"
+        "name",
+        "loads",
+        format!("{lanes} lanes")
     );
     for b in BUILT_INS {
         let e = parse(b.toml, b.name, Path::new("."))?;
@@ -695,7 +698,7 @@ pub fn built_ins_table() -> Result<String, String> {
             Pages::Synth(n, _) => n,
             _ => 0,
         };
-        let secs = e.estimate(pages, 1).as_secs_f64();
+        let secs = e.estimate(pages, lanes).as_secs_f64();
         out.push_str(&format!(
             "{:<12} {:>7} {:>12}  {}\n",
             b.name,

@@ -2,6 +2,7 @@
 //! proxies its variants need, and the loads it takes from the run's queue, one at a time.
 
 use super::budget::Budget;
+use super::governor::Governor;
 use super::knobs::{self, Cc};
 use super::plan::{key, Corpora, Job, PageInfo};
 use super::probes::{self, visit_window, ServerKey, Servers, Watch};
@@ -160,6 +161,8 @@ pub(super) struct Shared<'a> {
     pub total: usize,
     /// The CPU the lanes share ([`Budget`]).
     pub budget: &'a Budget,
+    /// Which lanes take loads now ([`Governor`]).
+    pub governor: &'a Governor,
     /// Chromium's `--version`, when a variant has `client = "chromium"`.
     pub chromium: Option<&'a str>,
 }
@@ -200,11 +203,17 @@ pub(super) fn run_lane(
     lane: usize,
     queue: &Mutex<VecDeque<Job>>,
 ) -> Result<(), String> {
-    let mut l = Lane::open(sh, net, lane)?;
+    // Opened when the lane first takes a load: a lane the governor never opens costs nothing.
+    let mut opened: Option<Lane> = None;
     let mut in_a_row = 0;
-    loop {
+    let no_more_work = || queue.lock().expect("lock").is_empty();
+    while sh.governor.admit(lane, &no_more_work) {
         let Some(job) = queue.lock().expect("lock").pop_front() else {
             break;
+        };
+        let l = match &mut opened {
+            Some(l) => l,
+            None => opened.insert(Lane::open(sh, net, lane)?),
         };
         // The job's share of the CPU, for as long as it runs.
         let shares = match sh.exp.variants[job.variant].client {
@@ -215,7 +224,10 @@ pub(super) fn run_lane(
         let result = l.attend(lane).and_then(|()| l.run_job(&job));
         drop(taken);
         match result {
-            Ok(()) => in_a_row = 0,
+            Ok(usage) => {
+                in_a_row = 0;
+                sh.governor.report(usage);
+            }
             Err(reason) => {
                 in_a_row += 1;
                 l.failed(&job, lane, &reason)?;
@@ -236,8 +248,10 @@ pub(super) fn run_lane(
             std::thread::sleep(sh.exp.think_time);
         }
     }
-    drop(l.servers);
-    l.topo.stop_link();
+    if let Some(mut l) = opened {
+        drop(l.servers);
+        l.topo.stop_link();
+    }
     Ok(())
 }
 
@@ -291,8 +305,9 @@ impl<'a> Lane<'a> {
     }
 
     /// Runs one job: the variant's knobs, a fresh link, the client (the loader or
-    /// Chromium, sampled), and a row per measured page.
-    fn run_job(&mut self, job: &Job) -> Result<(), String> {
+    /// Chromium, sampled), and a row per measured page; returns the largest share of the
+    /// headroom bounds a row used ([`super::Headroom::usage`]).
+    fn run_job(&mut self, job: &Job) -> Result<f64, String> {
         let (exp, opts, corpora) = (self.sh.exp, self.sh.opts, self.sh.corpora);
         let visits: Vec<&PageInfo> = job
             .visits
@@ -418,8 +433,9 @@ impl<'a> Lane<'a> {
     }
 
     /// Appends the rows of a job's measured pages (a session's every visit, a revisit's
-    /// second, a load's one) to the results.
-    fn write_rows(&mut self, job: &Job, visits: &[&PageInfo], m: &Measured) -> Result<(), String> {
+    /// second, a load's one) to the results; returns the largest share of the headroom
+    /// bounds one of them used.
+    fn write_rows(&mut self, job: &Job, visits: &[&PageInfo], m: &Measured) -> Result<f64, String> {
         let (exp, opts) = (self.sh.exp, self.sh.opts);
         let variant = &exp.variants[job.variant];
         let session = exp.session_think.is_some();
@@ -431,6 +447,7 @@ impl<'a> Lane<'a> {
         } else {
             vec![(h.log.pages.len().saturating_sub(1), visits[0])]
         };
+        let mut usage = 0.0f64;
         for (visit, page) in measured {
             if self
                 .sh
@@ -470,12 +487,13 @@ impl<'a> Lane<'a> {
             })
             .map_err(|e| format!("{}: {e} ({})", har.display(), m.status))?;
             append_row(self.sh.results, &row)?;
+            usage = usage.max(super::HEADROOM.usage(&row));
             if !session {
                 self.last_har.insert(page.name.clone(), har.clone());
             }
             self.progress(&row, m.t0);
         }
-        Ok(())
+        Ok(usage)
     }
 
     /// Before a load: starts again any replay server or proxy that has died (killed,

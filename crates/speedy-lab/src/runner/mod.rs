@@ -25,6 +25,7 @@ mod browser;
 #[cfg(test)]
 pub(crate) use browser::CHROMIUM_HTTP1_LIMITS;
 mod budget;
+pub mod governor;
 mod knobs;
 mod lane;
 mod load;
@@ -94,10 +95,24 @@ impl Headroom {
         }
         (!out.is_empty()).then(|| out.join(", "))
     }
+
+    /// The largest share of a bound the row used (1 or more: [`Headroom::check`] flags
+    /// it); a figure the row lacks (Chromium has no loader lag) counts as none used.
+    pub fn usage(&self, r: &Row) -> f64 {
+        let share = |v: u64, bound: Duration| v as f64 / bound.as_micros().max(1) as f64;
+        share(r.link_late_mean_us, self.link_late_mean)
+            .max(share(r.link_late_max_us, self.link_late_max))
+            .max(share(r.loader_lag_max_us.unwrap_or(0), self.loader_lag_max))
+    }
 }
 
-/// Lanes per CPU core that `--lanes auto` runs (measured: docs/lab.md, "Lanes").
+/// Lanes per CPU core that `--lanes auto` starts with, and runs throughout an experiment
+/// with a Chromium variant (measured: docs/lab.md, "Lanes").
 pub const LANES_PER_CORE: usize = 4;
+
+/// The most lanes per CPU core `--lanes auto` opens: loads are paced by their links, and a
+/// browsing session spends most of its time in think times (docs/lab.md, "Lanes").
+pub const MAX_LANES_PER_CORE: usize = 16;
 
 /// Lanes' shares of the CPU one Chromium load takes on `lanes` lanes and `cores` cores
 /// (a loader load takes one): two cores' worth, `2 × lanes / cores`, so that at most one
@@ -110,32 +125,75 @@ pub fn chromium_share(lanes: usize, cores: usize) -> usize {
     (2 * lanes.max(1) / cores.max(1)).clamp(1, lanes.max(1))
 }
 
-/// The lanes `--lanes auto` picks on a machine with `cores` cores.
+/// The lanes `--lanes auto` starts with on a machine with `cores` cores.
 pub fn auto_lanes(cores: usize) -> usize {
     (cores.max(1) * LANES_PER_CORE).min(16)
 }
 
 /// This machine's cores (the CPUs this process may run on).
-fn cores() -> usize {
+pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// How many loads run at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lanes {
+    /// This many, throughout (`--lanes N`).
+    Fixed(usize),
+    /// Chosen while the run goes by what the machine is doing ([`governor`]): `start` at
+    /// first, never more than `max` (`--lanes auto`).
+    Auto {
+        /// Lanes at the start.
+        start: usize,
+        /// The most lanes.
+        max: usize,
+    },
+}
+
 /// The lanes `--lanes` asks for: a number of at least 1, or `auto` ([`auto_lanes`] of
-/// this machine's cores, said on stderr).
-pub fn lanes(arg: &str) -> Result<usize, String> {
+/// this machine's cores at first, up to [`MAX_LANES_PER_CORE`] per core).
+pub fn lanes(arg: &str) -> Result<Lanes, String> {
     match arg {
         "auto" => {
             let cores = cores();
-            let n = auto_lanes(cores);
-            eprintln!(
-                "speedy lab: {n} lanes ({LANES_PER_CORE} per core × {cores} cores; --lanes N to choose)"
-            );
-            Ok(n)
+            Ok(Lanes::Auto {
+                start: auto_lanes(cores),
+                max: (cores * MAX_LANES_PER_CORE).min(64),
+            })
         }
         n => match n.parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
+            Ok(n) if n > 0 => Ok(Lanes::Fixed(n)),
             _ => Err(format!("--lanes {n}: a number of at least 1, or auto")),
         },
+    }
+}
+
+/// The governor of a run of `exp` with `lanes` (said on stderr for `auto`): a fixed one
+/// when a variant loads with Chromium, whose share of the lanes' CPU is measured at a
+/// fixed count ([`chromium_share`]).
+fn governor_for(exp: &Experiment, lanes: Lanes) -> governor::Governor {
+    let chromium = exp
+        .variants
+        .iter()
+        .any(|v| v.client == crate::experiment::Client::Chromium);
+    match lanes {
+        Lanes::Fixed(n) => governor::Governor::fixed(n),
+        Lanes::Auto { start, .. } if chromium => {
+            eprintln!(
+                "speedy lab: {start} lanes ({LANES_PER_CORE} per core × {} cores, fixed: a \
+                 variant loads with Chromium; --lanes N to choose)",
+                cores()
+            );
+            governor::Governor::fixed(start)
+        }
+        Lanes::Auto { start, max } => {
+            eprintln!(
+                "speedy lab: {start} lanes at first, then as many as the machine keeps up \
+                 with, up to {max} (CPU, wake-up lateness, each load's headroom; --lanes N \
+                 to fix them)"
+            );
+            governor::Governor::adaptive(start, max)
+        }
     }
 }
 
@@ -149,7 +207,7 @@ pub struct RunOptions {
     /// Output directory (results.jsonl, hars/, corpus/, lab-ca/, report.html).
     pub out: PathBuf,
     /// Parallel lanes.
-    pub lanes: usize,
+    pub lanes: Lanes,
     /// Shard `(i, n)`: run loads whose index % n == i.
     pub shard: (usize, usize),
     /// The `speedy` program (server and loader run as processes).
@@ -245,8 +303,10 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
             format!(" ({} already done, resuming)", done.len())
         }
     );
-    let chromium = chromium_of(exp, opts)?;
-    let budget = budget::Budget::new(opts.lanes, chromium_share(opts.lanes, cores()));
+    let governor = governor_for(exp, opts.lanes);
+    // A fixed governor's lanes: the count Chromium's share is reckoned on.
+    let chromium = chromium_of(exp, opts, governor.max())?;
+    let budget = budget::Budget::new(governor.max(), chromium_share(governor.max(), cores()));
     let progress = Mutex::new((0usize, Instant::now()));
     let ca_dir = opts.out.join("lab-ca");
     let shared = Shared {
@@ -260,18 +320,34 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         progress: &progress,
         total,
         budget: &budget,
+        governor: &governor,
         chromium: chromium.as_deref(),
     };
-    for (ni, net) in exp.networks.iter().enumerate() {
+    let ran = std::thread::scope(|outer| {
+        outer.spawn(|| governor.follow());
+        let ran = run_networks(&shared, &todo);
+        governor.finish();
+        ran
+    });
+    ran?;
+    say_missing(exp, &results, progress.lock().expect("lock").0, total);
+    Ok(results)
+}
+
+/// Runs `todo`'s jobs network by network, each on as many lanes as the governor opens (a
+/// lane's namespaces, servers and link are made when it first takes a load).
+fn run_networks(shared: &Shared, todo: &[Job]) -> Result<(), String> {
+    for (ni, net) in shared.exp.networks.iter().enumerate() {
         let queue: VecDeque<Job> = todo.iter().filter(|j| j.network == ni).cloned().collect();
         if queue.is_empty() {
             continue;
         }
+        let threads = shared.governor.max().min(queue.len());
         let queue = Mutex::new(queue);
         let errors: Mutex<Vec<String>> = Mutex::default();
         std::thread::scope(|s| {
-            for lane in 0..opts.lanes.max(1) {
-                let (queue, errors, shared) = (&queue, &errors, &shared);
+            for lane in 0..threads {
+                let (queue, errors) = (&queue, &errors);
                 s.spawn(move || {
                     if let Err(e) = run_lane(shared, net, lane, queue) {
                         errors
@@ -287,8 +363,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
             return Err(errs.join("\n"));
         }
     }
-    say_missing(exp, &results, progress.lock().expect("lock").0, total);
-    Ok(results)
+    Ok(())
 }
 
 /// Says how many rows a run left unwritten (their loads failed twice), if any.
@@ -308,7 +383,11 @@ fn say_missing(exp: &Experiment, results: &Path, written: usize, total: usize) {
 
 /// Chromium's `--version` when a variant of `exp` loads with Chromium (`None`
 /// otherwise), checked before anything runs; says what the lanes do about its CPU.
-fn chromium_of(exp: &Experiment, opts: &RunOptions) -> Result<Option<String>, String> {
+fn chromium_of(
+    exp: &Experiment,
+    opts: &RunOptions,
+    lanes: usize,
+) -> Result<Option<String>, String> {
     if !exp
         .variants
         .iter()
@@ -317,7 +396,7 @@ fn chromium_of(exp: &Experiment, opts: &RunOptions) -> Result<Option<String>, St
         return Ok(None);
     }
     let v = crate::chromium::version(&opts.chromium, "a variant with client = \"chromium\"")?;
-    eprintln!("{} ({v})", chromium_lanes_note(opts.lanes, cores()));
+    eprintln!("{} ({v})", chromium_lanes_note(lanes, cores()));
     Ok(Some(v))
 }
 

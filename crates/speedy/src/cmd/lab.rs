@@ -31,7 +31,8 @@ pub struct LabArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Loads to run in parallel, each on its own namespace pair and link: a number, or
-    /// `auto` (the default: lanes per CPU core as measured in docs/lab.md, said at the start).
+    /// `auto` (the default: 4 per CPU core at first, then as many as the machine keeps up with,
+    /// judged by its CPU, how late threads wake and each load's headroom; said on stderr).
     #[arg(long, default_value = "auto", value_name = "N|auto")]
     lanes: String,
     /// Run only shard I of N (0-based), for batch schedulers; combine with `speedy lab merge`.
@@ -143,7 +144,10 @@ fn lab(mut a: LabArgs) -> Result<()> {
         Some(LabCmd::List) => {
             print!(
                 "{}",
-                speedy_lab::experiment::built_ins_table().map_err(anyhow::Error::msg)?
+                speedy_lab::experiment::built_ins_table(speedy_lab::runner::auto_lanes(
+                    speedy_lab::runner::cores(),
+                ))
+                .map_err(anyhow::Error::msg)?
             );
             Ok(())
         }

@@ -1,0 +1,362 @@
+//! How many lanes take loads, chosen while the run goes by what the machine is doing
+//! (`--lanes auto`), or fixed (`--lanes N`, and any run with a Chromium variant, whose CPU
+//! shares were measured at a fixed count: [`super::chromium_share`]).
+//!
+//! A lane takes its next load only while its index is below the governor's target. Every
+//! [`TICK`] a thread of the governor reads the machine: the CPU's busy share
+//! (`/proc/stat`), how late a thread of ordinary priority wakes from 10 ms sleeps (what
+//! the emulator's writes and the loader's event loop meet when the CPU is short), and the
+//! worst share of [`super::HEADROOM`] that a load which ended meanwhile used. It opens a
+//! quarter more lanes when all of that stayed low over the last [`SETTLE_TICKS`] ticks
+//! since its last change, and closes a quarter when any of it comes near a bound
+//! ([`next_target`]).
+//! A lane closed finishes the load it has; its namespaces and servers stay up until the
+//! network ends, so opening it again costs nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often the governor reads the machine.
+pub const TICK: Duration = Duration::from_secs(2);
+
+/// Ticks after a change before lanes open again, all of which must have stayed low: long
+/// enough for the new lanes' set-up and first loads to show in what the governor reads.
+pub const SETTLE_TICKS: usize = 5;
+
+/// What the machine did over a stretch of time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Reading {
+    /// Share of the CPU busy (all cores, 0-1).
+    pub cpu_busy: f64,
+    /// Mean lateness of the probe's wake-ups (µs).
+    pub wake_late_mean_us: f64,
+    /// Largest lateness of one wake-up (µs).
+    pub wake_late_max_us: f64,
+    /// The largest share of [`super::HEADROOM`] a load that ended used (0 when none
+    /// ended; 1 is a flagged load).
+    pub worst_load: f64,
+}
+
+/// The lanes to run next: `target` less a quarter (at least one) when the last tick came
+/// near a bound (a load used 60% of a headroom bound, wake-ups 25 ms late at worst or
+/// 500 µs on average, the CPU 95% busy); a quarter more (at least one, at most `max`)
+/// when every one of the last [`SETTLE_TICKS`] ticks since the last change stayed low
+/// (loads under 30% of the bounds, wake-ups under 10 ms and 150 µs, the CPU under 70%);
+/// else `target`. `recent` holds the ticks since the last change, the latest last.
+pub fn next_target(target: usize, max: usize, recent: &[Reading]) -> usize {
+    let step = (target / 4).max(1);
+    let Some(tick) = recent.last() else {
+        return target;
+    };
+    let near = tick.worst_load >= 0.6
+        || tick.wake_late_max_us >= 25_000.0
+        || tick.wake_late_mean_us >= 500.0
+        || tick.cpu_busy >= 0.95;
+    let low = |r: &Reading| {
+        r.worst_load < 0.3
+            && r.wake_late_max_us < 10_000.0
+            && r.wake_late_mean_us < 150.0
+            && r.cpu_busy < 0.70
+    };
+    if near {
+        target.saturating_sub(step).max(1)
+    } else if recent.len() >= SETTLE_TICKS && recent[recent.len() - SETTLE_TICKS..].iter().all(low)
+    {
+        (target + step).min(max.max(1))
+    } else {
+        target
+    }
+}
+
+/// The lanes a run may use and how many take loads now.
+pub(super) struct Governor {
+    /// Whether the target follows the machine (`--lanes auto`).
+    adapt: bool,
+    /// The most lanes.
+    max: usize,
+    /// Lanes taking loads now, and the worst headroom use of loads ended since the
+    /// last tick.
+    state: Mutex<(usize, f64)>,
+    /// Signalled when the target changes.
+    changed: Condvar,
+    /// Set when the run is over (the ticking thread ends).
+    over: AtomicBool,
+}
+
+impl Governor {
+    /// `lanes` lanes, always.
+    pub fn fixed(lanes: usize) -> Governor {
+        Governor::new(false, lanes, lanes)
+    }
+
+    /// Starts at `start` lanes and follows the machine, up to `max`.
+    pub fn adaptive(start: usize, max: usize) -> Governor {
+        Governor::new(true, start, max)
+    }
+
+    fn new(adapt: bool, start: usize, max: usize) -> Governor {
+        let max = max.max(1);
+        Governor {
+            adapt,
+            max,
+            state: Mutex::new((start.clamp(1, max), 0.0)),
+            changed: Condvar::new(),
+            over: AtomicBool::new(false),
+        }
+    }
+
+    /// The most lanes the run may open.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Waits until lane `lane` may take a load (`true`), or until `no_more_work` says there
+    /// is nothing left to take (`false`).
+    pub fn admit(&self, lane: usize, no_more_work: &dyn Fn() -> bool) -> bool {
+        let mut s = self.state.lock().expect("lock");
+        loop {
+            if no_more_work() {
+                return false;
+            }
+            if lane < s.0 {
+                return true;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, Duration::from_millis(250))
+                .expect("lock")
+                .0;
+        }
+    }
+
+    /// Notes a load that ended having used `usage` of the headroom bounds.
+    pub fn report(&self, usage: f64) {
+        let mut s = self.state.lock().expect("lock");
+        s.1 = s.1.max(usage);
+    }
+
+    /// Ends [`Governor::follow`].
+    pub fn finish(&self) {
+        self.over.store(true, Ordering::Relaxed);
+    }
+
+    /// Reads the machine every [`TICK`] and moves the target (saying so on stderr) until
+    /// [`Governor::finish`]; returns at once for a fixed governor.
+    pub fn follow(&self) {
+        if !self.adapt {
+            return;
+        }
+        // The probe measures the scheduler, not the timer's slack (50 µs by default).
+        // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        let mut recent: Vec<Reading> = Vec::new();
+        while !self.over.load(Ordering::Relaxed) {
+            let mut tick = Accumulator::new();
+            let end = Instant::now() + TICK;
+            while Instant::now() < end && !self.over.load(Ordering::Relaxed) {
+                let asleep = Instant::now();
+                std::thread::sleep(PROBE);
+                tick.wake(asleep.elapsed().saturating_sub(PROBE));
+            }
+            let mut s = self.state.lock().expect("lock");
+            tick.worst = std::mem::take(&mut s.1);
+            recent.push(tick.reading());
+            let next = next_target(s.0, self.max, &recent);
+            if next != s.0 {
+                let t = recent.last().expect("just pushed");
+                eprintln!(
+                    "speedy lab: {next} lanes take loads (were {}): CPU {:.0}% busy, wake-ups \
+                     {:.0} µs late on average and {:.1} ms at worst, loads used {:.0}% of the \
+                     headroom at most",
+                    s.0,
+                    t.cpu_busy * 100.0,
+                    t.wake_late_mean_us,
+                    t.wake_late_max_us / 1000.0,
+                    t.worst_load * 100.0
+                );
+                s.0 = next;
+                self.changed.notify_all();
+                recent.clear();
+            }
+        }
+    }
+}
+
+/// The probe's sleep.
+const PROBE: Duration = Duration::from_millis(10);
+
+/// A [`Reading`] in the making.
+struct Accumulator {
+    cpu_from: Option<(u64, u64)>,
+    wakes: u64,
+    late_sum: Duration,
+    late_max: Duration,
+    worst: f64,
+}
+
+impl Accumulator {
+    fn new() -> Accumulator {
+        Accumulator {
+            cpu_from: cpu_times(),
+            wakes: 0,
+            late_sum: Duration::ZERO,
+            late_max: Duration::ZERO,
+            worst: 0.0,
+        }
+    }
+
+    fn wake(&mut self, late: Duration) {
+        self.wakes += 1;
+        self.late_sum += late;
+        self.late_max = self.late_max.max(late);
+    }
+
+    /// What was read since [`Accumulator::new`]; a CPU that cannot be read counts as
+    /// busy, so the lanes do not grow blind.
+    fn reading(&self) -> Reading {
+        let cpu_busy = match (self.cpu_from, cpu_times()) {
+            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => (b1 - b0) as f64 / (t1 - t0) as f64,
+            _ => 1.0,
+        };
+        Reading {
+            cpu_busy,
+            wake_late_mean_us: self.late_sum.as_micros() as f64 / self.wakes.max(1) as f64,
+            wake_late_max_us: self.late_max.as_micros() as f64,
+            worst_load: self.worst,
+        }
+    }
+}
+
+/// The machine's (busy, total) CPU time in clock ticks, from the first line of
+/// `/proc/stat` (idle and iowait are not busy).
+fn cpu_times() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_cpu_line(stat.lines().next()?)
+}
+
+/// (busy, total) from `/proc/stat`'s `cpu` line: user nice system idle iowait irq softirq
+/// steal (guest time is already inside user).
+fn parse_cpu_line(line: &str) -> Option<(u64, u64)> {
+    let mut f = line.split_whitespace();
+    if f.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if v.len() < 5 {
+        return None;
+    }
+    let total: u64 = v.iter().sum();
+    Some((total - v[3] - v[4], total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calm() -> Reading {
+        Reading {
+            cpu_busy: 0.4,
+            wake_late_mean_us: 40.0,
+            wake_late_max_us: 900.0,
+            worst_load: 0.1,
+        }
+    }
+
+    #[test]
+    fn opens_a_quarter_more_only_when_the_last_ticks_all_stayed_low() {
+        let c = calm();
+        let settled = vec![c; SETTLE_TICKS];
+        assert_eq!(next_target(8, 32, &settled), 10);
+        assert_eq!(next_target(2, 32, &settled), 3, "at least one");
+        assert_eq!(next_target(30, 32, &settled), 32, "capped at max");
+        assert_eq!(
+            next_target(8, 32, &settled[1..]),
+            8,
+            "too few ticks since the last change"
+        );
+        assert_eq!(next_target(8, 32, &[]), 8);
+        for busy in [
+            Reading { cpu_busy: 0.8, ..c },
+            Reading {
+                worst_load: 0.4,
+                ..c
+            },
+            Reading {
+                wake_late_max_us: 12_000.0,
+                ..c
+            },
+            Reading {
+                wake_late_mean_us: 200.0,
+                ..c
+            },
+        ] {
+            let mut r = settled.clone();
+            r[1] = busy;
+            assert_eq!(next_target(8, 32, &r), 8, "{busy:?} within the window");
+            // Once out of the window, it no longer holds the lanes back.
+            r.extend(vec![c; SETTLE_TICKS - 1]);
+            assert_eq!(next_target(8, 32, &r), 10, "{busy:?} before the window");
+        }
+    }
+
+    #[test]
+    fn closes_a_quarter_when_anything_comes_near_a_bound() {
+        let c = calm();
+        for near in [
+            Reading {
+                worst_load: 0.6,
+                ..c
+            },
+            Reading {
+                wake_late_max_us: 30_000.0,
+                ..c
+            },
+            Reading {
+                wake_late_mean_us: 600.0,
+                ..c
+            },
+            Reading {
+                cpu_busy: 0.97,
+                ..c
+            },
+        ] {
+            let mut r = vec![c; SETTLE_TICKS];
+            r.push(near);
+            assert_eq!(next_target(12, 32, &r), 9, "{near:?}");
+            assert_eq!(next_target(1, 32, &r), 1, "never below one");
+        }
+    }
+
+    #[test]
+    fn a_fixed_governor_admits_its_lanes_and_no_more() {
+        let g = Governor::fixed(3);
+        assert!(g.admit(2, &|| false));
+        assert!(!g.admit(3, &|| true), "no more work: the lane ends");
+        g.follow(); // returns at once
+    }
+
+    #[test]
+    fn a_closed_lane_waits_until_the_target_reaches_it() {
+        let g = Governor::adaptive(1, 4);
+        std::thread::scope(|s| {
+            let waiting = s.spawn(|| g.admit(2, &|| false));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!waiting.is_finished());
+            g.state.lock().unwrap().0 = 3;
+            g.changed.notify_all();
+            assert!(waiting.join().unwrap());
+        });
+    }
+
+    #[test]
+    fn reads_proc_stat() {
+        assert_eq!(
+            parse_cpu_line("cpu  100 5 50 800 20 3 2 0 0 0"),
+            Some((160, 980))
+        );
+        assert_eq!(parse_cpu_line("cpu0 1 2 3 4 5"), None);
+        assert_eq!(parse_cpu_line("cpu 1 x 3 4 5"), None);
+        assert!(cpu_times().is_some(), "this machine's /proc/stat");
+    }
+}
