@@ -165,4 +165,21 @@ fn archives_save_and_load_unchanged() {
     assert_eq!(a.objects, b.objects);
     assert_eq!(a.pages, b.pages);
     assert_eq!(a.bodies, b.bodies);
+    // The object list alone (what `speedy load` reads): the same pages and objects, no
+    // bodies, and a damaged body goes unread where a whole load refuses it.
+    let objects = speedy_archive::Archive::load_objects(&dir.0).unwrap();
+    assert_eq!((&objects.objects, &objects.pages), (&a.objects, &a.pages));
+    assert!(objects.bodies.is_empty() && !a.bodies.is_empty());
+    let body = std::fs::read_dir(dir.0.join("bodies"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&body, b"damaged").unwrap();
+    let e = speedy_archive::Archive::load(&dir.0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not match its sha256"), "{e}");
+    assert!(speedy_archive::Archive::load_objects(&dir.0).is_ok());
 }

@@ -602,12 +602,13 @@ impl Experiment {
         }
     }
 
-    /// A rough wall time of the whole experiment over `lanes` lanes: each load takes its
-    /// page's bytes at the network's downlink rate, six round trips and 0.3 s of set-up
-    /// (pages: their calibration's mean size; an archive's pages are taken as 1 MB), twice
-    /// plus the pause with `revisit_after`.
+    /// A rough wall time of the whole experiment over `lanes` lanes, of which Chromium's
+    /// loads get `chromium_lanes` (they run fewer at once: the runner's CPU shares): each
+    /// load takes its page's bytes at the network's downlink rate, six round trips and
+    /// 0.3 s of set-up (pages: their calibration's mean size; an archive's pages are taken
+    /// as 1 MB), twice plus the pause with `revisit_after`.
     /// Measured on this lab's loads, not a promise: CPU contention and loss add to it.
-    pub fn estimate(&self, pages: usize, lanes: usize) -> Duration {
+    pub fn estimate(&self, pages: usize, lanes: usize, chromium_lanes: usize) -> Duration {
         let mut secs = 0.0;
         for (ni, net) in self.networks.iter().enumerate() {
             let bps = match &net.link.down.server {
@@ -630,10 +631,14 @@ impl Experiment {
                     (None, Some(think)) => visit + think.as_secs_f64(),
                     (None, None) => visit,
                 };
-                secs += per_load * (pages * self.runs as usize) as f64;
+                let at_once = match v.client {
+                    Client::Loader => lanes,
+                    Client::Chromium => chromium_lanes,
+                };
+                secs += per_load * (pages * self.runs as usize) as f64 / at_once.max(1) as f64;
             }
         }
-        Duration::from_secs_f64(secs / lanes.max(1) as f64)
+        Duration::from_secs_f64(secs)
     }
 
     /// The order a browsing session visits `pages` pages in: one random order from the
@@ -683,9 +688,10 @@ pub fn named(name: &str) -> Result<Experiment, String> {
 }
 
 /// The table `speedy lab list` prints: each built-in experiment's loads, expected
-/// duration over `lanes` lanes (the caller gives those `--lanes auto` starts with; it opens
-/// more when the machine keeps up), and description.
-pub fn built_ins_table(lanes: usize) -> Result<String, String> {
+/// duration over `lanes` lanes, `chromium_lanes` of them for Chromium's loads (the caller
+/// gives those `--lanes auto` starts with; it opens more when the machine keeps up), and
+/// description.
+pub fn built_ins_table(lanes: usize, chromium_lanes: usize) -> Result<String, String> {
     let mut out = format!(
         "{:<12} {:>7} {:>12}  description\n",
         "name",
@@ -698,7 +704,7 @@ pub fn built_ins_table(lanes: usize) -> Result<String, String> {
             Pages::Synth(n, _) => n,
             _ => 0,
         };
-        let secs = e.estimate(pages, lanes).as_secs_f64();
+        let secs = e.estimate(pages, lanes, chromium_lanes).as_secs_f64();
         out.push_str(&format!(
             "{:<12} {:>7} {:>12}  {}\n",
             b.name,

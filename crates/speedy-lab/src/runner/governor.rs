@@ -111,6 +111,11 @@ impl Governor {
         self.max
     }
 
+    /// Lanes taking loads now.
+    pub fn target(&self) -> usize {
+        self.state.lock().expect("lock").0
+    }
+
     /// Waits until lane `lane` may take a load (`true`), or until `no_more_work` says there
     /// is nothing left to take (`false`).
     pub fn admit(&self, lane: usize, no_more_work: &dyn Fn() -> bool) -> bool {
@@ -179,6 +184,51 @@ impl Governor {
                 self.changed.notify_all();
                 recent.clear();
             }
+        }
+    }
+}
+
+/// The lanes that open together at a network's start: each makes its namespaces, link
+/// and servers, then waits for the others, so that no load is timed while the others
+/// set up (16 lanes setting up beside the first loads of a network wrote those loads'
+/// packets up to 37 ms late). Lanes opened later, when the governor opens more, set up
+/// one by one beside running loads, as the governor saw the machine calm.
+pub(super) struct Gate {
+    /// How many lanes open together.
+    together: usize,
+    /// Lanes still setting up.
+    left: Mutex<usize>,
+    opened: Condvar,
+}
+
+impl Gate {
+    /// A gate for the first `together` lanes.
+    pub fn new(together: usize) -> Gate {
+        Gate {
+            together,
+            left: Mutex::new(together),
+            opened: Condvar::new(),
+        }
+    }
+
+    /// Whether lane `lane` is one of the lanes that open together.
+    pub fn holds(&self, lane: usize) -> bool {
+        lane < self.together
+    }
+
+    /// Says one lane has set up (or failed to), and waits (at most a minute) for the
+    /// others.
+    pub fn arrive(&self) {
+        let mut left = self.left.lock().expect("lock");
+        *left = left.saturating_sub(1);
+        self.opened.notify_all();
+        let end = Instant::now() + Duration::from_secs(60);
+        while *left > 0 && Instant::now() < end {
+            left = self
+                .opened
+                .wait_timeout(left, Duration::from_millis(100))
+                .expect("lock")
+                .0;
         }
     }
 }
@@ -347,6 +397,31 @@ mod tests {
             g.changed.notify_all();
             assert!(waiting.join().unwrap());
         });
+    }
+
+    #[test]
+    fn the_lanes_of_a_gate_leave_it_together() {
+        let g = Gate::new(3);
+        assert!(g.holds(2) && !g.holds(3));
+        let t0 = Instant::now();
+        let left: Vec<Duration> = std::thread::scope(|s| {
+            let lanes: Vec<_> = (0..3u32)
+                .map(|i| {
+                    let g = &g;
+                    s.spawn(move || {
+                        std::thread::sleep(Duration::from_millis(40) * i);
+                        g.arrive();
+                        t0.elapsed()
+                    })
+                })
+                .collect();
+            lanes.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        // The last arrives after 80 ms; nobody leaves before it.
+        assert!(
+            left.iter().all(|&t| t >= Duration::from_millis(80)),
+            "{left:?}"
+        );
     }
 
     #[test]

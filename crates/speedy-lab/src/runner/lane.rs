@@ -2,7 +2,7 @@
 //! proxies its variants need, and the loads it takes from the run's queue, one at a time.
 
 use super::budget::Budget;
-use super::governor::Governor;
+use super::governor::{Gate, Governor};
 use super::knobs::{self, Cc};
 use super::plan::{key, Corpora, Job, PageInfo};
 use super::probes::{self, visit_window, ServerKey, Servers, Watch};
@@ -202,9 +202,16 @@ pub(super) fn run_lane(
     net: &Network,
     lane: usize,
     queue: &Mutex<VecDeque<Job>>,
+    gate: &Gate,
 ) -> Result<(), String> {
-    // Opened when the lane first takes a load: a lane the governor never opens costs nothing.
+    // The lanes of the gate open together before any load; the others when they first
+    // take one (a lane the governor never opens costs nothing).
     let mut opened: Option<Lane> = None;
+    if gate.holds(lane) {
+        let l = Lane::open(sh, net, lane);
+        gate.arrive();
+        opened = Some(l?);
+    }
     let mut in_a_row = 0;
     let no_more_work = || queue.lock().expect("lock").is_empty();
     while sh.governor.admit(lane, &no_more_work) {

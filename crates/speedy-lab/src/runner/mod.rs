@@ -334,8 +334,9 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     Ok(results)
 }
 
-/// Runs `todo`'s jobs network by network, each on as many lanes as the governor opens (a
-/// lane's namespaces, servers and link are made when it first takes a load).
+/// Runs `todo`'s jobs network by network, each on as many lanes as the governor opens
+/// (those open at a network's start set up together before any load, the others when
+/// they first take one: [`governor::Gate`]).
 fn run_networks(shared: &Shared, todo: &[Job]) -> Result<(), String> {
     for (ni, net) in shared.exp.networks.iter().enumerate() {
         let queue: VecDeque<Job> = todo.iter().filter(|j| j.network == ni).cloned().collect();
@@ -343,13 +344,14 @@ fn run_networks(shared: &Shared, todo: &[Job]) -> Result<(), String> {
             continue;
         }
         let threads = shared.governor.max().min(queue.len());
+        let gate = governor::Gate::new(shared.governor.target().min(threads));
         let queue = Mutex::new(queue);
         let errors: Mutex<Vec<String>> = Mutex::default();
         std::thread::scope(|s| {
             for lane in 0..threads {
-                let (queue, errors) = (&queue, &errors);
+                let (queue, errors, gate) = (&queue, &errors, &gate);
                 s.spawn(move || {
-                    if let Err(e) = run_lane(shared, net, lane, queue) {
+                    if let Err(e) = run_lane(shared, net, lane, queue, gate) {
                         errors
                             .lock()
                             .expect("lock")

@@ -142,13 +142,13 @@ pub fn run_cmd(a: LabArgs) -> ExitCode {
 fn lab(mut a: LabArgs) -> Result<()> {
     match a.cmd.take() {
         Some(LabCmd::List) => {
-            print!(
-                "{}",
-                speedy_lab::experiment::built_ins_table(speedy_lab::runner::auto_lanes(
-                    speedy_lab::runner::cores(),
-                ))
-                .map_err(anyhow::Error::msg)?
-            );
+            // Expected times at the lanes `--lanes auto` starts with, Chromium's loads
+            // taking their CPU share of them.
+            let cores = speedy_lab::runner::cores();
+            let lanes = speedy_lab::runner::auto_lanes(cores);
+            let chromium_lanes = lanes / speedy_lab::runner::chromium_share(lanes, cores);
+            let table = speedy_lab::experiment::built_ins_table(lanes, chromium_lanes);
+            print!("{}", table.map_err(anyhow::Error::msg)?);
             Ok(())
         }
         Some(LabCmd::Merge { inputs, out }) => {

@@ -130,7 +130,8 @@ pub async fn run(args: LoadArgs) -> Result<u8> {
     }
     let cfg = a.config().map_err(anyhow::Error::msg)?;
     let archive = match &a.archive {
-        Some(dir) => Some(speedy_archive::Archive::load(dir).map_err(anyhow::Error::msg)?),
+        // The object list only: the replay server serves the bodies.
+        Some(dir) => Some(speedy_archive::Archive::load_objects(dir).map_err(anyhow::Error::msg)?),
         None => None,
     };
     for url in std::iter::once(&a.url).chain(&a.then) {
