@@ -342,6 +342,8 @@ impl ProxyServer {
             cacert: Some(ca_dir.join("ca.pem")),
             tcp_series: Some(series.to_path_buf()),
             resolve: resolve.iter().map(|(h, a)| format!("{h}={a}")).collect(),
+            // Its namespace is reached only from the lane's client namespace.
+            quiet: true,
             ..ProxySpec::default()
         };
         ProxyServer::spawn(topo, speedy, spec, series)

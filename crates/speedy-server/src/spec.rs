@@ -309,6 +309,11 @@ pub struct ProxySpec {
     /// missing; clients trust DIR/ca.pem). Default: lab-ca beside --record's FILE.
     #[arg(long, value_name = "DIR", requires = "record")]
     pub record_ca: Option<PathBuf>,
+    /// No start-up warnings (that nothing is allowed, that other machines can reach the
+    /// proxy): for a proxy whose network only its own clients reach, as the lab's, each
+    /// in a namespace across the emulated link from its loader.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// The defaults of a spec's flag attributes: its command with no options.

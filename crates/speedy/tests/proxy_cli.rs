@@ -194,6 +194,9 @@ fn a_listener_other_machines_can_reach_is_announced_on_stderr() {
     let p = Proxy::start(&["--listen", "0.0.0.0:0", "--allow", "*"]);
     let said = p.said();
     assert!(said.iter().any(|l| l.contains("an open proxy")), "{said:?}");
+    // --quiet (the lab's proxies, reached only from their own namespace): no warning.
+    let p = Proxy::start(&["--listen", "0.0.0.0:0", "--quiet"]);
+    assert_eq!(p.said(), Vec::<String>::new());
 }
 
 #[test]

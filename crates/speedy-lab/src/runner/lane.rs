@@ -211,6 +211,9 @@ pub(super) fn run_lane(
         let l = Lane::open(sh, net, lane);
         gate.arrive();
         opened = Some(l?);
+        if let Some(think) = sh.exp.session_think {
+            std::thread::sleep(gate.stagger(lane, think));
+        }
     }
     let mut in_a_row = 0;
     let no_more_work = || queue.lock().expect("lock").is_empty();
@@ -220,7 +223,7 @@ pub(super) fn run_lane(
         };
         let l = match &mut opened {
             Some(l) => l,
-            None => opened.insert(Lane::open(sh, net, lane)?),
+            None => opened.insert(gate.one_by_one(|| Lane::open(sh, net, lane))?),
         };
         // The job's share of the CPU, for as long as it runs.
         let shares = match sh.exp.variants[job.variant].client {

@@ -151,9 +151,13 @@ pub fn proxy_options(spec: &ProxySpec) -> Result<ProxyOptions, String> {
 
 /// What the proxy says on standard error at start: that nothing is allowed (every
 /// request will get 403), and that it listens where other machines can reach it (not a
-/// loopback address), with what they can reach through it. One line each.
+/// loopback address), with what they can reach through it. One line each; none when the
+/// spec says `quiet`.
 fn warnings(spec: &ProxySpec, opts: &ProxyOptions, addr: SocketAddr) -> Vec<String> {
     let mut out = Vec::new();
+    if spec.quiet {
+        return out;
+    }
     if spec.allows_nothing() {
         out.push(
             "nothing is allowed: every request gets 403; pass --allow HOST[:PORT] (repeatable; \
