@@ -7,7 +7,7 @@
 //! (`/proc/stat`), how late a thread of ordinary priority wakes from 10 ms sleeps (what
 //! the emulator's writes and the loader's event loop meet when the CPU is short), and the
 //! worst share of [`super::HEADROOM`] that a load which ended meanwhile used. It opens a
-//! quarter more lanes when all of that stayed low over the last [`SETTLE_TICKS`] ticks
+//! quarter more lanes when all of that stayed low for [`SETTLE_TICKS`] ticks in a row
 //! since its last change, and closes a quarter when any of it comes near a bound
 //! ([`next_target`]).
 //! A lane closed finishes the load it has; its namespaces and servers stay up until the
@@ -38,34 +38,30 @@ pub struct Reading {
     pub worst_load: f64,
 }
 
-/// The lanes to run next: `target` less a quarter (at least one) when the last tick came
-/// near a bound (a load used 60% of a headroom bound, wake-ups 25 ms late at worst or
-/// 500 µs on average, the CPU 95% busy); a quarter more (at least one, at most `max`)
-/// when every one of the last [`SETTLE_TICKS`] ticks since the last change stayed low
-/// (loads under 30% of the bounds, wake-ups under 10 ms and 150 µs, the CPU under 70%);
-/// else `target`. `recent` holds the ticks since the last change, the latest last.
-pub fn next_target(target: usize, max: usize, recent: &[Reading]) -> usize {
+/// The lanes to run next after `tick`: `target` less a quarter (at least one) when it
+/// came near a bound (a load used 60% of a headroom bound, wake-ups 25 ms late at worst
+/// or 500 µs on average, the CPU 95% busy); a quarter more (at least one, at most `max`)
+/// when it and the ticks before it since the last change stayed low, [`SETTLE_TICKS`] in
+/// a row (loads under 30% of the bounds, wake-ups under 10 ms and 150 µs, the CPU under
+/// 70%); else `target`. `calm` counts the low ticks in a row since the last change before
+/// this one; returns the target and the new count.
+pub fn next_target(target: usize, max: usize, tick: &Reading, calm: usize) -> (usize, usize) {
     let step = (target / 4).max(1);
-    let Some(tick) = recent.last() else {
-        return target;
-    };
     let near = tick.worst_load >= 0.6
         || tick.wake_late_max_us >= 25_000.0
         || tick.wake_late_mean_us >= 500.0
         || tick.cpu_busy >= 0.95;
-    let low = |r: &Reading| {
-        r.worst_load < 0.3
-            && r.wake_late_max_us < 10_000.0
-            && r.wake_late_mean_us < 150.0
-            && r.cpu_busy < 0.70
-    };
+    let low = tick.worst_load < 0.3
+        && tick.wake_late_max_us < 10_000.0
+        && tick.wake_late_mean_us < 150.0
+        && tick.cpu_busy < 0.70;
+    let calm = if low { calm + 1 } else { 0 };
     if near {
-        target.saturating_sub(step).max(1)
-    } else if recent.len() >= SETTLE_TICKS && recent[recent.len() - SETTLE_TICKS..].iter().all(low)
-    {
-        (target + step).min(max.max(1))
+        (target.saturating_sub(step).max(1), calm)
+    } else if calm >= SETTLE_TICKS {
+        ((target + step).min(max.max(1)), calm)
     } else {
-        target
+        (target, calm)
     }
 }
 
@@ -155,7 +151,8 @@ impl Governor {
         // The probe measures the scheduler, not the timer's slack (50 µs by default).
         // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-        let mut recent: Vec<Reading> = Vec::new();
+        // Low ticks in a row since the last change.
+        let mut calm = 0;
         while !self.over.load(Ordering::Relaxed) {
             let mut tick = Accumulator::new();
             let end = Instant::now() + TICK;
@@ -166,10 +163,10 @@ impl Governor {
             }
             let mut s = self.state.lock().expect("lock");
             tick.worst = std::mem::take(&mut s.1);
-            recent.push(tick.reading());
-            let next = next_target(s.0, self.max, &recent);
+            let t = tick.reading();
+            let (next, now_calm) = next_target(s.0, self.max, &t, calm);
+            calm = now_calm;
             if next != s.0 {
-                let t = recent.last().expect("just pushed");
                 eprintln!(
                     "speedy lab: {next} lanes take loads (were {}): CPU {:.0}% busy, wake-ups \
                      {:.0} µs late on average and {:.1} ms at worst, loads used {:.0}% of the \
@@ -182,7 +179,7 @@ impl Governor {
                 );
                 s.0 = next;
                 self.changed.notify_all();
-                recent.clear();
+                calm = 0;
             }
         }
     }
@@ -337,19 +334,30 @@ mod tests {
         }
     }
 
+    /// The target after `ticks`, starting from `target` with no calm tick yet.
+    fn after(target: usize, max: usize, ticks: &[Reading]) -> usize {
+        let (mut t, mut calm) = (target, 0);
+        for r in ticks {
+            let (next, c) = next_target(t, max, r, calm);
+            calm = if next != t { 0 } else { c };
+            t = next;
+        }
+        t
+    }
+
     #[test]
     fn opens_a_quarter_more_only_when_the_last_ticks_all_stayed_low() {
         let c = calm();
         let settled = vec![c; SETTLE_TICKS];
-        assert_eq!(next_target(8, 32, &settled), 10);
-        assert_eq!(next_target(2, 32, &settled), 3, "at least one");
-        assert_eq!(next_target(30, 32, &settled), 32, "capped at max");
+        assert_eq!(after(8, 32, &settled), 10);
+        assert_eq!(after(2, 32, &settled), 3, "at least one");
+        assert_eq!(after(30, 32, &settled), 32, "capped at max");
         assert_eq!(
-            next_target(8, 32, &settled[1..]),
+            after(8, 32, &settled[1..]),
             8,
             "too few ticks since the last change"
         );
-        assert_eq!(next_target(8, 32, &[]), 8);
+        assert_eq!(after(8, 32, &[]), 8);
         for busy in [
             Reading { cpu_busy: 0.8, ..c },
             Reading {
@@ -367,11 +375,14 @@ mod tests {
         ] {
             let mut r = settled.clone();
             r[1] = busy;
-            assert_eq!(next_target(8, 32, &r), 8, "{busy:?} within the window");
+            assert_eq!(after(8, 32, &r), 8, "{busy:?} within the window");
             // Once out of the window, it no longer holds the lanes back.
             r.extend(vec![c; SETTLE_TICKS - 1]);
-            assert_eq!(next_target(8, 32, &r), 10, "{busy:?} before the window");
+            assert_eq!(after(8, 32, &r), 10, "{busy:?} before the window");
         }
+        // After a change the count starts again: five more calm ticks for the next step.
+        assert_eq!(after(8, 32, &vec![c; 2 * SETTLE_TICKS - 1]), 10);
+        assert_eq!(after(8, 32, &vec![c; 2 * SETTLE_TICKS]), 12);
     }
 
     #[test]
@@ -395,10 +406,10 @@ mod tests {
                 ..c
             },
         ] {
-            let mut r = vec![c; SETTLE_TICKS];
+            let mut r = vec![c; SETTLE_TICKS - 1];
             r.push(near);
-            assert_eq!(next_target(12, 32, &r), 9, "{near:?}");
-            assert_eq!(next_target(1, 32, &r), 1, "never below one");
+            assert_eq!(after(12, 32, &r), 9, "{near:?}");
+            assert_eq!(after(1, 32, &r), 1, "never below one");
         }
     }
 

@@ -172,10 +172,7 @@ pub fn lanes(arg: &str) -> Result<Lanes, String> {
 /// when a variant loads with Chromium, whose share of the lanes' CPU is measured at a
 /// fixed count ([`chromium_share`]).
 fn governor_for(exp: &Experiment, lanes: Lanes) -> governor::Governor {
-    let chromium = exp
-        .variants
-        .iter()
-        .any(|v| v.client == crate::experiment::Client::Chromium);
+    let chromium = has_chromium(exp);
     match lanes {
         Lanes::Fixed(n) => governor::Governor::fixed(n),
         Lanes::Auto { start, .. } if chromium => {
@@ -383,6 +380,13 @@ fn say_missing(exp: &Experiment, results: &Path, written: usize, total: usize) {
     }
 }
 
+/// Whether a variant of `exp` loads with Chromium.
+fn has_chromium(exp: &Experiment) -> bool {
+    exp.variants
+        .iter()
+        .any(|v| v.client == crate::experiment::Client::Chromium)
+}
+
 /// Chromium's `--version` when a variant of `exp` loads with Chromium (`None`
 /// otherwise), checked before anything runs; says what the lanes do about its CPU.
 fn chromium_of(
@@ -390,11 +394,7 @@ fn chromium_of(
     opts: &RunOptions,
     lanes: usize,
 ) -> Result<Option<String>, String> {
-    if !exp
-        .variants
-        .iter()
-        .any(|v| v.client == crate::experiment::Client::Chromium)
-    {
+    if !has_chromium(exp) {
         return Ok(None);
     }
     let v = crate::chromium::version(&opts.chromium, "a variant with client = \"chromium\"")?;
