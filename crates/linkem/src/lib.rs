@@ -44,6 +44,7 @@ pub mod time;
 
 pub use config::{parse_rate, Profile, PROFILES};
 pub use counters::{Counters, DirCounters};
+pub use io::forward::Lateness;
 pub use io::topology::{usable_server_addr, Side, Topology, TopologyConfig};
 pub use link::{DirectionConfig, Link, LinkConfig};
 pub use packet::{Offload, Packet};

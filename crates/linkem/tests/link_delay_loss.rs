@@ -45,9 +45,36 @@ fn echo_rtts(rtt_ms: u64, pings: u32, checks: &mut Checks) {
         Ok(v)
     });
     server.join().unwrap().unwrap();
+    // What the link's owner reads while it runs agrees with the thread's own figures, and
+    // each take starts the largest lateness again.
+    let taken = t.take_lateness();
+    let again = t.take_lateness();
     let mut t = t;
     t.stop_link();
     let fs = t.forward_stats();
+    assert!(
+        taken.written >= 2 * rtts.len() as u64,
+        "{taken:?}: two packets per ping"
+    );
+    assert!(
+        taken.late_max > Duration::ZERO,
+        "{taken:?}: no packet leaves on the ns"
+    );
+    // (A stray packet may cross between the takes and the stop.)
+    assert!(
+        fs.written >= taken.written
+            && fs.late_sum >= taken.late_sum
+            && fs.late_max >= taken.late_max,
+        "{taken:?} against {fs:?}"
+    );
+    if again.written == taken.written {
+        assert_eq!(
+            again.late_max,
+            Duration::ZERO,
+            "the second take starts again"
+        );
+        assert_eq!(again.mean_since(&taken), Duration::ZERO);
+    }
     eprintln!(
         "forwarder: {} packets written, mean lateness {:?}, max {:?}",
         fs.written,

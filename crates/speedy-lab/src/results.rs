@@ -210,10 +210,12 @@ pub struct Row {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loader_sctp: Option<speedy_net::sctp::counters::Counters>,
     /// The link emulator's mean lateness writing packets during the load, µs (how much
-    /// later than their emulated departure time packets left: a busy CPU shows here).
+    /// later than their emulated departure time packets left: a busy CPU shows here); a
+    /// session's visit counts from its start to the next visit's.
     #[serde(default)]
     pub link_late_mean_us: u64,
-    /// The link emulator's largest lateness during the load, µs.
+    /// The link emulator's largest lateness during the load (a session's visit: its own
+    /// window, as for the mean), µs.
     #[serde(default)]
     pub link_late_max_us: u64,
     /// Packets found waiting at the link's devices as this load's link started (sent

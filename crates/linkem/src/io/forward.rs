@@ -51,6 +51,34 @@ pub struct ForwardStats {
     pub late_max: Duration,
 }
 
+/// How late the forwarding thread wrote packets, as its owner reads it while the link
+/// runs: totals since the link started, and the largest lateness since the owner last
+/// took it ([`crate::Topology::take_lateness`]), so that a stretch of a long run (a
+/// visit of a browsing session) is judged on its own packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Lateness {
+    /// Packets written since the link started.
+    pub written: u64,
+    /// Sum of their lateness.
+    pub late_sum: Duration,
+    /// Largest lateness of a packet written since the last take.
+    pub late_max: Duration,
+}
+
+impl Lateness {
+    /// The mean lateness of the packets written between `earlier` and `self` (two takes
+    /// of the same link).
+    pub fn mean_since(&self, earlier: &Lateness) -> Duration {
+        let n = self.written.saturating_sub(earlier.written);
+        let sum = self.late_sum.saturating_sub(earlier.late_sum);
+        match u32::try_from(n) {
+            Ok(0) => Duration::ZERO,
+            Ok(n) => sum / n,
+            Err(_) => Duration::from_secs_f64(sum.as_secs_f64() / n as f64),
+        }
+    }
+}
+
 /// Shared between the forwarding thread and its owner.
 #[derive(Default)]
 pub struct Shared {
@@ -58,6 +86,8 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// Counters, published every turn.
     pub counters: Mutex<Counters>,
+    /// Write lateness, published every turn that wrote packets.
+    pub lateness: Mutex<Lateness>,
 }
 
 fn thread_cpu_time() -> Duration {
@@ -107,9 +137,11 @@ pub fn run(
             false => BufferPool::new(mtu.max(1500) + 64, 4096),
         },
         stats: ForwardStats::default(),
+        turn_late_max: Duration::ZERO,
     };
     let mut fds = [readable(client), readable(server)];
     let mut last_published = Counters::default();
+    let mut published_written = 0;
     let mut pacer = Pacer::default();
     while !shared.stop.load(Ordering::Relaxed) {
         f.stats.turns += 1;
@@ -118,6 +150,14 @@ pub fn run(
         if *f.link.counters() != last_published {
             last_published = *f.link.counters();
             *shared.counters.lock().unwrap_or_else(|e| e.into_inner()) = last_published;
+        }
+        if f.stats.written != published_written {
+            let mut l = shared.lateness.lock().unwrap_or_else(|e| e.into_inner());
+            l.written = f.stats.written;
+            l.late_sum = f.stats.late_sum;
+            l.late_max = l.late_max.max(f.turn_late_max);
+            published_written = f.stats.written;
+            f.turn_late_max = Duration::ZERO;
         }
 
         let t = f.now();
@@ -174,6 +214,8 @@ struct Forwarder<'a> {
     start: Instant,
     pool: BufferPool,
     stats: ForwardStats,
+    /// The largest lateness since the last publication of [`Lateness`].
+    turn_late_max: Duration,
 }
 
 impl Forwarder<'_> {
@@ -191,6 +233,7 @@ impl Forwarder<'_> {
                 self.stats.written += 1;
                 self.stats.late_sum += late;
                 self.stats.late_max = self.stats.late_max.max(late);
+                self.turn_late_max = self.turn_late_max.max(late);
                 match out.write(&p.data, p.offload) {
                     Ok(_) => self.pool.put(p.data),
                     Err(_) => self.link.tun_write_failed(dir, t, p),

@@ -9,7 +9,7 @@
 //!                                              down = server → client)
 //! ```
 
-use super::forward::{self, ForwardStats, Shared};
+use super::forward::{self, ForwardStats, Lateness, Shared};
 use super::netns::{self, Netns};
 use super::tun::Tun;
 use crate::counters::Counters;
@@ -324,6 +324,21 @@ impl Topology {
         match &self.running {
             Some(r) => *r.shared.counters.lock().unwrap_or_else(|e| e.into_inner()),
             None => Counters::default(),
+        }
+    }
+
+    /// How late the running link wrote packets: totals since it started, and the largest
+    /// lateness since the previous call, which starts again from zero (default if no
+    /// link runs). One reader per link: each call takes the maximum from the next.
+    pub fn take_lateness(&self) -> Lateness {
+        match &self.running {
+            Some(r) => {
+                let mut l = r.shared.lateness.lock().unwrap_or_else(|e| e.into_inner());
+                let now = *l;
+                l.late_max = Duration::ZERO;
+                now
+            }
+            None => Lateness::default(),
         }
     }
 

@@ -5,7 +5,8 @@ use super::budget::Budget;
 use super::governor::{Gate, Governor};
 use super::knobs::{self, Cc};
 use super::plan::{key, Corpora, Job, PageInfo};
-use super::probes::{self, visit_window, ServerKey, Servers, Watch};
+use super::probes::{self, link_lateness, visit_window, ServerKey, Servers, Watch};
+use super::queue::Queues;
 use super::{browser, build_id, fmt_eta, load, load_seed, row, sanitize, RunOptions};
 use crate::experiment::{Client, Experiment, Network};
 use crate::results::{append_row, Row};
@@ -14,7 +15,7 @@ use linkem::{Side, Topology};
 use speedy_archive::har::Har;
 use speedy_browser::LoadSpec;
 use speedy_server::spec::ServeSpec;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -128,8 +129,6 @@ struct Measured {
     spec: Option<LoadSpec>,
     /// The counters and connections sampled around the load.
     watch: Watch,
-    /// The link's mean and largest lateness writing packets, µs.
-    link_late: (u64, u64),
     /// The proxy's TCP series of the load, under the output directory.
     series: Option<String>,
     /// How the client ended, for errors.
@@ -170,6 +169,8 @@ pub(super) struct Shared<'a> {
 /// One lane on one network: its namespaces and link, replay servers and proxies.
 pub(super) struct Lane<'a> {
     sh: &'a Shared<'a>,
+    /// Index of `net` in the experiment's networks.
+    network: usize,
     net: &'a Network,
     link: linkem::LinkConfig,
     topo: Topology,
@@ -194,37 +195,54 @@ pub(super) struct Lane<'a> {
 /// set-up someone must look at.
 const MAX_FAILURES_IN_A_ROW: usize = 3;
 
-/// Runs jobs from `queue` on a lane of its own until the queue is empty. A load that
-/// fails is written to `failures.jsonl` with its reason and tried once more at the end
-/// of the queue; a server or proxy that died is started again before the next load.
+/// Runs jobs from `queues` on lane `lane` until none is left: on a lane set up for the
+/// network of its first job, and set up again on the next network with work when its own
+/// has none left ([`Queues::take`]). A load that fails is written to `failures.jsonl`
+/// with its reason and tried once more at the end of its network's queue; a server or
+/// proxy that died is started again before the next load. A lane that gives up stops
+/// the run ([`Queues::stop`]).
 pub(super) fn run_lane(
     sh: &Shared,
-    net: &Network,
     lane: usize,
-    queue: &Mutex<VecDeque<Job>>,
+    queues: &Queues,
     gate: &Gate,
 ) -> Result<(), String> {
-    // The lanes of the gate open together before any load; the others when they first
-    // take one (a lane the governor never opens costs nothing).
-    let mut opened: Option<Lane> = None;
-    if gate.holds(lane) {
-        let l = Lane::open(sh, net, lane);
-        gate.arrive();
-        opened = Some(l?);
-        if let Some(think) = sh.exp.session_think {
-            std::thread::sleep(gate.stagger(lane, think));
-        }
+    let ran = take_loads(sh, lane, queues, gate);
+    if ran.is_err() {
+        queues.stop();
     }
+    ran
+}
+
+fn take_loads(sh: &Shared, lane: usize, queues: &Queues, gate: &Gate) -> Result<(), String> {
+    // The lanes of the gate open together before any load, each on the network of its
+    // first job; the others when they first take one (a lane the governor never opens
+    // costs nothing), and when they move to another network, one at a time.
+    let mut opened: Option<Lane> = None;
+    let mut first = gate.holds(lane);
     let mut in_a_row = 0;
-    let no_more_work = || queue.lock().expect("lock").is_empty();
-    while sh.governor.admit(lane, &no_more_work) {
-        let Some(job) = queue.lock().expect("lock").pop_front() else {
+    while sh.governor.admit(lane, &|| queues.is_done()) {
+        let Some(job) = queues.take(opened.as_ref().map(|l| l.network)) else {
             break;
         };
-        let l = match &mut opened {
-            Some(l) => l,
-            None => opened.insert(gate.one_by_one(|| Lane::open(sh, net, lane))?),
-        };
+        if opened.as_ref().map(|l| l.network) != Some(job.network) {
+            if let Some(old) = opened.take() {
+                old.close();
+            }
+            let net = &sh.exp.networks[job.network];
+            let l = if std::mem::take(&mut first) {
+                let l = Lane::open(sh, job.network, lane);
+                gate.arrive();
+                if let Some(think) = sh.exp.session_think {
+                    std::thread::sleep(gate.stagger(lane, think));
+                }
+                l
+            } else {
+                gate.one_by_one(|| Lane::open(sh, job.network, lane))
+            };
+            opened = Some(l.map_err(|e| format!("on {}: {e}", net.name))?);
+        }
+        let l = opened.as_mut().expect("opened above");
         // The job's share of the CPU, for as long as it runs.
         let shares = match sh.exp.variants[job.variant].client {
             Client::Loader => 1,
@@ -240,14 +258,17 @@ pub(super) fn run_lane(
             }
             Err(reason) => {
                 in_a_row += 1;
-                l.failed(&job, lane, &reason)?;
+                l.failed(&job, lane, &reason)
+                    .map_err(|e| format!("on {}: {e}", l.net.name))?;
                 if in_a_row >= MAX_FAILURES_IN_A_ROW {
                     return Err(format!(
-                        "{in_a_row} loads in a row failed (failures.jsonl); the last: {reason}"
+                        "on {}: {in_a_row} loads in a row failed (failures.jsonl); the last: \
+                         {reason}",
+                        l.net.name
                     ));
                 }
                 if !job.retry {
-                    queue.lock().expect("lock").push_back(Job {
+                    queues.push_back(Job {
                         retry: true,
                         ..job.clone()
                     });
@@ -258,17 +279,21 @@ pub(super) fn run_lane(
             std::thread::sleep(sh.exp.think_time);
         }
     }
-    if let Some(mut l) = opened {
-        drop(l.servers);
-        l.topo.stop_link();
+    if first {
+        // A lane of the gate that found no job: the others wait for it no longer.
+        gate.arrive();
+    }
+    if let Some(l) = opened {
+        l.close();
     }
     Ok(())
 }
 
 impl<'a> Lane<'a> {
     /// Creates the namespaces and link, and starts the servers and proxies.
-    fn open(sh: &'a Shared<'a>, net: &'a Network, lane: usize) -> Result<Lane<'a>, String> {
+    fn open(sh: &'a Shared<'a>, network: usize, lane: usize) -> Result<Lane<'a>, String> {
         let (exp, opts, corpora) = (sh.exp, sh.opts, sh.corpora);
+        let net = &exp.networks[network];
         let link = net.link.clone();
         let topo = topology_for(
             corpora.max_hosts(),
@@ -300,6 +325,7 @@ impl<'a> Lane<'a> {
         ));
         Ok(Lane {
             sh,
+            network,
             net,
             link,
             topo,
@@ -312,6 +338,13 @@ impl<'a> Lane<'a> {
             ca_spki,
             profile,
         })
+    }
+
+    /// Stops the lane's servers, proxies and link; its namespaces go with it.
+    fn close(mut self) {
+        self.servers.clear();
+        self.proxies.clear();
+        self.topo.stop_link();
     }
 
     /// Runs one job: the variant's knobs, a fresh link, the client (the loader or
@@ -366,15 +399,13 @@ impl<'a> Lane<'a> {
         let t0 = Instant::now();
         let mut watch = Watch::start(&self.topo, &self.servers, session)?;
         let status = self.run_client(job, spec.as_ref(), &har, &mut watch);
-        // Stopped here (restarted before the next load) for the forwarding thread's own
-        // measure of this load's timing.
+        // Stopped here (restarted before the next load): nothing crosses it between loads.
         self.topo.stop_link();
         // A load whose server died under it measured the fault, not the variant.
         if let Some(why) = self.died_meanwhile() {
             return Err(why);
         }
         let status = status?;
-        let fwd = self.topo.forward_stats();
         let h = Har::read(&har).map_err(|e| format!("{e} ({status})"))?;
         let series = match series_from {
             Some((path, from)) => {
@@ -390,12 +421,6 @@ impl<'a> Lane<'a> {
             rel,
             spec,
             watch,
-            link_late: (
-                (fwd.late_sum.as_micros() as u64)
-                    .checked_div(fwd.written)
-                    .unwrap_or(0),
-                fwd.late_max.as_micros() as u64,
-            ),
             series,
             status,
             t0,
@@ -469,12 +494,14 @@ impl<'a> Lane<'a> {
             // A session's visit counts the link and the server from its start to the next
             // visit's (the think time between is idle but for keep-alives); a load counts
             // all of it.
-            let (before, after) = if session {
+            let (from, to) = if session {
                 visit_window(h, visit, &watch.snaps)
                     .map_err(|e| format!("{}: {e}", har.display()))?
             } else {
-                (&watch.snaps[0], watch.snaps.last().expect("two snapshots"))
+                (0, watch.snaps.len() - 1)
             };
+            let (before, after) = (&watch.snaps[from], &watch.snaps[to]);
+            let (link_late_mean_us, link_late_max_us) = link_lateness(&watch.snaps, from, to);
             let row = row::row(&row::Measured {
                 exp,
                 net: self.net,
@@ -491,8 +518,8 @@ impl<'a> Lane<'a> {
                 cc: cc.trim(),
                 build: build_id(&opts.speedy),
                 conns: &watch.conns,
-                link_late_mean_us: m.link_late.0,
-                link_late_max_us: m.link_late.1,
+                link_late_mean_us,
+                link_late_max_us,
                 series: m.series.clone(),
             })
             .map_err(|e| format!("{}: {e} ({})", har.display(), m.status))?;

@@ -31,6 +31,7 @@ mod lane;
 mod load;
 mod plan;
 mod probes;
+mod queue;
 mod row;
 
 pub(crate) use plan::key;
@@ -40,7 +41,7 @@ use crate::experiment::Experiment;
 use crate::results::{read_rows, Row};
 use lane::{run_lane, Shared};
 use plan::{jobs, Corpora, Job};
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -331,36 +332,31 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     Ok(results)
 }
 
-/// Runs `todo`'s jobs network by network, each on as many lanes as the governor opens
-/// (those open at a network's start set up together before any load, the others when
-/// they first take one: [`governor::Gate`]).
+/// Runs `todo`'s jobs on as many lanes as the governor opens, network after network
+/// with their ends overlapping ([`queue::Queues`]): the lanes open at the start set up
+/// together before any load, the others when they first take one or move to another
+/// network, one at a time ([`governor::Gate`]).
 fn run_networks(shared: &Shared, todo: &[Job]) -> Result<(), String> {
-    for (ni, net) in shared.exp.networks.iter().enumerate() {
-        let queue: VecDeque<Job> = todo.iter().filter(|j| j.network == ni).cloned().collect();
-        if queue.is_empty() {
-            continue;
+    let queues = queue::Queues::new(shared.exp.networks.len(), todo);
+    let threads = shared.governor.max().min(todo.len());
+    let gate = governor::Gate::new(shared.governor.target().min(threads));
+    let errors: Mutex<Vec<String>> = Mutex::default();
+    std::thread::scope(|s| {
+        for lane in 0..threads {
+            let (queues, errors, gate) = (&queues, &errors, &gate);
+            s.spawn(move || {
+                if let Err(e) = run_lane(shared, lane, queues, gate) {
+                    errors
+                        .lock()
+                        .expect("lock")
+                        .push(format!("lane {lane} {e}"));
+                }
+            });
         }
-        let threads = shared.governor.max().min(queue.len());
-        let gate = governor::Gate::new(shared.governor.target().min(threads));
-        let queue = Mutex::new(queue);
-        let errors: Mutex<Vec<String>> = Mutex::default();
-        std::thread::scope(|s| {
-            for lane in 0..threads {
-                let (queue, errors, gate) = (&queue, &errors, &gate);
-                s.spawn(move || {
-                    if let Err(e) = run_lane(shared, net, lane, queue, gate) {
-                        errors
-                            .lock()
-                            .expect("lock")
-                            .push(format!("lane {lane} on {}: {e}", net.name));
-                    }
-                });
-            }
-        });
-        let errs = errors.lock().expect("lock");
-        if !errs.is_empty() {
-            return Err(errs.join("\n"));
-        }
+    });
+    let errs = errors.into_inner().expect("lock");
+    if !errs.is_empty() {
+        return Err(errs.join("\n"));
     }
     Ok(())
 }

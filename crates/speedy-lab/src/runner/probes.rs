@@ -47,6 +47,8 @@ pub(super) struct Snapshot {
     pub loader: TcpMib,
     /// The lane's replay servers' SCTP counters, summed.
     pub sctp: speedy_net::sctp::counters::Counters,
+    /// The link's write lateness (its maximum: since the snapshot before).
+    pub late: linkem::Lateness,
 }
 
 impl Snapshot {
@@ -58,6 +60,7 @@ impl Snapshot {
         Ok(Snapshot {
             at_ms,
             link: topo.counters(),
+            late: topo.take_lateness(),
             server: tcp_counters(topo, Side::Server)?,
             loader: tcp_counters(topo, Side::Client)?,
             sctp: servers
@@ -67,16 +70,16 @@ impl Snapshot {
     }
 }
 
-/// The snapshots around visit `i` of a session's HAR: the last taken before the visit
-/// started (the first snapshot for the first visit) and the last taken before the next
-/// visit started (the final snapshot for the last visit). Snapshots come every
-/// [`SS_EVERY`], and visits are a think time apart, so a window's edges fall in the idle
-/// time between visits.
-pub(super) fn visit_window<'a>(
+/// The snapshots around visit `i` of a session's HAR, as indices into `snaps`: the last
+/// taken before the visit started (the first snapshot for the first visit) and the last
+/// taken before the next visit started (the final snapshot for the last visit).
+/// Snapshots come every [`SS_EVERY`], and visits are a think time apart, so a window's
+/// edges fall in the idle time between visits.
+pub(super) fn visit_window(
     h: &Har,
     i: usize,
-    snaps: &'a [Snapshot],
-) -> Result<(&'a Snapshot, &'a Snapshot), String> {
+    snaps: &[Snapshot],
+) -> Result<(usize, usize), String> {
     let start = |i: usize| {
         let p = &h.log.pages[i];
         speedy_archive::date::parse_ms(&p.started_date_time).ok_or_else(|| {
@@ -86,20 +89,26 @@ pub(super) fn visit_window<'a>(
             )
         })
     };
-    let before = |t: f64| {
-        snaps
-            .iter()
-            .rev()
-            .find(|s| s.at_ms <= t)
-            .unwrap_or(&snaps[0])
-    };
-    let from = if i == 0 { &snaps[0] } else { before(start(i)?) };
+    let before = |t: f64| snaps.iter().rposition(|s| s.at_ms <= t).unwrap_or(0);
+    let from = if i == 0 { 0 } else { before(start(i)?) };
     let to = if i + 1 < h.log.pages.len() {
         before(start(i + 1)?)
     } else {
-        snaps.last().expect("at least one snapshot")
+        snaps.len() - 1
     };
     Ok((from, to))
+}
+
+/// The link's mean and largest write lateness (µs) between snapshots `from` and `to`: a
+/// visit of a session is judged by its own packets, not the whole session's.
+pub(super) fn link_lateness(snaps: &[Snapshot], from: usize, to: usize) -> (u64, u64) {
+    let max = snaps[from + 1..=to]
+        .iter()
+        .map(|s| s.late.late_max)
+        .max()
+        .unwrap_or_default();
+    let mean = snaps[to].late.mean_since(&snaps[from].late);
+    (mean.as_micros() as u64, max.as_micros() as u64)
 }
 
 /// The TCP MIB of one side's namespace (only that side's processes' sockets count), read
@@ -224,5 +233,43 @@ pub(super) fn abort_earlier_connections(topo: &Topology) -> Result<(), String> {
             Ok(())
         }
         Err(e) => Err(format!("aborting the previous load's connections: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(at_ms: f64, written: u64, late_sum_us: u64, late_max_us: u64) -> Snapshot {
+        Snapshot {
+            at_ms,
+            link: Default::default(),
+            server: Default::default(),
+            loader: Default::default(),
+            sctp: Default::default(),
+            late: linkem::Lateness {
+                written,
+                late_sum: Duration::from_micros(late_sum_us),
+                late_max: Duration::from_micros(late_max_us),
+            },
+        }
+    }
+
+    #[test]
+    fn a_window_counts_the_lateness_of_its_own_packets() {
+        // A late packet (30 ms) between snapshots 1 and 2; a busy stretch (mean 500 µs)
+        // between 3 and 4.
+        let snaps = [
+            snap(0.0, 0, 0, 0),
+            snap(250.0, 100, 1_000, 40),
+            snap(500.0, 110, 31_000, 30_000),
+            snap(750.0, 200, 32_000, 60),
+            snap(1000.0, 300, 82_000, 900),
+        ];
+        assert_eq!(link_lateness(&snaps, 0, 4), (273, 30_000));
+        assert_eq!(link_lateness(&snaps, 2, 4), (268, 900));
+        assert_eq!(link_lateness(&snaps, 3, 4), (500, 900));
+        assert_eq!(link_lateness(&snaps, 0, 1), (10, 40));
+        assert_eq!(link_lateness(&snaps, 2, 2), (0, 0), "an empty window");
     }
 }
