@@ -1,13 +1,15 @@
-//! A lane: its own namespace pair and link on one network, the replay servers and
-//! proxies its variants need, and the loads it takes from the run's queue, one at a time.
+//! A lane: its own namespace pair and link, the replay servers and proxies its variants
+//! need, and the loads it takes from the run's queues, one at a time, on one network
+//! after another.
 
 use super::budget::Budget;
 use super::governor::{Gate, Governor};
 use super::knobs::{self, Cc};
 use super::plan::{key, Corpora, Job, PageInfo};
 use super::probes::{self, link_lateness, visit_window, ServerKey, Servers, Watch};
+use super::progress::{fmt_eta, Progress};
 use super::queue::Queues;
-use super::{browser, build_id, fmt_eta, load, load_seed, row, sanitize, RunOptions};
+use super::{browser, build_id, load, load_seed, row, sanitize, RunOptions};
 use crate::experiment::{Client, Experiment, Network};
 use crate::results::{append_row, Row};
 use crate::testbed::{topology_for, ProxyServer, ReplayServer, ReplaySpec};
@@ -76,8 +78,8 @@ fn start_servers(
 }
 
 /// The lane's proxies, one per replay server a proxy variant loads from (port 3128 and
-/// up on the first server address), each with its TCP series file.
-#[allow(clippy::too_many_arguments)]
+/// up on the first server address), each with its TCP series file (each load's part of
+/// it is copied beside the load's HAR).
 fn start_proxies(
     exp: &Experiment,
     opts: &RunOptions,
@@ -85,7 +87,6 @@ fn start_proxies(
     corpora: &Corpora,
     ca_dir: &Path,
     servers: &Servers,
-    net: &Network,
     lane: usize,
 ) -> Result<HashMap<ServerKey, ProxyServer>, String> {
     // In the order of the variants that first use each.
@@ -98,10 +99,7 @@ fn start_proxies(
     }
     let mut out = HashMap::new();
     for (i, key) in keys.into_iter().enumerate() {
-        let series = opts.out.join(format!(
-            "series/{}/lane{lane}-proxy{i}.jsonl",
-            sanitize(&net.name)
-        ));
+        let series = opts.out.join(format!("series/lane{lane}-proxy{i}.jsonl"));
         std::fs::create_dir_all(series.parent().expect("has parent")).map_err(|e| e.to_string())?;
         let resolve = servers[&key].resolve();
         let p = ProxyServer::start(
@@ -154,10 +152,12 @@ pub(super) struct Shared<'a> {
     pub results: &'a Path,
     /// Keys of the rows already there (resumed loads skip them).
     pub done: &'a HashSet<String>,
-    /// Rows written so far and when the run started, for the progress line.
-    pub progress: &'a Mutex<(usize, Instant)>,
+    /// Rows written and jobs finished so far, for the progress line.
+    pub progress: &'a Mutex<Progress>,
     /// Rows to write in all.
     pub total: usize,
+    /// Jobs to run in all (a session is one job of many rows).
+    pub jobs: usize,
     /// The CPU the lanes share ([`Budget`]).
     pub budget: &'a Budget,
     /// Which lanes take loads now ([`Governor`]).
@@ -166,7 +166,7 @@ pub(super) struct Shared<'a> {
     pub chromium: Option<&'a str>,
 }
 
-/// One lane on one network: its namespaces and link, replay servers and proxies.
+/// One lane, on one network at a time: its namespaces and link, replay servers and proxies.
 pub(super) struct Lane<'a> {
     sh: &'a Shared<'a>,
     /// Index of `net` in the experiment's networks.
@@ -195,9 +195,9 @@ pub(super) struct Lane<'a> {
 /// set-up someone must look at.
 const MAX_FAILURES_IN_A_ROW: usize = 3;
 
-/// Runs jobs from `queues` on lane `lane` until none is left: on a lane set up for the
-/// network of its first job, and set up again on the next network with work when its own
-/// has none left ([`Queues::take`]). A load that fails is written to `failures.jsonl`
+/// Runs jobs from `queues` on lane `lane` until none is left: on the network of its first
+/// job, then on the next network with work when its own has none left
+/// ([`Queues::take`], [`Lane::move_to`]). A load that fails is written to `failures.jsonl`
 /// with its reason and tried once more at the end of its network's queue; a server or
 /// proxy that died is started again before the next load. A lane that gives up stops
 /// the run ([`Queues::stop`]).
@@ -215,20 +215,24 @@ pub(super) fn run_lane(
 }
 
 fn take_loads(sh: &Shared, lane: usize, queues: &Queues, gate: &Gate) -> Result<(), String> {
-    // The lanes of the gate open together before any load, each on the network of its
-    // first job; the others when they first take one (a lane the governor never opens
-    // costs nothing), and when they move to another network, one at a time.
+    // The lanes of the gate open together before any load; the others when they first
+    // take one (a lane the governor never opens costs nothing), one at a time.
     let mut opened: Option<Lane> = None;
     let mut first = gate.holds(lane);
     let mut in_a_row = 0;
     while sh.governor.admit(lane, &|| queues.is_done()) {
-        let Some(job) = queues.take(opened.as_ref().map(|l| l.network)) else {
+        let Some((job, first_of_network)) = queues.take(opened.as_ref().map(|l| l.network)) else {
             break;
         };
-        if opened.as_ref().map(|l| l.network) != Some(job.network) {
-            if let Some(old) = opened.take() {
-                old.close();
-            }
+        if first_of_network && job.network > 0 {
+            sh.governor.brace(&sh.exp.networks[job.network].name);
+        }
+        if let Some(l) = opened.as_mut().filter(|l| l.network != job.network) {
+            let net = &sh.exp.networks[job.network].name;
+            l.move_to(job.network)
+                .map_err(|e| format!("moving to {net}: {e}"))?;
+        }
+        if opened.is_none() {
             let net = &sh.exp.networks[job.network];
             let l = if std::mem::take(&mut first) {
                 let l = Lane::open(sh, job.network, lane);
@@ -310,7 +314,7 @@ impl<'a> Lane<'a> {
         .trim()
         .to_string();
         let servers = start_servers(exp, opts, &topo, corpora, sh.ca_dir)?;
-        let proxies = start_proxies(exp, opts, &topo, corpora, sh.ca_dir, &servers, net, lane)?;
+        let proxies = start_proxies(exp, opts, &topo, corpora, sh.ca_dir, &servers, lane)?;
         let keys = (0..exp.variants.len())
             .map(|v| server_key(corpora, exp, v))
             .collect();
@@ -319,10 +323,7 @@ impl<'a> Lane<'a> {
             Some(_) => Some(crate::chromium::ca_spki_hash(sh.ca_dir)?),
             None => None,
         };
-        let profile = opts.out.join(format!(
-            "chromium-profiles/{}-lane{lane}",
-            sanitize(&net.name)
-        ));
+        let profile = opts.out.join(format!("chromium-profiles/lane{lane}"));
         Ok(Lane {
             sh,
             network,
@@ -338,6 +339,26 @@ impl<'a> Lane<'a> {
             ca_spki,
             profile,
         })
+    }
+
+    /// Moves the lane to network `network`: its next load's link is that network's. The
+    /// namespaces, servers and proxies are the same for every network (only the link
+    /// differs), so nothing is set up again beside the other lanes' loads. What earlier
+    /// loads taught the lane is forgotten, as on a lane new to the network: the prefetch
+    /// variants' last HAR of each page, and both namespaces' TCP metrics cache (RTT,
+    /// ssthresh and cwnd per peer, which a variant with `no_metrics_save = false` saves
+    /// and every connection then starts from).
+    fn move_to(&mut self, network: usize) -> Result<(), String> {
+        let net = &self.sh.exp.networks[network];
+        self.topo.stop_link();
+        for side in [Side::Client, Side::Server] {
+            knobs::sh(&self.topo, side, "ip", &["tcp_metrics", "flush", "all"])?;
+        }
+        self.network = network;
+        self.net = net;
+        self.link = net.link.clone();
+        self.last_har.clear();
+        Ok(())
     }
 
     /// Stops the lane's servers, proxies and link; its namespaces go with it.
@@ -425,6 +446,8 @@ impl<'a> Lane<'a> {
             status,
             t0,
         };
+        let took = t0.elapsed();
+        self.sh.progress.lock().expect("lock").job_done(took);
         self.write_rows(job, &visits, &measured)
     }
 
@@ -635,12 +658,11 @@ impl<'a> Lane<'a> {
     /// The progress line of a row written, with the run's ETA.
     fn progress(&self, row: &Row, t0: Instant) {
         let mut p = self.sh.progress.lock().expect("lock");
-        p.0 += 1;
-        let elapsed = p.1.elapsed().as_secs_f64();
-        let eta = elapsed / p.0 as f64 * (self.sh.total - p.0) as f64;
+        p.rows += 1;
+        let eta = p.eta(self.sh.jobs, self.sh.governor.target());
         eprintln!(
             "[{}/{}] {} | {} | {} | run {}: onLoad {:.0} ms{} ({:.1} s){} ETA {}",
-            p.0,
+            p.rows,
             self.sh.total,
             self.net.name,
             row.page,

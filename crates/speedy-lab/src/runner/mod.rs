@@ -31,6 +31,7 @@ mod lane;
 mod load;
 mod plan;
 mod probes;
+mod progress;
 mod queue;
 mod row;
 
@@ -44,7 +45,7 @@ use plan::{jobs, Corpora, Job};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The CPU headroom a load must have had for its timings to stand for the network (see
 /// [`Headroom`]).
@@ -305,7 +306,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
     // A fixed governor's lanes: the count Chromium's share is reckoned on.
     let chromium = chromium_of(exp, opts, governor.max())?;
     let budget = budget::Budget::new(governor.max(), chromium_share(governor.max(), cores()));
-    let progress = Mutex::new((0usize, Instant::now()));
+    let progress = Mutex::new(progress::Progress::default());
     let ca_dir = opts.out.join("lab-ca");
     let shared = Shared {
         exp,
@@ -317,6 +318,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         done: &done,
         progress: &progress,
         total,
+        jobs: todo.len(),
         budget: &budget,
         governor: &governor,
         chromium: chromium.as_deref(),
@@ -328,14 +330,14 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<PathBuf, String> {
         ran
     });
     ran?;
-    say_missing(exp, &results, progress.lock().expect("lock").0, total);
+    say_missing(exp, &results, progress.lock().expect("lock").rows, total);
     Ok(results)
 }
 
 /// Runs `todo`'s jobs on as many lanes as the governor opens, network after network
 /// with their ends overlapping ([`queue::Queues`]): the lanes open at the start set up
-/// together before any load, the others when they first take one or move to another
-/// network, one at a time ([`governor::Gate`]).
+/// together before any load, the others when they first take one, one at a time
+/// ([`governor::Gate`]); a lane moves from network to network without setting up again.
 fn run_networks(shared: &Shared, todo: &[Job]) -> Result<(), String> {
     let queues = queue::Queues::new(shared.exp.networks.len(), todo);
     let threads = shared.governor.max().min(todo.len());
@@ -405,16 +407,6 @@ pub(crate) fn load_seed(seed: u64, page: &str, run: u32) -> u64 {
         h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
     }
     h
-}
-
-/// Seconds as `1h02m` or `3m05s`.
-fn fmt_eta(s: f64) -> String {
-    let s = s.max(0.0) as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
-    } else {
-        format!("{}m{:02}s", s / 60, s % 60)
-    }
 }
 
 /// A name made safe for a file path (letters, digits, `-`, `.`; anything else `_`).

@@ -1,7 +1,6 @@
 //! The run's loads, one queue per network, shared by every lane. A lane keeps taking
-//! loads of the network it is set up for; when that network has none left it moves to
-//! the first network that has, while the other lanes finish the last loads of the one it
-//! left. Networks run one after another, as before, but overlap at their ends: a run no
+//! loads of the network it is on; when that network has none left it moves to the first
+//! network that has, while the other lanes finish the last loads of the one it left. Networks run one after another, as before, but overlap at their ends: a run no
 //! longer waits at each network's end for its slowest load with the other lanes idle.
 
 use super::plan::Job;
@@ -11,7 +10,8 @@ use std::sync::Mutex;
 
 /// Per network, the jobs no lane has taken yet.
 pub(super) struct Queues {
-    nets: Mutex<Vec<VecDeque<Job>>>,
+    /// Per network, its jobs left and whether a lane has taken one yet.
+    nets: Mutex<Vec<(VecDeque<Job>, bool)>>,
     /// Set when a lane gave up: the others take no more loads.
     stopped: AtomicBool,
 }
@@ -19,9 +19,9 @@ pub(super) struct Queues {
 impl Queues {
     /// `todo` sorted into `networks` queues, each in `todo`'s order.
     pub fn new(networks: usize, todo: &[Job]) -> Queues {
-        let mut nets = vec![VecDeque::new(); networks];
+        let mut nets = vec![(VecDeque::new(), false); networks];
         for j in todo {
-            nets[j.network].push_back(j.clone());
+            nets[j.network].0.push_back(j.clone());
         }
         Queues {
             nets: Mutex::new(nets),
@@ -29,24 +29,27 @@ impl Queues {
         }
     }
 
-    /// The next job for a lane set up on network `on` (`None`: set up on none): one of
-    /// `on`'s while it has any, else the first of the first network that has one.
-    /// `None` when no job is left or the run was stopped.
-    pub fn take(&self, on: Option<usize>) -> Option<Job> {
+    /// The next job for a lane on network `on` (`None`: a lane not open yet): one of
+    /// `on`'s while it has any, else the first of the first network that has one; with
+    /// whether it is the first job taken of its network. `None` when no job is left or
+    /// the run was stopped.
+    pub fn take(&self, on: Option<usize>) -> Option<(Job, bool)> {
         if self.is_stopped() {
             return None;
         }
         let mut nets = self.nets.lock().expect("lock");
-        if let Some(job) = on.and_then(|n| nets[n].pop_front()) {
-            return Some(job);
-        }
-        nets.iter_mut().find_map(VecDeque::pop_front)
+        let n = on
+            .filter(|&n| !nets[n].0.is_empty())
+            .or_else(|| nets.iter().position(|(q, _)| !q.is_empty()))?;
+        let (queue, entered) = &mut nets[n];
+        let first = !std::mem::replace(entered, true);
+        queue.pop_front().map(|job| (job, first))
     }
 
     /// Queues `job` again, after its network's other jobs.
     pub fn push_back(&self, job: Job) {
         let mut nets = self.nets.lock().expect("lock");
-        nets[job.network].push_back(job);
+        nets[job.network].0.push_back(job);
     }
 
     /// Whether no job is left to take (or the run was stopped).
@@ -57,7 +60,7 @@ impl Queues {
                 .lock()
                 .expect("lock")
                 .iter()
-                .all(VecDeque::is_empty)
+                .all(|(q, _)| q.is_empty())
     }
 
     /// Stops the run: no lane takes another job.
@@ -86,7 +89,7 @@ mod tests {
     }
 
     fn taken(q: &Queues, on: Option<usize>) -> Option<(usize, usize)> {
-        q.take(on).map(|j| (j.index, j.network))
+        q.take(on).map(|(j, _)| (j.index, j.network))
     }
 
     #[test]
@@ -108,15 +111,24 @@ mod tests {
     #[test]
     fn a_job_queued_again_goes_to_its_networks_end() {
         let q = Queues::new(2, &[job(0, 0), job(1, 0), job(2, 1)]);
-        let first = q.take(Some(0)).expect("a job");
+        let (first, _) = q.take(Some(0)).expect("a job");
         q.push_back(Job {
             retry: true,
             ..first
         });
         assert_eq!(taken(&q, Some(0)), Some((1, 0)));
-        let again = q.take(Some(0)).expect("the retry");
+        let (again, _) = q.take(Some(0)).expect("the retry");
         assert_eq!((again.index, again.retry), (0, true));
         assert_eq!(taken(&q, Some(0)), Some((2, 1)));
+    }
+
+    #[test]
+    fn says_which_job_is_the_first_of_its_network() {
+        let q = Queues::new(3, &[job(0, 0), job(1, 0), job(2, 2), job(3, 2)]);
+        let firsts: Vec<(usize, bool)> = std::iter::from_fn(|| q.take(None))
+            .map(|(j, first)| (j.index, first))
+            .collect();
+        assert_eq!(firsts, [(0, true), (1, false), (2, true), (3, false)]);
     }
 
     #[test]
