@@ -79,6 +79,8 @@ struct State {
     worst: f64,
     /// Set by [`Governor::brace`]: the calm ticks start again.
     braced: bool,
+    /// When the lanes were last cut (by a tick or [`Governor::brace`]).
+    cut_at: Option<Instant>,
 }
 
 /// The lanes a run may use and how many take loads now.
@@ -114,6 +116,7 @@ impl Governor {
                 target: start.clamp(1, max),
                 worst: 0.0,
                 braced: false,
+                cut_at: None,
             }),
             changed: Condvar::new(),
             over: AtomicBool::new(false),
@@ -149,9 +152,17 @@ impl Governor {
         }
     }
 
-    /// Notes a load that ended having used `usage` of the headroom bounds.
-    pub fn report(&self, usage: f64) {
+    /// Notes a load that began at `started` and ended having used `usage` of the
+    /// headroom bounds. A load that began before the lanes were last cut ran partly
+    /// beside more lanes than run now, which the cut already answered: it is left out.
+    /// Without that, a browsing session (ten minutes, its visits reported when it ends)
+    /// went on cutting the lanes for as long as sessions begun before the first cut kept
+    /// ending: the `cellular` study went from 32 lanes to 2.
+    pub fn report(&self, usage: f64, started: Instant) {
         let mut s = self.state.lock().expect("lock");
+        if s.cut_at.is_some_and(|cut| started < cut) {
+            return;
+        }
         s.worst = s.worst.max(usage);
     }
 
@@ -175,6 +186,7 @@ impl Governor {
                 s.target
             );
             s.target = next;
+            s.cut_at = Some(Instant::now());
         }
         s.braced = true;
         self.changed.notify_all();
@@ -223,6 +235,9 @@ impl Governor {
                     t.wake_late_max_us / 1000.0,
                     t.worst_load * 100.0
                 );
+                if next < s.target {
+                    s.cut_at = Some(Instant::now());
+                }
                 s.target = next;
                 self.changed.notify_all();
                 calm = 0;
@@ -472,6 +487,19 @@ mod tests {
         let g = Governor::fixed(8);
         g.brace("cable 20 ms");
         assert_eq!(g.target(), 8);
+    }
+
+    #[test]
+    fn a_load_begun_before_the_last_cut_is_left_out() {
+        let g = Governor::adaptive(16, 32);
+        let before = Instant::now();
+        g.report(0.5, before);
+        assert_eq!(g.state.lock().unwrap().worst, 0.5, "no cut yet: counted");
+        g.brace("lte");
+        g.report(2.0, before);
+        assert_eq!(g.state.lock().unwrap().worst, 0.5, "begun before the cut");
+        g.report(0.7, Instant::now());
+        assert_eq!(g.state.lock().unwrap().worst, 0.7, "begun after it");
     }
 
     #[test]

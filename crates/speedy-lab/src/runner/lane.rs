@@ -253,12 +253,13 @@ fn take_loads(sh: &Shared, lane: usize, queues: &Queues, gate: &Gate) -> Result<
             Client::Chromium => sh.budget.chromium,
         };
         let taken = sh.budget.take(shares);
+        let started = Instant::now();
         let result = l.attend(lane).and_then(|()| l.run_job(&job));
         drop(taken);
         match result {
             Ok(usage) => {
                 in_a_row = 0;
-                sh.governor.report(usage);
+                sh.governor.report(usage, started);
             }
             Err(reason) => {
                 in_a_row += 1;
