@@ -221,10 +221,10 @@ fn take_loads(sh: &Shared, lane: usize, queues: &Queues, gate: &Gate) -> Result<
     let mut first = gate.holds(lane);
     let mut in_a_row = 0;
     while sh.governor.admit(lane, &|| queues.is_done()) {
-        let Some((job, first_of_network)) = queues.take(opened.as_ref().map(|l| l.network)) else {
+        let Some((job, begins_network)) = queues.take(opened.as_ref().map(|l| l.network)) else {
             break;
         };
-        if first_of_network && job.network > 0 {
+        if begins_network {
             sh.governor.brace(&sh.exp.networks[job.network].name);
         }
         if let Some(l) = opened.as_mut().filter(|l| l.network != job.network) {

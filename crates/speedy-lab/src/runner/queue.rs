@@ -31,8 +31,9 @@ impl Queues {
 
     /// The next job for a lane on network `on` (`None`: a lane not open yet): one of
     /// `on`'s while it has any, else the first of the first network that has one; with
-    /// whether it is the first job taken of its network. `None` when no job is left or
-    /// the run was stopped.
+    /// whether it begins its network after another network began (the run's first
+    /// network, whichever it is, does not count). `None` when no job is left or the run
+    /// was stopped.
     pub fn take(&self, on: Option<usize>) -> Option<(Job, bool)> {
         if self.is_stopped() {
             return None;
@@ -41,9 +42,10 @@ impl Queues {
         let n = on
             .filter(|&n| !nets[n].0.is_empty())
             .or_else(|| nets.iter().position(|(q, _)| !q.is_empty()))?;
+        let another_began = nets.iter().any(|(_, entered)| *entered);
         let (queue, entered) = &mut nets[n];
         let first = !std::mem::replace(entered, true);
-        queue.pop_front().map(|job| (job, first))
+        queue.pop_front().map(|job| (job, first && another_began))
     }
 
     /// Queues `job` again, after its network's other jobs.
@@ -123,12 +125,14 @@ mod tests {
     }
 
     #[test]
-    fn says_which_job_is_the_first_of_its_network() {
-        let q = Queues::new(3, &[job(0, 0), job(1, 0), job(2, 2), job(3, 2)]);
+    fn says_which_job_begins_a_network_after_another() {
+        // Network 0 has no job left (a resumed run, or --network): network 1 begins the
+        // run, and only network 2's first job begins one after another.
+        let q = Queues::new(3, &[job(0, 1), job(1, 1), job(2, 2), job(3, 2)]);
         let firsts: Vec<(usize, bool)> = std::iter::from_fn(|| q.take(None))
-            .map(|(j, first)| (j.index, first))
+            .map(|(j, later)| (j.index, later))
             .collect();
-        assert_eq!(firsts, [(0, true), (1, false), (2, true), (3, false)]);
+        assert_eq!(firsts, [(0, false), (1, false), (2, true), (3, false)]);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::experiment::Client;
 use crate::results::Row;
 use crate::stats::{geometric_mean, mean, median};
 use serde::{Deserialize, Serialize};
+use speedy_net::Protocol;
 use std::collections::BTreeMap;
 
 /// A cell's geometric-mean ratio should fall in this range.
@@ -100,6 +101,18 @@ pub fn pairs(rows: &[Row]) -> Vec<(String, String)> {
     let same = |a: &Row, b: &Row| {
         a.protocol == b.protocol && a.tls == b.tls && a.calibration == b.calibration
     };
+    // Lanes finish their loads in any order: the pairs go by calibration, then protocol
+    // (HTTP/1.1, SPDY, h2, h3), then plain before TLS, whatever the rows' order.
+    let rank = |r: &Row| {
+        let p = match r.protocol {
+            Protocol::Http1 => 0,
+            Protocol::Spdy(_) => 1,
+            Protocol::H2 => 2,
+            Protocol::H3 => 3,
+        };
+        (r.calibration.clone(), p, r.tls)
+    };
+    firsts.sort_by_key(|r| rank(r));
     let loaders: Vec<&Row> = firsts
         .iter()
         .copied()
@@ -253,6 +266,25 @@ mod tests {
             "calibration": "web-2010"
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn pairs_come_in_protocol_order_whatever_order_the_loads_ended_in() {
+        let with = |variant: &str, client: &str, against: Option<&str>, protocol: &str| {
+            let mut r = row("a", variant, client, against, 1000.0);
+            r.protocol = Protocol::parse(protocol).unwrap();
+            r
+        };
+        let rows = vec![
+            with("h3-chromium", "chromium", Some("h3"), "h3"),
+            with("h3", "loader", None, "h3"),
+            with("h2", "loader", None, "h2"),
+            with("http1-chromium", "chromium", Some("http1"), "http1"),
+            with("h2-chromium", "chromium", Some("h2"), "h2"),
+            with("http1", "loader", None, "http1"),
+        ];
+        let names: Vec<String> = pairs(&rows).into_iter().map(|(l, _)| l).collect();
+        assert_eq!(names, ["http1", "h2", "h3"]);
     }
 
     #[test]
